@@ -1,0 +1,1 @@
+"""GPU API backends. Each module imports its GPU library lazily."""
