@@ -7,6 +7,8 @@ import warnings
 
 import numpy as np
 
+from . import config
+from .backends import backend_for
 from .ops import OPS, dtype_rule
 from .plan import Force, Problem
 
@@ -35,14 +37,6 @@ def normalize_axis(axis, ndim: int) -> tuple[int, ...]:
     return tuple(sorted(out))
 
 
-def _as_array(a) -> np.ndarray:
-    if isinstance(a, np.ndarray):
-        return a
-    if hasattr(a, "__cuda_array_interface__") or type(a).__module__.startswith(("cupy", "torch", "pyopencl")):
-        raise TypeError(f"clreduce's OpenCL backend takes numpy arrays; got {type(a).__module__}.{type(a).__name__}")
-    return np.asarray(a)
-
-
 def _to_force(force) -> Force | None:
     if force is None or isinstance(force, Force):
         return force
@@ -51,10 +45,14 @@ def _to_force(force) -> Force | None:
     raise TypeError(f"force must be a clreduce.Force or a dict, not {type(force).__name__}")
 
 
-def reduce(op_name: str, a, axis=None, keepdims: bool = False, *, device=None, queue=None, force=None):
-    """Reduce ``a`` over ``axis`` with op ``op_name``; the shared body of the public functions."""
+def reduce(op_name: str, a, axis=None, keepdims: bool = False, *, backend=None, force=None, **where):
+    """Reduce ``a`` over ``axis`` with op ``op_name``; the shared body of the public functions.
+
+    ``where`` holds backend placement options (OpenCL: ``device``, ``queue``).
+    """
     op = OPS[op_name]
-    x = _as_array(a)
+    chosen = backend_for(a, backend, config.default_backend())
+    x, back_to_caller = chosen.to_native(a)
     rule = dtype_rule(op, x.dtype)  # TypeError for unsupported dtypes, before anything else
     axes = normalize_axis(axis, x.ndim)
     kept = [d for i, d in enumerate(x.shape) if i not in axes]
@@ -69,27 +67,23 @@ def reduce(op_name: str, a, axis=None, keepdims: bool = False, *, device=None, q
             raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
         if op.empty == "nan":
             warnings.warn("Mean of empty slice.", RuntimeWarning, stacklevel=3)
-            return _finish(np.full(out_shape, np.nan, dtype=out_dtype))
-        return _finish(np.zeros(out_shape, dtype=out_dtype))
+            return back_to_caller(_finish(np.full(out_shape, np.nan, dtype=out_dtype)))
+        return back_to_caller(_finish(np.zeros(out_shape, dtype=out_dtype)))
     if rows == 0:
-        return _finish(np.empty(out_shape, dtype=out_dtype))
+        return back_to_caller(_finish(np.empty(out_shape, dtype=out_dtype)))
 
     # Reduced axes go last so each output element is one contiguous row. A copy happens
     # only when they are not already trailing and contiguous.
     kept_axes = [i for i in range(x.ndim) if i not in axes]
-    moved = x.transpose(kept_axes + list(axes)) if x.ndim else x
-    rows2d = np.ascontiguousarray(moved).reshape(rows, k)
-
-    from .backends import opencl
-
+    rows2d = chosen.rows_view(x, kept_axes + list(axes), rows, k)
     problem = Problem(rows=rows, row_len=k, dtype=x.dtype.name, op=op_name)
-    result = opencl.reduce_rows(rows2d, problem, queue=queue, device=device, force=_to_force(force))
+    result = chosen.reduce_rows(rows2d, problem, force=_to_force(force), **where)
     if rule.host_divide:
         # Integer mean: exact 64-bit sum on the device, the float64 divide here (numpy's way).
         result = result.astype(np.float64) / k
     if x.dtype == np.bool_ and op.combine != "sum":
         result = result.astype(np.bool_)
-    return _finish(result.astype(out_dtype, copy=False).reshape(out_shape))
+    return back_to_caller(_finish(result.astype(out_dtype, copy=False).reshape(out_shape)))
 
 
 def _finish(result: np.ndarray):
@@ -98,8 +92,8 @@ def _finish(result: np.ndarray):
 
 
 def _public(op_name: str, summary: str):
-    def fn(a, axis=None, keepdims=False, *, device=None, queue=None, force=None):
-        return reduce(op_name, a, axis=axis, keepdims=keepdims, device=device, queue=queue, force=force)
+    def fn(a, axis=None, keepdims=False, *, backend=None, force=None, **where):
+        return reduce(op_name, a, axis=axis, keepdims=keepdims, backend=backend, force=force, **where)
 
     fn.__name__ = fn.__qualname__ = op_name
     fn.__doc__ = f"""{summary}
@@ -112,12 +106,14 @@ def _public(op_name: str, summary: str):
         Axes to reduce, as in numpy. None reduces all.
     keepdims : bool, optional
         Keep reduced axes with size one.
-    device : pyopencl.Device or str, optional
-        Where to run (a device or a selector like ``"intel"``); default device otherwise.
-    queue : pyopencl.CommandQueue, optional
-        Run on this queue (overrides ``device``).
+    backend : {"opencl", "cuda"}, optional
+        Default: CLREDUCE_BACKEND, else the array's kind (cupy / CUDA torch -> cuda), else opencl.
     force : clreduce.Force or dict, optional
         Override plan choices (sub-group mode/width, strategy, work-group size, vector width).
+
+    **where
+        Placement for the backend. OpenCL: ``device`` (pyopencl.Device or a selector
+        string like ``"intel"``) or ``queue`` (pyopencl.CommandQueue).
 
     Returns
     -------
