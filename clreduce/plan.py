@@ -145,8 +145,11 @@ def _choose_sg_size(caps: DeviceCaps, forced: int | None) -> tuple[int, str]:
     if forced is not None and forced not in sizes:
         raise UnsupportedOnDevice(f"sg_size={forced} is not one of {caps.name!r}'s widths {list(sizes)}")
     if control == "intel":
-        # CPU SIMD: 16 lanes fill an AVX-512 register of floats, 8 an AVX2 one.
-        size = forced or (16 if 16 in sizes else max(sizes))
+        # Intel's CPU runtime maps a sub-group onto SIMD lanes and each work-item already
+        # loads a 64-byte vector, so narrow sub-groups keep registers free (measured: 4 is
+        # best on the bench shapes). Intel GPUs prefer 16.
+        preferred = 4 if caps.device_type == "cpu" else 16
+        size = forced or (preferred if preferred in sizes else max(sizes))
         return size, "intel"
     if control == "qcom":
         # Adreno 6xx/7xx run wave 64 ("half") or 128 ("full"); half keeps more waves resident.
@@ -160,18 +163,15 @@ def _choose_sg_size(caps: DeviceCaps, forced: int | None) -> tuple[int, str]:
 def _default_wg_size(caps: DeviceCaps) -> int:
     if caps.vendor == "arm":
         return 128   # Arm's guides: 64 baseline, up to 128-256; local memory is system RAM
-    if caps.vendor == "qualcomm":
-        return 256
-    if caps.device_type == "cpu":
-        return 256
     return 256
 
 
 def _default_vec(caps: DeviceCaps, itemsize: int) -> int:
     if caps.device_type == "cpu":
-        # CPU OpenCL compilers vectorise across work-items; per-item vectors become gathers.
-        return 1
-    return max(1, min(16, 16 // itemsize))
+        # A whole cache line per load: measured on the Intel CPU runtime and PoCL, 64-byte
+        # per-item vectors beat 16-byte ones 1.5-3x (each work-item's vector maps onto SIMD).
+        return max(1, min(16, 64 // itemsize))
+    return max(1, min(16, 16 // itemsize))  # 16-byte loads: one transaction per lane on GPUs
 
 
 def plan(caps: DeviceCaps, problem: Problem, force: Force | None = None) -> LaunchPlan:
@@ -223,36 +223,46 @@ def plan(caps: DeviceCaps, problem: Problem, force: Force | None = None) -> Laun
     if force.vec is None:
         vec = min(vec, _pow2_floor(problem.row_len))
 
-    split = 1
+    cpu = caps.device_type == "cpu"
+    # On CPUs a work-group runs on one core: a team stays within one sub-group (measured on
+    # the Intel runtime), and without sub-groups (PoCL) one work-item owns a row or chunk:
+    # PoCL's local-memory tree made long rows 2-4x slower than lanes=1. GPUs spread a long
+    # row over the whole group.
+    lanes_cap = min(wg, (sg_size or 1) if cpu else wg)
+
+    def natural_lanes(length: int) -> int:
+        # about four vector loads per lane before the team reduce
+        return max(1, min(lanes_cap, _pow2_floor(_ceil_div(length, vec * 4))))
+
     strategy = force.strategy
-    if strategy is None:
-        lanes = min(wg, _pow2_floor(_ceil_div(problem.row_len, vec * 4)))
-        rows_in_flight = _ceil_div(problem.rows, max(1, wg // lanes))
-        want_groups = caps.compute_units * (4 if caps.device_type == "gpu" else 2)
-        if lanes >= wg and problem.row_len >= SPLIT_MIN_ROW and rows_in_flight < want_groups:
+    lanes = natural_lanes(problem.row_len)
+    split = 1
+    if strategy in (None, "split_k") and problem.row_len >= (SPLIT_MIN_ROW if strategy is None else 2):
+        # Few long rows cannot fill the device one team per row: cut rows into chunks.
+        want_tasks = (wg // lanes) * max(1, caps.compute_units) * 4
+        split = min(_ceil_div(want_tasks, problem.rows), _ceil_div(problem.row_len, SPLIT_MIN_CHUNK))
+        if strategy == "split_k":
+            split = max(2, min(split, problem.row_len))
+        if split >= 2:
             strategy = "split_k"
-        elif lanes < width:
-            strategy = "rows_per_sg"
-        elif lanes == width:
-            strategy = "sg_per_row"
+            lanes = natural_lanes(_ceil_div(problem.row_len, split))
         else:
-            strategy = "wg_per_row"
-    if strategy == "rows_per_sg":
-        lanes = max(1, min(width // 2, _pow2_floor(_ceil_div(problem.row_len, vec * 4))))
-        if sg_mode == "builtin" and lanes > 1:
-            # narrow teams need a butterfly; without a shuffle the builtin covers a whole sub-group
-            shuffle = "shuffle_khr" if caps.khr_shuffle else ("shuffle_qcom" if caps.qcom_shuffle else None)
-            if shuffle:
-                sg_mode = shuffle
-            else:
-                lanes = 1
+            split = 1
+    if strategy is None:
+        strategy = "rows_per_sg" if lanes < width else ("sg_per_row" if lanes == width else "wg_per_row")
+    elif strategy == "rows_per_sg":
+        lanes = max(1, min(width // 2, lanes))
     elif strategy == "sg_per_row":
-        lanes = width if width <= wg else wg
-    else:
+        lanes = min(width, wg)
+    elif strategy == "wg_per_row":
         lanes = wg
-    if strategy == "split_k":
-        want = caps.compute_units * (8 if caps.device_type == "gpu" else 4)
-        split = max(2, min(_ceil_div(want, problem.rows), _ceil_div(problem.row_len, SPLIT_MIN_CHUNK)))
+    if sg_mode == "builtin" and 1 < lanes < (sg_size or 0):
+        # Narrow teams need a butterfly; without a shuffle the built-in covers whole sub-groups.
+        shuffle = "shuffle_khr" if caps.khr_shuffle else ("shuffle_qcom" if caps.qcom_shuffle else None)
+        if shuffle:
+            sg_mode = shuffle
+        else:
+            lanes = sg_size if strategy != "rows_per_sg" else 1
 
     acc_bytes = np.dtype(rule.acc).itemsize
     scratch = (wg if sg_mode == "local" else wg // sg_size) * acc_bytes if lanes > 1 else 0
