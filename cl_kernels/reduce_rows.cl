@@ -12,9 +12,9 @@
  * sub-group collectives are always reached by the whole group / sub-group; teams past
  * the last row take part with the identity.
  *
- * Required macros (see cl_kernels/README.md): OP_SUM | OP_MAX | OP_MIN, IN_T, ACC_T,
- * OUT_T, ACC_IS_FLOAT, ACC_BYTES, IDENTITY, WG_SIZE, LANES, VEC, SPLIT, SG_MODE, SG_SIZE,
- * REQD_SG, FINALIZE_MEAN, IN_HALF, OUT_HALF.
+ * Required macros (see cl_kernels/README.md): one of OP_SUM, OP_PROD, OP_MAX, OP_MIN,
+ * OP_NANMAX, OP_NANMIN; MAP, IN_T, ACC_T, OUT_T, ACC_IS_FLOAT, ACC_BYTES, IDENTITY, WG_SIZE,
+ * LANES, VEC, SPLIT, SG_MODE, SG_SIZE, REQD_SG, FINALIZE, IN_HALF, OUT_HALF.
  */
 
 #define SG_LOCAL 0
@@ -27,8 +27,22 @@
 #define REQD_SG_QCOM_HALF 2
 #define REQD_SG_QCOM_FULL 3
 
-#if !defined(OP_SUM) && !defined(OP_MAX) && !defined(OP_MIN)
-#error "define one of OP_SUM, OP_MAX, OP_MIN"
+#define MAP_NONE 0
+#define MAP_ABS 1
+#define MAP_SQUARE 2
+#define MAP_NONZERO 3
+#define MAP_NOTNAN 4
+#define MAP_NAN_TO_ZERO 5
+#define MAP_ONE 6
+#define FIN_NONE 0
+#define FIN_MEAN 1
+#define FIN_SQRT 2
+
+#if !defined(OP_SUM) && !defined(OP_PROD) && !defined(OP_MAX) && !defined(OP_MIN) && !defined(OP_NANMAX) && !defined(OP_NANMIN)
+#error "define one of OP_SUM, OP_PROD, OP_MAX, OP_MIN, OP_NANMAX, OP_NANMIN"
+#endif
+#ifndef MAP
+#error "MAP (0 none, 1 abs, 2 square, 3 nonzero, 4 not-nan, 5 nan-to-zero, 6 one) is required"
 #endif
 #ifndef IN_T
 #error "IN_T (element type read) is required"
@@ -69,8 +83,8 @@
 #ifndef REQD_SG
 #error "REQD_SG (0 none, 1 intel, 2 qcom half, 3 qcom full) is required"
 #endif
-#ifndef FINALIZE_MEAN
-#error "FINALIZE_MEAN (0/1) is required"
+#ifndef FINALIZE
+#error "FINALIZE (0 none, 1 mean, 2 sqrt) is required"
 #endif
 #ifndef IN_HALF
 #error "IN_HALF (0/1) is required"
@@ -87,6 +101,9 @@
 #endif
 #if SG_MODE == SG_BUILTIN && LANES > 1 && LANES < SG_SIZE
 #error "built-in sub-group reduce covers whole sub-groups: use a shuffle mode for LANES < SG_SIZE"
+#endif
+#if SG_MODE == SG_BUILTIN && (defined(OP_PROD) || defined(OP_NANMAX) || defined(OP_NANMIN))
+#error "no sub-group built-in for prod, and built-in max/min leave NaN unspecified: use a shuffle mode"
 #endif
 
 #if ACC_BYTES == 8 && ACC_IS_FLOAT
@@ -124,6 +141,15 @@
 #if defined(OP_SUM)
 #define COMBINE(a, b) ((a) + (b))
 #define COMBINE_V(a, b) ((a) + (b))
+#elif defined(OP_PROD)
+#define COMBINE(a, b) ((a) * (b))
+#define COMBINE_V(a, b) ((a) * (b))
+#elif defined(OP_NANMAX)
+#define COMBINE(a, b) fmax((a), (b))
+#define COMBINE_V(a, b) fmax((a), (b))
+#elif defined(OP_NANMIN)
+#define COMBINE(a, b) fmin((a), (b))
+#define COMBINE_V(a, b) fmin((a), (b))
 #elif ACC_IS_FLOAT && defined(OP_MAX)
 #define COMBINE(a, b) ((isnan(a) || (a) > (b)) ? (a) : (b))
 #define COMBINE_V(a, b) select((b), (a), isgreater((a), (b)) | isnan(a))
@@ -138,25 +164,52 @@
 #define COMBINE_V(a, b) min((a), (b))
 #endif
 
-/* ---- loads: IN_T -> ACC_T, VEC elements at a time ----------------------------------- */
-/* vloadn/vload_halfn need only element alignment, so rows starting anywhere are fine. */
+/* ---- loads: IN_T -> mapped -> ACC_T, VEC elements at a time --------------------------- */
+/* vloadn/vload_halfn need only element alignment, so rows starting anywhere are fine.
+ * MAP runs on the loaded type (float for half input) before the conversion to ACC_T, so
+ * "nonzero" sees 0.5 as nonzero even when ACC_T is an integer. */
+#if IN_HALF
+#define RAW_T float
+#define LOAD_RAW_1(p) vload_half(0, (p))
+#define LOAD_RAW_V(p) CAT(vload_half, VEC)(0, (p))
+#else
+#define RAW_T IN_T
+#define LOAD_RAW_1(p) (*(p))
+#define LOAD_RAW_V(p) CAT(vload, VEC)(0, (p))
+#endif
+#define RAW_V CAT(RAW_T, VEC)
+
+#if MAP == MAP_NONE
+#define MAP_1(x) (x)
+#define MAP_V(x) (x)
+#elif MAP == MAP_ABS
+#define MAP_1(x) fabs(x)
+#define MAP_V(x) fabs(x)
+#elif MAP == MAP_SQUARE
+#define MAP_1(x) ((x) * (x))
+#define MAP_V(x) ((x) * (x))
+#elif MAP == MAP_NONZERO
+#define MAP_1(x) ((x) != (RAW_T)0 ? (RAW_T)1 : (RAW_T)0)
+#define MAP_V(x) select((RAW_V)0, (RAW_V)1, (x) != (RAW_V)0)
+#elif MAP == MAP_NOTNAN
+#define MAP_1(x) (isnan(x) ? (RAW_T)0 : (RAW_T)1)
+#define MAP_V(x) select((RAW_V)1, (RAW_V)0, isnan(x))
+#elif MAP == MAP_NAN_TO_ZERO
+#define MAP_1(x) (isnan(x) ? (RAW_T)0 : (x))
+#define MAP_V(x) select((x), (RAW_V)0, isnan(x))
+#elif MAP == MAP_ONE
+#define MAP_1(x) ((RAW_T)1)
+#define MAP_V(x) ((RAW_V)1)
+#endif
+
+#define LOAD_1(p) ((ACC_T)MAP_1(LOAD_RAW_1(p)))
 #if VEC == 1
 #define ACC_V ACC_T
 #define LOAD_V(p) LOAD_1(p)
 #define HREDUCE(v) (v)
 #else
 #define ACC_V CAT(ACC_T, VEC)
-#if IN_HALF
-#define LOAD_V(p) CAT(vload_half, VEC)(0, (p))
-#else
-#define LOAD_V(p) CAT(convert_, ACC_V)(CAT(vload, VEC)(0, (p)))
-#endif
-#endif
-
-#if IN_HALF
-#define LOAD_1(p) vload_half(0, (p))
-#else
-#define LOAD_1(p) ((ACC_T)(*(p)))
+#define LOAD_V(p) CAT(convert_, ACC_V)(MAP_V(LOAD_RAW_V(p)))
 #endif
 
 #if VEC == 2
@@ -312,8 +365,10 @@ void reduce_rows(__global const IN_T *restrict in, const ulong in_offset,
 #endif /* LANES > 1 */
 
         if (lane == 0 && task < n_tasks) {
-#if FINALIZE_MEAN
+#if FINALIZE == FIN_MEAN
             acc = acc / (ACC_T)mean_count;
+#elif FINALIZE == FIN_SQRT
+            acc = sqrt(acc);
 #endif
 #if OUT_HALF
             vstore_half(acc, 0, out + out_offset + task);

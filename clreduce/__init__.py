@@ -1,12 +1,16 @@
-"""clreduce: fast row reductions on mobile GPUs through OpenCL.
+"""clreduce: fast reductions on mobile GPUs through OpenCL, with numpy's semantics.
 
 >>> import numpy as np, clreduce
 >>> clreduce.mean(np.ones((4, 8), np.float32), axis=-1)
 array([1., 1., 1., 1.], dtype=float32)
 """
 
-from .api import max, mean, min, sum
-from .plan import Force
+from .api import (all, any, argmax, argmin, count_nonzero, logsumexp, max, mean, min, nanmax, nanmean,
+                  nanmin, nansum, norm, prod, std, sum, var)
+from .plan import Force, UnsupportedOnDevice
 
-__all__ = ["sum", "mean", "max", "min", "Force"]
+__all__ = [
+    "sum", "mean", "prod", "max", "min", "any", "all", "count_nonzero", "nansum", "nanmean", "nanmax",
+    "nanmin", "var", "std", "argmax", "argmin", "logsumexp", "norm", "Force", "UnsupportedOnDevice",
+]
 __version__ = "0.1.0"

@@ -1,4 +1,8 @@
-"""The closed table of reductions and their dtype rules (numpy's, for numpy inputs)."""
+"""The closed table of reductions and their dtype rules (numpy's, for numpy inputs).
+
+Each ``Op`` is what one kernel pass computes; public functions that need two (``nanmean``
+is ``nansum / count_notnan``) compose them in ``api``.
+"""
 
 from __future__ import annotations
 
@@ -9,33 +13,64 @@ import numpy as np
 
 @dataclass(frozen=True)
 class Op:
-    """One reduction.
+    """One reduction as a kernel computes it.
 
     Attributes
     ----------
     name : str
-        Public name (``"mean"``).
-    combine : {"sum", "max", "min"}
-        How two partial results merge; picks ``OP_SUM`` / ``OP_MAX`` / ``OP_MIN``.
-    mean : bool
-        Divide by the number of reduced elements at the end.
-    empty : {"identity", "nan", "error"}
-        What an empty reduction gives, as numpy does: sum -> 0, mean -> nan with a
-        RuntimeWarning, max/min -> ValueError.
+    kind : {"scalar", "welford", "arg", "lse"}
+        Running value: one accumulator (``reduce_rows.cl``) or a small struct
+        (``reduce_state.cl``: Welford mean/M2/n, value+index, max+scaled sum).
+    combine : {"sum", "prod", "max", "min", "nanmax", "nanmin"}
+        Merge of two scalar accumulators (``OP_*``); for ``arg`` kind, max or min.
+    map : {"none", "abs", "square", "nonzero", "notnan", "nan_to_zero"}
+        Applied to each element as loaded (``MAP``).
+    finalize : {"none", "mean", "sqrt", "var", "std", "index", "lse"}
+    result : {"same", "wide", "float", "bool", "intp"}
+        Output dtype rule for integer/bool inputs: same dtype, 64-bit (numpy's sum/prod),
+        float64, bool, or numpy's intp. Float inputs keep their dtype except for
+        ``bool``/``intp`` results.
+    empty : {"identity", "nan", "error", "zero", "one"}
+        Empty reduction: the op's identity (sum -> 0, prod -> 1), nan with a RuntimeWarning,
+        ValueError, or a literal 0 / 1 (any/all, counts).
     """
 
     name: str
+    kind: str
     combine: str
-    mean: bool
+    map: str
+    finalize: str
+    result: str
     empty: str
 
 
-OPS = {
-    "sum": Op("sum", "sum", mean=False, empty="identity"),
-    "mean": Op("mean", "sum", mean=True, empty="nan"),
-    "max": Op("max", "max", mean=False, empty="error"),
-    "min": Op("min", "min", mean=False, empty="error"),
-}
+def _op(name, kind="scalar", combine="sum", map="none", finalize="none", result="same", empty="identity"):
+    return Op(name, kind, combine, map, finalize, result, empty)
+
+
+OPS = {op.name: op for op in (
+    _op("sum", result="wide"),
+    _op("mean", finalize="mean", result="float", empty="nan"),
+    _op("prod", combine="prod", result="wide"),
+    _op("max", combine="max", empty="error"),
+    _op("min", combine="min", empty="error"),
+    _op("nansum", map="nan_to_zero", result="wide"),
+    _op("nanmax", combine="nanmax", empty="error"),
+    _op("nanmin", combine="nanmin", empty="error"),
+    _op("count_notnan", map="notnan", result="intp", empty="zero"),
+    _op("count_nonzero", map="nonzero", result="intp", empty="zero"),
+    _op("any", combine="max", map="nonzero", result="bool", empty="zero"),
+    _op("all", combine="min", map="nonzero", result="bool", empty="one"),
+    _op("norm1", map="abs", result="float"),
+    _op("norm2", map="square", finalize="sqrt", result="float"),
+    _op("norminf", combine="max", map="abs", result="float", empty="error"),
+    _op("normneginf", combine="min", map="abs", result="float", empty="error"),
+    _op("var", kind="welford", finalize="var", result="float", empty="nan"),
+    _op("std", kind="welford", finalize="std", result="float", empty="nan"),
+    _op("argmax", kind="arg", combine="max", finalize="index", result="intp", empty="error"),
+    _op("argmin", kind="arg", combine="min", finalize="index", result="intp", empty="error"),
+    _op("logsumexp", kind="lse", finalize="lse", result="float", empty="error"),
+)}
 
 # numpy dtype -> OpenCL C type name. bool is read as uchar (numpy stores it as 0/1 bytes).
 CL_TYPE = {
@@ -71,32 +106,59 @@ class DtypeRule:
     host_divide: bool = False
 
 
-def dtype_rule(op: Op, dtype: np.dtype) -> DtypeRule:
-    """Accumulator and output dtypes of ``op`` on ``dtype``, following numpy.
+def check_dtype(dtype, what: str = "input") -> np.dtype:
+    """The dtype, or TypeError naming it when clreduce cannot reduce it."""
+    dtype = np.dtype(dtype)
+    if dtype.name not in CL_TYPE:
+        raise TypeError(f"clreduce does not support {what} dtype {dtype!s} (supported: {', '.join(SUPPORTED_DTYPES)})")
+    return dtype
+
+
+def _float_acc(name: str) -> str:
+    # float16 accumulates in float32: fp16 sums pass 65504 and overflow to inf.
+    return "float32" if name == "float16" else name
+
+
+def dtype_rule(op: Op, dtype, requested=None) -> DtypeRule:
+    """Accumulator and output dtypes of ``op`` on ``dtype`` (``requested`` = ``dtype=`` arg).
 
     Raises
     ------
     TypeError
         For dtypes clreduce does not reduce (object, complex, strings, datetimes, ...).
     """
-    dtype = np.dtype(dtype)
+    dtype = check_dtype(dtype)
     name = dtype.name
-    if name not in CL_TYPE:
-        raise TypeError(
-            f"clreduce.{op.name} does not support dtype {dtype!s} "
-            f"(supported: {', '.join(SUPPORTED_DTYPES)})"
-        )
+    if requested is not None:
+        want = check_dtype(requested, "requested").name
+        if op.result in ("bool", "intp") or op.kind == "arg":
+            raise TypeError(f"{op.name} does not take dtype=")
+        if op.finalize in ("mean", "var", "std") and np.dtype(want).kind != "f":
+            # numpy: integer accumulation, float64 divide on the host, cast to dtype
+            return DtypeRule(acc=want, device_out=want, out=want, host_divide=True)
+        return DtypeRule(acc=_float_acc(want), device_out=want, out=want)
+    if op.result == "bool":
+        return DtypeRule(acc="uint32", device_out="bool", out="bool")
+    if op.result == "intp":
+        if op.kind == "arg":
+            acc = _float_acc(name) if dtype.kind == "f" else (name if dtype.itemsize >= 4 else _narrow_acc(dtype))
+            return DtypeRule(acc=acc, device_out="int64", out="int64")
+        return DtypeRule(acc="int64", device_out="int64", out="int64")
     if dtype.kind == "f":
-        # float16 accumulates in float32: fp16 sums pass 65504 and overflow to inf.
-        acc = "float32" if name == "float16" else name
-        return DtypeRule(acc=acc, device_out=name, out=name)
+        return DtypeRule(acc=_float_acc(name), device_out=name, out=name)
     # integers and bool
-    wide = "uint64" if dtype.kind == "u" else "int64"
-    if op.combine == "sum":
-        if op.mean:
-            return DtypeRule(acc=wide, device_out=wide, out="float64", host_divide=True)
+    if op.result == "wide":
+        wide = "uint64" if dtype.kind == "u" else "int64"
         return DtypeRule(acc=wide, device_out=wide, out=wide)
-    # max/min: 8/16-bit values travel through a 32-bit accumulator because sub-group
-    # collectives on char/short need cl_khr_subgroup_extended_types.
-    acc = name if dtype.itemsize >= 4 else ("uint32" if dtype.kind in "ub" else "int32")
-    return DtypeRule(acc=acc, device_out=name, out=name)
+    if op.result == "float":
+        if op.finalize == "mean":
+            wide = "uint64" if dtype.kind == "u" else "int64"
+            return DtypeRule(acc=wide, device_out=wide, out="float64", host_divide=True)
+        return DtypeRule(acc="float64", device_out="float64", out="float64")
+    return DtypeRule(acc=name if dtype.itemsize >= 4 else _narrow_acc(dtype), device_out=name, out=name)
+
+
+def _narrow_acc(dtype: np.dtype) -> str:
+    # 8/16-bit values travel through a 32-bit accumulator: sub-group collectives on
+    # char/short need cl_khr_subgroup_extended_types.
+    return "uint32" if dtype.kind in "ub" else "int32"

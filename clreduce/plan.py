@@ -33,18 +33,25 @@ class UnsupportedOnDevice(TypeError):
 
 @dataclass(frozen=True)
 class Problem:
-    """A reduction of the middle axis of a contiguous ``(rows, row_len)`` array."""
+    """Reduce the middle axis of a C-contiguous ``(rows, row_len, inner)`` array.
+
+    ``inner == 1`` is the contiguous row case; ``inner > 1`` the strided (column) case.
+    ``acc_dtype`` is the user's ``dtype=`` (None: numpy's rule); ``param`` is ``ddof``.
+    """
 
     rows: int
     row_len: int
     dtype: str
     op: str
+    inner: int = 1
+    acc_dtype: str | None = None
+    param: float = 0.0
 
     def __post_init__(self):
         if self.op not in OPS:
             raise ValueError(f"unknown op {self.op!r}; known: {sorted(OPS)}")
-        if self.rows < 1 or self.row_len < 1:
-            raise ValueError("Problem needs rows >= 1 and row_len >= 1 (empty cases are the API's)")
+        if self.rows < 1 or self.row_len < 1 or self.inner < 1:
+            raise ValueError("Problem needs rows, row_len and inner >= 1 (empty cases are the API's)")
 
 
 @dataclass(frozen=True)
@@ -68,7 +75,11 @@ class Force:
 
 @dataclass(frozen=True)
 class KernelLaunch:
-    """One kernel enqueue: what to build, how to launch, and its scalar arguments."""
+    """One kernel enqueue: what to build, how to launch, and its scalar arguments.
+
+    Kernel arguments are ``(in, in_offset, out, out_offset, *scalars)``; each scalar is
+    ``(name, kind, value)`` with kind "u64" or "acc" (the accumulator's float type).
+    """
 
     kernel_file: str
     entry: str
@@ -76,11 +87,8 @@ class KernelLaunch:
     options: tuple[str, ...]
     global_size: int
     local_size: int
-    n_rows: int
-    row_len: int
-    row_stride: int
-    chunk_len: int
-    mean_count: int
+    scalars: tuple[tuple[str, str, float], ...]
+    acc_dtype: str
     reads: str   # "input" or "partials"
     writes: str  # "output" or "partials"
 
@@ -102,10 +110,16 @@ class LaunchPlan:
     device_out_dtype: str
     host_divide: bool
     local_mem_bytes: int
+    partials_bytes: int
     passes: tuple[KernelLaunch, ...]
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+
+# Bytes reserved per partial state in split passes: the largest struct in reduce_state.cl
+# is {double, double, ulong} = 24 B; 32 keeps every layout's alignment.
+STATE_BYTES = 32
 
 
 def _pow2_floor(n: int) -> int:
@@ -183,7 +197,8 @@ def plan(caps: DeviceCaps, problem: Problem, force: Force | None = None) -> Laun
     problem : Problem
     force : Force, optional
         Overrides, validated against ``caps``: asking for something the device cannot do
-        raises ``UnsupportedOnDevice`` rather than silently running something else.
+        raises ``UnsupportedOnDevice`` rather than silently running something else. Row
+        strategies do not apply to the strided case, where only "split_k" is honoured.
 
     Returns
     -------
@@ -191,38 +206,48 @@ def plan(caps: DeviceCaps, problem: Problem, force: Force | None = None) -> Laun
     """
     force = force or Force()
     op = OPS[problem.op]
-    rule = dtype_rule(op, np.dtype(problem.dtype))
-    needs_fp64 = "float64" in (problem.dtype, rule.acc, rule.device_out)
-    if needs_fp64 and not caps.fp64:
+    rule = dtype_rule(op, np.dtype(problem.dtype), problem.acc_dtype)
+    if "float64" in (problem.dtype, rule.acc, rule.device_out) and not caps.fp64:
         raise UnsupportedOnDevice(
             f"{problem.dtype} {problem.op} needs fp64, which device {caps.name!r} lacks; "
-            "convert the input with .astype(numpy.float32) or pick a device with cl_khr_fp64"
+            "convert the input with .astype(numpy.float32) (or pass dtype=numpy.float32) "
+            "or pick a device with cl_khr_fp64"
         )
     if force.strategy is not None and force.strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {force.strategy!r}; known: {', '.join(STRATEGIES)}")
+    if force.vec is not None and force.vec not in (1, 2, 4, 8, 16):
+        raise ValueError(f"vec={force.vec} must be 1, 2, 4, 8 or 16")
+    if problem.inner > 1:
+        return _plan_columns(caps, problem, force, op, rule)
+    return _plan_rows(caps, problem, force, op, rule)
 
+
+def _choose_wg(caps: DeviceCaps, force: Force, sg_size: int | None) -> int:
+    wg_cap = _pow2_floor(caps.max_work_group_size)
+    wg = force.wg_size or min(_default_wg_size(caps), wg_cap)
+    if force.wg_size is None and sg_size and wg < sg_size:
+        wg = sg_size
+    if wg & (wg - 1) or wg > caps.max_work_group_size or (sg_size and wg % sg_size):
+        raise ValueError(f"wg_size={wg} must be a power of two <= {caps.max_work_group_size}"
+                         + (f" and a multiple of sg_size {sg_size}" if sg_size else ""))
+    return wg
+
+
+def _plan_rows(caps: DeviceCaps, problem: Problem, force: Force, op, rule) -> LaunchPlan:
     sg_mode = _choose_sg_mode(caps, force.sg_mode)
+    shuffle = "shuffle_khr" if caps.khr_shuffle else ("shuffle_qcom" if caps.qcom_shuffle else None)
+    if sg_mode == "builtin" and (op.kind != "scalar" or op.combine in ("prod", "nanmax", "nanmin")):
+        # No built-in for prod or struct states, and built-in max/min leave NaN unspecified.
+        sg_mode = shuffle or "local"
     if sg_mode == "local":
         sg_size, reqd = None, "none"
     else:
         sg_size, reqd = _choose_sg_size(caps, force.sg_size)
     width = sg_size or caps.warp_size or 32  # local mode: a nominal width for strategy names
-
-    wg_cap = _pow2_floor(caps.max_work_group_size)
-    wg = force.wg_size or min(_default_wg_size(caps), wg_cap)
-    if wg & (wg - 1) or wg > caps.max_work_group_size or (sg_size and wg % sg_size):
-        raise ValueError(f"wg_size={wg} must be a power of two <= {caps.max_work_group_size}"
-                         + (f" and a multiple of sg_size {sg_size}" if sg_size else ""))
-    if sg_size and wg < sg_size:
-        wg = sg_size
+    wg = _choose_wg(caps, force, sg_size)
 
     itemsize = np.dtype(problem.dtype).itemsize
-    vec = force.vec or _default_vec(caps, itemsize)
-    if vec not in (1, 2, 4, 8, 16):
-        raise ValueError(f"vec={vec} must be 1, 2, 4, 8 or 16")
-    if force.vec is None:
-        vec = min(vec, _pow2_floor(problem.row_len))
-
+    vec = force.vec or min(_default_vec(caps, itemsize), _pow2_floor(problem.row_len))
     cpu = caps.device_type == "cpu"
     # On CPUs a work-group runs on one core: a team stays within one sub-group (measured on
     # the Intel runtime), and without sub-groups (PoCL) one work-item owns a row or chunk:
@@ -234,7 +259,7 @@ def plan(caps: DeviceCaps, problem: Problem, force: Force | None = None) -> Laun
         # about four vector loads per lane before the team reduce
         return max(1, min(lanes_cap, _pow2_floor(_ceil_div(length, vec * 4))))
 
-    strategy = force.strategy
+    strategy = force.strategy if force.strategy != "columns" else None
     lanes = natural_lanes(problem.row_len)
     split = 1
     if strategy in (None, "split_k") and problem.row_len >= (SPLIT_MIN_ROW if strategy is None else 2):
@@ -248,96 +273,193 @@ def plan(caps: DeviceCaps, problem: Problem, force: Force | None = None) -> Laun
             lanes = natural_lanes(_ceil_div(problem.row_len, split))
         else:
             split = 1
-    if strategy is None:
-        strategy = "rows_per_sg" if lanes < width else ("sg_per_row" if lanes == width else "wg_per_row")
+    if strategy is None or strategy == "split_k":
+        strategy = strategy or ("rows_per_sg" if lanes < width else ("sg_per_row" if lanes == width else "wg_per_row"))
     elif strategy == "rows_per_sg":
         lanes = max(1, min(width // 2, lanes))
     elif strategy == "sg_per_row":
         lanes = min(width, wg)
     elif strategy == "wg_per_row":
         lanes = wg
-    if sg_mode == "builtin" and 1 < lanes < (sg_size or 0):
+    if sg_mode == "builtin" and 1 < lanes < sg_size:
         # Narrow teams need a butterfly; without a shuffle the built-in covers whole sub-groups.
-        shuffle = "shuffle_khr" if caps.khr_shuffle else ("shuffle_qcom" if caps.qcom_shuffle else None)
         if shuffle:
             sg_mode = shuffle
         else:
             lanes = sg_size if strategy != "rows_per_sg" else 1
 
-    acc_bytes = np.dtype(rule.acc).itemsize
+    acc_bytes = np.dtype(rule.acc).itemsize if op.kind == "scalar" else STATE_BYTES
     scratch = (wg if sg_mode == "local" else wg // sg_size) * acc_bytes if lanes > 1 else 0
     if scratch > caps.local_mem_size:
         raise UnsupportedOnDevice(f"{scratch} B of local memory exceeds {caps.name!r}'s {caps.local_mem_size} B")
 
-    common = dict(caps=caps, op=op, sg_mode=sg_mode, sg_size=sg_size, reqd=reqd, wg=wg)
+    family = _row_family(op)
+    common = dict(caps=caps, op=op, rule=rule, sg_mode=sg_mode, sg_size=sg_size, reqd=reqd, wg=wg,
+                  param=problem.param, count=problem.row_len)
+    partials_bytes = 0
     if split == 1:
-        passes = (_launch(**common, rows=problem.rows, row_len=problem.row_len, lanes=lanes, vec=vec,
-                          in_dtype=problem.dtype, acc=rule.acc, out=rule.device_out, split=1,
-                          finalize=op.mean and not rule.host_divide, reads="input", writes="output"),)
+        passes = (family(**common, rows=problem.rows, row_len=problem.row_len, lanes=lanes, vec=vec,
+                         in_dtype=problem.dtype, split=1, chunk=problem.row_len, first=True, last=True),)
     else:
         chunk = _ceil_div(_ceil_div(problem.row_len, split), vec) * vec
         split = _ceil_div(problem.row_len, chunk)
-        first = _launch(**common, rows=problem.rows, row_len=problem.row_len, lanes=lanes, vec=vec,
-                        in_dtype=problem.dtype, acc=rule.acc, out=rule.acc, split=split, chunk=chunk,
-                        finalize=False, reads="input", writes="partials")
-        lanes2 = min(wg, _pow2_floor(split))
-        if sg_mode == "builtin" and lanes2 < sg_size:
+        lanes2 = min(wg, _pow2_floor(split)) if not cpu else 1
+        if sg_mode == "builtin" and 1 < lanes2 < sg_size:
             lanes2 = sg_size if sg_size <= wg else 1
-        second = _launch(**common, rows=problem.rows, row_len=split, lanes=lanes2, vec=1,
-                         in_dtype=rule.acc, acc=rule.acc, out=rule.device_out, split=1,
-                         finalize=op.mean and not rule.host_divide, mean_count=problem.row_len,
-                         reads="partials", writes="output")
-        passes = (first, second)
+        passes = (
+            family(**common, rows=problem.rows, row_len=problem.row_len, lanes=lanes, vec=vec,
+                   in_dtype=problem.dtype, split=split, chunk=chunk, first=True, last=False),
+            family(**common, rows=problem.rows, row_len=split, lanes=lanes2, vec=1,
+                   in_dtype=rule.acc, split=1, chunk=split, first=False, last=True),
+        )
+        partials_bytes = problem.rows * split * (np.dtype(rule.acc).itemsize if op.kind == "scalar" else STATE_BYTES)
 
     return LaunchPlan(strategy=strategy, sg_mode=sg_mode, sg_size=sg_size, reqd_sg=reqd, wg_size=wg,
                       lanes=lanes, vec=vec, split=split, acc_dtype=rule.acc, out_dtype=rule.out,
                       device_out_dtype=rule.device_out, host_divide=rule.host_divide,
-                      local_mem_bytes=scratch, passes=passes)
+                      local_mem_bytes=scratch, partials_bytes=partials_bytes, passes=passes)
+
+
+def _plan_columns(caps: DeviceCaps, problem: Problem, force: Force, op, rule) -> LaunchPlan:
+    """Strided axis: work-items along ``inner`` (VEC adjacent columns each) walk K."""
+    wg = _choose_wg(caps, Force(wg_size=force.wg_size), None)
+    itemsize = np.dtype(problem.dtype).itemsize
+    vec = force.vec or min(_default_vec(caps, itemsize), _pow2_floor(problem.inner))
+    if problem.dtype == "float16":
+        vec = 1  # reduce_state.cl reads half one element at a time (vload_half)
+    blocks = _ceil_div(problem.inner, vec)
+    items = problem.rows * blocks
+    want_items = max(1, caps.compute_units) * wg * (8 if caps.device_type == "gpu" else 2)
+    split = 1
+    if force.strategy == "split_k" or (force.strategy is None and items < want_items and problem.row_len >= 512):
+        split = max(2 if force.strategy == "split_k" else 1,
+                    min(_ceil_div(want_items, items), _ceil_div(problem.row_len, 64)))
+        split = min(split, problem.row_len)
+    common = dict(caps=caps, op=op, rule=rule, wg=wg, param=problem.param, count=problem.row_len,
+                  outer=problem.rows, inner=problem.inner)
+    if split == 1:
+        passes = (_launch_cols(**common, k_len=problem.row_len, vec=vec, in_dtype=problem.dtype, split=1,
+                               chunk=problem.row_len, outer_stride=problem.row_len * problem.inner,
+                               first=True, last=True),)
+        partials_bytes = 0
+    else:
+        chunk = _ceil_div(problem.row_len, split)
+        split = _ceil_div(problem.row_len, chunk)
+        passes = (
+            _launch_cols(**common, k_len=problem.row_len, vec=vec, in_dtype=problem.dtype, split=split,
+                         chunk=chunk, outer_stride=problem.row_len * problem.inner, first=True, last=False),
+            _launch_cols(**common, k_len=split, vec=1, in_dtype=rule.acc, split=1, chunk=split,
+                         outer_stride=split * problem.inner, first=False, last=True),
+        )
+        partials_bytes = problem.rows * split * problem.inner * STATE_BYTES
+    return LaunchPlan(strategy="columns" if split == 1 else "columns_split_k", sg_mode="none", sg_size=None,
+                      reqd_sg="none", wg_size=wg, lanes=1, vec=vec, split=split, acc_dtype=rule.acc,
+                      out_dtype=rule.out, device_out_dtype=rule.device_out, host_divide=rule.host_divide,
+                      local_mem_bytes=0, partials_bytes=partials_bytes, passes=passes)
+
+
+_MAP_MACRO = {"none": 0, "abs": 1, "square": 2, "nonzero": 3, "notnan": 4, "nan_to_zero": 5, "one": 6}
+_FIN_MACRO = {"none": 0, "mean": 1, "sqrt": 2, "var": 3, "std": 4, "index": 5, "lse": 6}
+_OPK_MACRO = {"scalar": 0, "welford": 1, "arg": 2, "lse": 3}
 
 
 def _identity(combine: str, acc: str) -> str:
     if combine == "sum":
         return "0"
+    if combine == "prod":
+        return "1"
     if acc.startswith("float"):
-        return "(-INFINITY)" if combine == "max" else "INFINITY"
+        return "(-INFINITY)" if combine in ("max", "nanmax") else "INFINITY"
     limits = {"int32": ("INT_MIN", "INT_MAX"), "uint32": ("0", "UINT_MAX"),
               "int64": ("LONG_MIN", "LONG_MAX"), "uint64": ("0", "ULONG_MAX")}
     low, high = limits[acc]
-    return low if combine == "max" else high
+    return low if combine in ("max", "nanmax") else high
 
 
-def _launch(*, caps, op, sg_mode, sg_size, reqd, wg, rows, row_len, lanes, vec, in_dtype, acc, out,
-            split, finalize, reads, writes, chunk=None, mean_count=None) -> KernelLaunch:
-    teams = wg // lanes
-    tasks = rows * split
-    groups_needed = _ceil_div(tasks, teams)
+def _op_defines(op, rule, in_dtype: str, first: bool, last: bool) -> dict:
+    """Macros naming the op and types; shared by every kernel family."""
+    acc = rule.acc
+    out = rule.device_out if last else acc
+    fin = op.finalize if last else "none"
+    if fin == "mean" and rule.host_divide:
+        fin = "none"
+    defines = {
+        "IN_T": CL_TYPE[in_dtype], "ACC_T": CL_TYPE[acc], "OUT_T": CL_TYPE[out],
+        "ACC_IS_FLOAT": int(acc.startswith("float")), "ACC_BYTES": np.dtype(acc).itemsize,
+        "IN_HALF": int(in_dtype == "float16"), "OUT_HALF": int(out == "float16"),
+        "FINALIZE": _FIN_MACRO[fin],
+        # a second pass reads partial accumulators: the element map already ran
+        "MAP": _MAP_MACRO[_element_map(op.map, in_dtype)] if first else 0,
+    }
+    combine = op.combine
+    if combine in ("nanmax", "nanmin") and not acc.startswith("float"):
+        combine = combine[3:]  # integers have no NaN
+    if op.kind == "scalar":
+        defines[f"OP_{combine.upper()}"] = 1
+        defines["IDENTITY"] = _identity(combine, acc)
+    elif op.kind == "arg":
+        defines["ARG_MAX" if combine == "max" else "ARG_MIN"] = 1
+        defines["IDENTITY"] = _identity(combine, acc)
+    return defines
+
+
+def _element_map(name: str, in_dtype: str) -> str:
+    if np.dtype(in_dtype).kind == "f" or name not in ("nan_to_zero", "notnan"):
+        return name
+    # integers have no NaN: nansum is sum; every element counts as not-NaN
+    return "none" if name == "nan_to_zero" else "one"
+
+
+def _row_family(op):
+    return _launch_rows if op.kind == "scalar" else _launch_rows_state
+
+
+def _groups(caps: DeviceCaps, needed: int) -> int:
     # Enough groups to fill every compute unit many times over; the rest is grid-stride.
     max_groups = max(1, caps.compute_units) * (64 if caps.device_type == "gpu" else 32)
-    groups = max(1, min(groups_needed, max_groups))
-    defines = {
-        f"OP_{op.combine.upper()}": 1,
-        "IN_T": CL_TYPE[in_dtype],
-        "ACC_T": CL_TYPE[acc],
-        "OUT_T": CL_TYPE[out],
-        "ACC_IS_FLOAT": int(acc.startswith("float")),
-        "ACC_BYTES": np.dtype(acc).itemsize,
-        "IDENTITY": _identity(op.combine, acc),
-        "WG_SIZE": wg,
-        "LANES": lanes,
-        "VEC": vec,
-        "SPLIT": split,
-        "SG_MODE": _SG_MODE_MACRO[sg_mode],
-        "SG_SIZE": sg_size or 0,
-        "REQD_SG": _REQD_MACRO[reqd],
-        "FINALIZE_MEAN": int(finalize),
-        "IN_HALF": int(in_dtype == "float16"),
-        "OUT_HALF": int(out == "float16"),
-    }
-    cl_std = caps.cl_std if sg_mode != "local" else None
+    return max(1, min(needed, max_groups))
+
+
+def _finish(caps, kernel_file, entry, defines, cl_std, groups, wg, scalars, acc, first, last) -> KernelLaunch:
     pairs = tuple(sorted((k, str(v)) for k, v in defines.items()))
-    return KernelLaunch(kernel_file="reduce_rows.cl", entry="reduce_rows", defines=pairs,
-                        options=build_options(pairs, cl_std), global_size=groups * wg, local_size=wg,
-                        n_rows=rows, row_len=row_len, row_stride=row_len,
-                        chunk_len=chunk if chunk is not None else row_len,
-                        mean_count=mean_count if mean_count is not None else row_len,
-                        reads=reads, writes=writes)
+    return KernelLaunch(kernel_file=kernel_file, entry=entry, defines=pairs, options=build_options(pairs, cl_std),
+                        global_size=groups * wg, local_size=wg, scalars=tuple(scalars), acc_dtype=acc,
+                        reads="input" if first else "partials", writes="output" if last else "partials")
+
+
+def _rows_defines(caps, op, rule, sg_mode, sg_size, reqd, wg, lanes, vec, split, in_dtype, first, last):
+    defines = _op_defines(op, rule, in_dtype, first, last)
+    defines.update({"WG_SIZE": wg, "LANES": lanes, "VEC": vec, "SPLIT": split,
+                    "SG_MODE": _SG_MODE_MACRO[sg_mode], "SG_SIZE": sg_size or 0, "REQD_SG": _REQD_MACRO[reqd]})
+    return defines, (caps.cl_std if sg_mode != "local" else None)
+
+
+def _launch_rows(*, caps, op, rule, sg_mode, sg_size, reqd, wg, rows, row_len, lanes, vec, in_dtype,
+                 split, chunk, first, last, param, count) -> KernelLaunch:
+    defines, cl_std = _rows_defines(caps, op, rule, sg_mode, sg_size, reqd, wg, lanes, vec, split, in_dtype, first, last)
+    scalars = [("n_rows", "u64", rows), ("row_len", "u64", row_len), ("row_stride", "u64", row_len),
+               ("chunk_len", "u64", chunk), ("mean_count", "u64", count)]
+    groups = _groups(caps, _ceil_div(rows * split, wg // lanes))
+    return _finish(caps, "reduce_rows.cl", "reduce_rows", defines, cl_std, groups, wg, scalars, rule.acc, first, last)
+
+
+def _launch_rows_state(*, caps, op, rule, sg_mode, sg_size, reqd, wg, rows, row_len, lanes, vec, in_dtype,
+                       split, chunk, first, last, param, count) -> KernelLaunch:
+    defines, cl_std = _rows_defines(caps, op, rule, sg_mode, sg_size, reqd, wg, lanes, vec, split, in_dtype, first, last)
+    defines.update({"ENTRY": 1, "OPK": _OPK_MACRO[op.kind], "IN_STATES": int(not first), "OUT_STATES": int(not last)})
+    scalars = [("n_rows", "u64", rows), ("row_len", "u64", row_len), ("row_stride", "u64", row_len),
+               ("chunk_len", "u64", chunk), ("count", "u64", count), ("param", "acc", param)]
+    groups = _groups(caps, _ceil_div(rows * split, wg // lanes))
+    return _finish(caps, "reduce_state.cl", "reduce_rows_state", defines, cl_std, groups, wg, scalars, rule.acc, first, last)
+
+
+def _launch_cols(*, caps, op, rule, wg, outer, inner, k_len, vec, in_dtype, split, chunk, outer_stride,
+                 first, last, param, count) -> KernelLaunch:
+    defines = _op_defines(op, rule, in_dtype, first, last)
+    defines.update({"ENTRY": 2, "OPK": _OPK_MACRO[op.kind], "IN_STATES": int(not first), "OUT_STATES": int(not last),
+                    "WG_SIZE": wg, "VEC": vec, "SPLIT": split})
+    scalars = [("outer", "u64", outer), ("k_len", "u64", k_len), ("inner", "u64", inner),
+               ("outer_stride", "u64", outer_stride), ("k_stride", "u64", inner),
+               ("chunk_len", "u64", chunk), ("count", "u64", count), ("param", "acc", param)]
+    groups = _groups(caps, _ceil_div(outer * split * _ceil_div(inner, vec), wg))
+    return _finish(caps, "reduce_state.cl", "reduce_cols", defines, None, groups, wg, scalars, rule.acc, first, last)

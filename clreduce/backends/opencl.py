@@ -166,19 +166,31 @@ def _kernel_fits(kernel: cl.Kernel, device: cl.Device, launch_plan: LaunchPlan, 
     return None
 
 
+_plan_cache: dict[tuple, tuple[LaunchPlan, list[cl.Kernel]]] = {}
+
+
 def plan_for(queue: cl.CommandQueue, problem: Problem, force: Force | None = None) -> tuple[LaunchPlan, list[cl.Kernel]]:
     """Plan for the queue's device and build its kernels, re-planning once if the
-    compiled kernel cannot run the plan (register pressure lowers CL_KERNEL_WORK_GROUP_SIZE)."""
-    device = queue.device
-    caps = caps_of(device)
+    compiled kernel cannot run the plan (register pressure lowers CL_KERNEL_WORK_GROUP_SIZE).
+
+    Memoised per (context, device, problem, force): a repeated call does one dict lookup.
+    """
     force = (force or Force()).merged(config.forced_plan())
+    ctx = queue.context
+    device = queue.device
+    key = (ctx.int_ptr, device.int_ptr, problem, force)
+    hit = _plan_cache.get(key)
+    if hit is not None:
+        return hit
+    caps = caps_of(device)
     for attempt in range(2):
         launch_plan = plan(caps, problem, force)
-        kernels = [get_kernel(queue.context, device, p.kernel_file, p.entry, p.options) for p in launch_plan.passes]
+        kernels = [get_kernel(ctx, device, p.kernel_file, p.entry, p.options) for p in launch_plan.passes]
         replan_caps = None
         for kernel in kernels:
             replan_caps = replan_caps or _kernel_fits(kernel, device, launch_plan, caps)
         if replan_caps is None:
+            _plan_cache[key] = (launch_plan, kernels)
             return launch_plan, kernels
         if attempt == 0 and force.wg_size is None:
             caps = replan_caps
@@ -187,49 +199,82 @@ def plan_for(queue: cl.CommandQueue, problem: Problem, force: Force | None = Non
     raise AssertionError("unreachable")
 
 
-class PreparedReduction:
-    """Buffers and kernels for one reduction; ``enqueue`` may run many times (benchmarks)."""
+def _scalar(kind: str, value, acc_dtype: str):
+    if kind == "u64":
+        return np.uint64(value)
+    return np.dtype(acc_dtype).type(value)  # "acc": declared ACC_T in the kernel
 
-    def __init__(self, queue: cl.CommandQueue, rows2d: np.ndarray, problem: Problem, force: Force | None = None):
+
+class PreparedReduction:
+    """Buffers and kernels for one reduction; ``enqueue`` may run many times (benchmarks).
+
+    ``src`` is a C-contiguous numpy array (uploaded once) or a contiguous
+    ``pyopencl.array.Array`` read in place. The result stays on the device
+    (``device_result``) until ``result()`` copies it to the host.
+    """
+
+    def __init__(self, queue: cl.CommandQueue, src, problem: Problem, force: Force | None = None):
+        import pyopencl.array as cla
+
         self.queue = queue
         self.plan, self.kernels = plan_for(queue, problem, force)
         ctx = queue.context
         mf = cl.mem_flags
-        self.in_buf = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=rows2d)
-        self.out_dtype = np.dtype(self.plan.device_out_dtype)
-        self.out = np.empty(problem.rows, dtype=self.out_dtype)
-        self.out_buf = cl.Buffer(ctx, mf.WRITE_ONLY, max(1, self.out.nbytes))
-        self.partials_buf = None
-        if len(self.plan.passes) > 1:
-            nbytes = problem.rows * self.plan.split * np.dtype(self.plan.acc_dtype).itemsize
-            self.partials_buf = cl.Buffer(ctx, mf.READ_WRITE, nbytes)
+        if isinstance(src, np.ndarray):
+            self.in_buf = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=src)
+            self.in_offset = 0
+        else:
+            self.in_buf = src.base_data
+            self.in_offset = src.offset // src.dtype.itemsize
+        self.device_result = cla.empty(queue, problem.rows * problem.inner, np.dtype(self.plan.device_out_dtype))
+        self.partials_buf = cl.Buffer(ctx, mf.READ_WRITE, self.plan.partials_bytes) if self.plan.partials_bytes else None
 
     def enqueue(self, wait_for=None) -> list[cl.Event]:
-        buffers = {"input": self.in_buf, "output": self.out_buf, "partials": self.partials_buf}
+        out = self.device_result
+        buffers = {"input": (self.in_buf, self.in_offset), "output": (out.base_data, out.offset // out.dtype.itemsize),
+                   "partials": (self.partials_buf, 0)}
         events = []
         for launch, kernel in zip(self.plan.passes, self.kernels):
-            kernel.set_args(buffers[launch.reads], np.uint64(0), buffers[launch.writes], np.uint64(0),
-                            np.uint64(launch.n_rows), np.uint64(launch.row_len), np.uint64(launch.row_stride),
-                            np.uint64(launch.chunk_len), np.uint64(launch.mean_count))
+            (src, src_off), (dst, dst_off) = buffers[launch.reads], buffers[launch.writes]
+            kernel.set_args(src, np.uint64(src_off), dst, np.uint64(dst_off),
+                            *(_scalar(kind, value, launch.acc_dtype) for _, kind, value in launch.scalars))
             event = cl.enqueue_nd_range_kernel(self.queue, kernel, (launch.global_size,), (launch.local_size,),
                                                wait_for=events[-1:] or wait_for)
             events.append(event)
         return events
 
     def result(self, events=None) -> np.ndarray:
-        cl.enqueue_copy(self.queue, self.out, self.out_buf, wait_for=events)
-        return self.out
+        return self.device_result.get(queue=self.queue)
 
 
-def reduce_rows(rows2d: np.ndarray, problem: Problem, *, queue=None, device=None, force: Force | None = None) -> np.ndarray:
-    """Reduce each row of a C-contiguous 2-D numpy array; returns the device output dtype."""
-    q = queue_for(device, queue)
-    prepared = PreparedReduction(q, rows2d, problem, force)
-    return prepared.result(prepared.enqueue())
+def gather(queue: cl.CommandQueue, array, order: list[int]):
+    """Device-side copy of a pyopencl array into C order with its axes permuted to ``order``."""
+    import pyopencl.array as cla
+
+    itemsize = array.dtype.itemsize
+    shape = [array.shape[i] for i in order]
+    strides = [array.strides[i] // itemsize for i in order]
+    out = cla.empty(queue, tuple(shape), array.dtype)
+    if out.size == 0:
+        return out
+    ndim = max(1, len(shape))
+    store_t = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong"}[itemsize]
+    kernel = get_kernel(queue.context, queue.device, "gather.cl", "gather_strided", (f"-DNDIM={ndim}", f"-DT={store_t}"))
+    meta_shape = cla.to_device(queue, np.array(shape or [1], np.int64))
+    meta_strides = cla.to_device(queue, np.array(strides or [0], np.int64))
+    wg = 64
+    groups = min(-(-out.size // wg), 4096)
+    kernel(queue, (groups * wg,), (wg,), array.base_data, np.int64(array.offset // itemsize), out.base_data,
+           np.uint64(out.size), meta_shape.data, meta_strides.data)
+    return out
+
+
+def _is_c_contiguous(array) -> bool:
+    return bool(array.flags.c_contiguous)
 
 
 class OpenCLBackend:
-    """base.Backend for OpenCL: numpy arrays in and out, buffers managed here."""
+    """base.Backend for OpenCL: numpy arrays and pyopencl arrays."""
 
     name = "opencl"
 
@@ -237,28 +282,98 @@ class OpenCLBackend:
         return None if all_devices() else INSTALL_HINT
 
     def owns(self, array) -> bool:
-        return isinstance(array, np.ndarray)
+        return isinstance(array, np.ndarray) or _is_cl_array(array)
 
     def to_native(self, array):
-        if type(array).__module__.split(".")[0] == "pyopencl":
-            raise TypeError("pyopencl.array.Array input is not supported yet; pass a numpy array (arr.get())")
+        if _is_cl_array(array):
+            return array, _identity
         return np.asarray(array), _identity
 
-    def rows_view(self, native, order, rows, row_len):
-        moved = native.transpose(order) if native.ndim else native
-        return np.ascontiguousarray(moved).reshape(rows, row_len)
+    def layout(self, native, axes: tuple[int, ...], *, queue=None, device=None):
+        """(source, outer, K, inner) for the reduce: in place when the reduced axes are one
+        adjacent block of a C-contiguous array; otherwise a C-order copy (host for numpy,
+        device for pyopencl arrays) with the reduced axes moved last."""
+        shape = native.shape
+        adjacent = bool(axes) and list(axes) == list(range(axes[0], axes[-1] + 1))
+        if adjacent:
+            outer = int(np.prod(shape[:axes[0]], dtype=np.int64))
+            k = int(np.prod(shape[axes[0]:axes[-1] + 1], dtype=np.int64))
+            inner = int(np.prod(shape[axes[-1] + 1:], dtype=np.int64))
+            if isinstance(native, np.ndarray):
+                return np.ascontiguousarray(native), outer, k, inner
+            if _is_c_contiguous(native):
+                return native, outer, k, inner
+        kept = [i for i in range(native.ndim) if i not in axes]
+        outer = int(np.prod([shape[i] for i in kept], dtype=np.int64))
+        k = int(np.prod([shape[i] for i in axes], dtype=np.int64))
+        order = kept + list(axes)
+        if isinstance(native, np.ndarray):
+            return np.ascontiguousarray(native.transpose(order)), outer, k, 1
+        return gather(self.queue_for_array(native, queue, device), native, order), outer, k, 1
 
-    def reduce_rows(self, rows2d, problem, *, force=None, device=None, queue=None, **options):
+    def queue_for_array(self, native, queue=None, device=None):
+        if _is_cl_array(native):
+            if queue is not None and queue.context != native.context:
+                raise ValueError("queue= belongs to another context than the input pyopencl array")
+            if device is not None:
+                raise ValueError("device= cannot move a pyopencl array; pass queue= on its context")
+            return queue or native.queue
+        return queue_for(device, queue)
+
+    def reduce(self, src, problem: Problem, *, force=None, device=None, queue=None, **options):
+        """Run the plan; a pyopencl array result for pyopencl input, numpy otherwise."""
         if options:
             raise TypeError(f"unexpected options for the OpenCL backend: {sorted(options)}")
-        return reduce_rows(rows2d, problem, queue=queue, device=device, force=force)
+        q = self.queue_for_array(src, queue, device)
+        prepared = PreparedReduction(q, src, problem, force)
+        prepared.enqueue()
+        if _is_cl_array(src):
+            return prepared.device_result
+        return prepared.result()
+
+    def from_host(self, host: np.ndarray, like, queue=None, device=None):
+        """``host`` moved to where ``like`` lives (a no-op for numpy ``like``)."""
+        if _is_cl_array(like):
+            import pyopencl.array as cla
+
+            return cla.to_device(self.queue_for_array(like, queue), np.ascontiguousarray(host))
+        return host
+
+    def write_out(self, out, result) -> None:
+        """Copy ``result`` into the caller's ``out=`` (numpy or pyopencl array)."""
+        if isinstance(out, np.ndarray):
+            out[...] = result.get() if _is_cl_array(result) else result
+            return
+        if not _is_cl_array(out):
+            raise TypeError(f"out must be a numpy or pyopencl array, not {type(out).__name__}")
+        if not out.flags.c_contiguous:
+            raise ValueError("out= must be a C-contiguous pyopencl array")
+        if not _is_cl_array(result):
+            out.set(np.ascontiguousarray(result, dtype=out.dtype))
+            return
+        if result.context != out.context:
+            raise ValueError("out= lives in another OpenCL context than the input")
+        if result.dtype != out.dtype:
+            result = result.astype(out.dtype)
+        if result.nbytes:
+            cl.enqueue_copy(out.queue, out.base_data, result.base_data, byte_count=result.nbytes,
+                            dst_offset=out.offset, src_offset=result.offset)
 
     def caps(self, device=None) -> DeviceCaps:
         return caps_of(queue_for(device).device)
 
 
+def _is_cl_array(array) -> bool:
+    return type(array).__module__.startswith("pyopencl") and hasattr(array, "base_data")
+
+
 def _identity(x):
     return x
+
+
+def reduce_rows(rows2d: np.ndarray, problem: Problem, *, queue=None, device=None, force: Force | None = None) -> np.ndarray:
+    """Reduce each row of a C-contiguous 2-D numpy array; returns the device output dtype."""
+    return BACKEND.reduce(rows2d, problem, force=force, queue=queue, device=device)
 
 
 BACKEND = OpenCLBackend()
