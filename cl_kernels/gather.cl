@@ -6,7 +6,8 @@
  * per step along it, so a transposed copy is just a permuted (shape, strides) pair.
  *
  * Required macros: T (element type as stored; half is copied as ushort bits), NDIM (1-8).
- * Launch: 1-D, any sizes; grid-stride over the destination's elements.
+ * Arguments: shape and source strides (elements) of the destination's axes as long8,
+ * padded past NDIM. Launch: 1-D, any sizes; grid-stride over the destination's elements.
  */
 #ifndef T
 #error "T (element type) is required"
@@ -20,9 +21,11 @@
 
 __kernel void gather_strided(__global const T *restrict src, const long src_offset,
                              __global T *restrict dst, const ulong n,
-                             __constant const long *restrict shape,
-                             __constant const long *restrict src_strides)
+                             const long8 shape8, const long8 strides8)
 {
+    long shape[8], src_strides[8];
+    vstore8(shape8, 0, shape);
+    vstore8(strides8, 0, src_strides);
     for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
         ulong rest = i;
         long offset = src_offset;

@@ -68,8 +68,16 @@ def _check_out(out, shape: tuple, dtype: np.dtype, op_name: str):
         raise TypeError(f"out must be an array, not {type(out).__name__}")
     if tuple(out.shape) != tuple(shape):
         raise ValueError(f"out has shape {tuple(out.shape)}, but {op_name} gives shape {tuple(shape)}")
-    if not np.can_cast(dtype, out.dtype, casting="same_kind"):
+    if not np.can_cast(dtype, _numpy_dtype(out.dtype), casting="same_kind"):
         raise OutDtypeError(f"cannot write {op_name}'s {dtype} result into out of dtype {out.dtype} (same_kind casting)")
+
+
+def _numpy_dtype(dtype) -> np.dtype:
+    """numpy's dtype for numpy/cupy/pyopencl dtypes and torch's (``torch.float32``)."""
+    try:
+        return np.dtype(dtype)
+    except TypeError:
+        return np.dtype(str(dtype).removeprefix("torch."))
 
 
 _EMPTY_ERRORS = {

@@ -282,11 +282,16 @@ def _plan_rows(caps: DeviceCaps, problem: Problem, force: Force, op, rule) -> La
     elif strategy == "wg_per_row":
         lanes = wg
     if sg_mode == "builtin" and 1 < lanes < sg_size:
-        # Narrow teams need a butterfly; without a shuffle the built-in covers whole sub-groups.
+        # Narrow teams need a butterfly; without a shuffle the built-in covers whole
+        # sub-groups: a GPU then gives each row a sub-group (coalesced; one lane per row
+        # would read rows apart, e.g. Adreno 750's list has no qcom shuffle).
         if shuffle:
             sg_mode = shuffle
+        elif cpu or force.strategy == "rows_per_sg":
+            lanes = 1
         else:
-            lanes = sg_size if strategy != "rows_per_sg" else 1
+            lanes = min(sg_size, wg)
+            strategy = "sg_per_row" if strategy != "split_k" else strategy
 
     acc_bytes = np.dtype(rule.acc).itemsize if op.kind == "scalar" else STATE_BYTES
     scratch = (wg if sg_mode == "local" else wg // sg_size) * acc_bytes if lanes > 1 else 0
@@ -323,20 +328,25 @@ def _plan_rows(caps: DeviceCaps, problem: Problem, force: Force, op, rule) -> La
 def _plan_columns(caps: DeviceCaps, problem: Problem, force: Force, op, rule) -> LaunchPlan:
     """Strided axis: work-items along ``inner`` (VEC adjacent columns each) walk K."""
     wg = _choose_wg(caps, Force(wg_size=force.wg_size), None)
+    if caps.device_type == "cpu" and force.wg_size is None:
+        wg = min(wg, 16)  # a CPU work-group is one core's task: keep many of them
     itemsize = np.dtype(problem.dtype).itemsize
     vec = force.vec or min(_default_vec(caps, itemsize), _pow2_floor(problem.inner))
-    if problem.dtype == "float16":
+    if problem.dtype == "float16" and op.kind != "scalar":
         vec = 1  # reduce_state.cl reads half one element at a time (vload_half)
-    blocks = _ceil_div(problem.inner, vec)
-    items = problem.rows * blocks
-    want_items = max(1, caps.compute_units) * wg * (8 if caps.device_type == "gpu" else 2)
+    # CPUs: one work-item streams a whole span of up to 4 KB of columns (see reduce_cols)
+    nblk = 1
+    if caps.device_type == "cpu" and op.kind == "scalar":
+        nblk = max(1, min(_ceil_div(problem.inner, vec), 4096 // (vec * itemsize)))
+    items = problem.rows * _ceil_div(problem.inner, vec * nblk)
+    want_items = max(1, caps.compute_units) * wg * (8 if caps.device_type == "gpu" else 4)
     split = 1
     if force.strategy == "split_k" or (force.strategy is None and items < want_items and problem.row_len >= 512):
         split = max(2 if force.strategy == "split_k" else 1,
                     min(_ceil_div(want_items, items), _ceil_div(problem.row_len, 64)))
         split = min(split, problem.row_len)
     common = dict(caps=caps, op=op, rule=rule, wg=wg, param=problem.param, count=problem.row_len,
-                  outer=problem.rows, inner=problem.inner)
+                  outer=problem.rows, inner=problem.inner, nblk=nblk)
     if split == 1:
         passes = (_launch_cols(**common, k_len=problem.row_len, vec=vec, in_dtype=problem.dtype, split=1,
                                chunk=problem.row_len, outer_stride=problem.row_len * problem.inner,
@@ -351,7 +361,8 @@ def _plan_columns(caps: DeviceCaps, problem: Problem, force: Force, op, rule) ->
             _launch_cols(**common, k_len=split, vec=1, in_dtype=rule.acc, split=1, chunk=split,
                          outer_stride=split * problem.inner, first=False, last=True),
         )
-        partials_bytes = problem.rows * split * problem.inner * STATE_BYTES
+        state = np.dtype(rule.acc).itemsize if op.kind == "scalar" else STATE_BYTES
+        partials_bytes = problem.rows * split * problem.inner * state
     return LaunchPlan(strategy="columns" if split == 1 else "columns_split_k", sg_mode="none", sg_size=None,
                       reqd_sg="none", wg_size=wg, lanes=1, vec=vec, split=split, acc_dtype=rule.acc,
                       out_dtype=rule.out, device_out_dtype=rule.device_out, host_divide=rule.host_divide,
@@ -454,12 +465,19 @@ def _launch_rows_state(*, caps, op, rule, sg_mode, sg_size, reqd, wg, rows, row_
 
 
 def _launch_cols(*, caps, op, rule, wg, outer, inner, k_len, vec, in_dtype, split, chunk, outer_stride,
-                 first, last, param, count) -> KernelLaunch:
+                 first, last, param, count, nblk) -> KernelLaunch:
     defines = _op_defines(op, rule, in_dtype, first, last)
-    defines.update({"ENTRY": 2, "OPK": _OPK_MACRO[op.kind], "IN_STATES": int(not first), "OUT_STATES": int(not last),
-                    "WG_SIZE": wg, "VEC": vec, "SPLIT": split})
+    defines.update({"WG_SIZE": wg, "VEC": vec, "SPLIT": split})
+    if op.kind == "scalar":
+        defines["NBLK"] = nblk
     scalars = [("outer", "u64", outer), ("k_len", "u64", k_len), ("inner", "u64", inner),
                ("outer_stride", "u64", outer_stride), ("k_stride", "u64", inner),
-               ("chunk_len", "u64", chunk), ("count", "u64", count), ("param", "acc", param)]
-    groups = _groups(caps, _ceil_div(outer * split * _ceil_div(inner, vec), wg))
+               ("chunk_len", "u64", chunk), ("count", "u64", count)]
+    groups = _groups(caps, _ceil_div(outer * split * _ceil_div(inner, vec * nblk), wg))
+    if op.kind == "scalar":
+        # reduce_rows.cl's vector accumulators; its row entry compiles beside with neutral macros
+        defines.update({"LANES": 1, "SG_MODE": 0, "SG_SIZE": 0, "REQD_SG": 0})
+        return _finish(caps, "reduce_rows.cl", "reduce_cols", defines, None, groups, wg, scalars, rule.acc, first, last)
+    defines.update({"ENTRY": 2, "OPK": _OPK_MACRO[op.kind], "IN_STATES": int(not first), "OUT_STATES": int(not last)})
+    scalars.append(("param", "acc", param))
     return _finish(caps, "reduce_state.cl", "reduce_cols", defines, None, groups, wg, scalars, rule.acc, first, last)

@@ -10,6 +10,7 @@ from .base import Backend
 # name -> module that defines BACKEND (an object following base.Backend)
 REGISTRY = {
     "opencl": "clreduce.backends.opencl",
+    "cuda": "clreduce.backends.cuda",
 }
 
 
@@ -23,6 +24,10 @@ def get_backend(name: str) -> Backend:
 def backend_for(array, requested: str | None = None, env_default: str | None = None) -> Backend:
     """Pick the backend: ``requested``, then CLREDUCE_BACKEND, then the array's kind, then OpenCL."""
     name = requested or env_default
+    if name == "opencl" and _on_cuda(array):
+        # said before importing anything: pyopencl may not even be installed beside cupy
+        raise TypeError(f"{type(array).__module__}.{type(array).__name__} is a CUDA array and backend='opencl' "
+                        "reads host or OpenCL memory; copy it yourself (.get() / .cpu().numpy()) if that is what you want")
     if name:
         backend = get_backend(name)
         if not backend.owns(array) and _foreign_device_array(array):

@@ -28,11 +28,19 @@ class Backend(Protocol):
     def to_native(self, array: Any) -> tuple[Any, Callable[[Any], Any]]:
         """(native array, converter from native results to the caller's kind)."""
 
-    def rows_view(self, native: Any, order: list[int], rows: int, row_len: int) -> Any:
-        """C-contiguous ``(rows, row_len)`` array of ``native`` transposed to ``order``."""
+    def layout(self, native: Any, axes: tuple[int, ...], **where: Any) -> tuple[Any, int, int, int]:
+        """``(source, outer, K, inner)``: the array the kernels read, as C-contiguous
+        ``(outer, K, inner)`` with the reduced axes merged into K. In place when the reduced
+        axes are adjacent in a C-contiguous array; otherwise one copy (reduced axes last)."""
 
-    def reduce_rows(self, rows2d: Any, problem: Problem, *, force: Force | None, **options: Any) -> Any:
-        """Reduce each row; returns a native 1-D array of the plan's device output dtype."""
+    def reduce(self, source: Any, problem: Problem, *, force: Force | None, **where: Any) -> Any:
+        """Run the plan; a native 1-D array of ``outer * inner`` results (device output dtype)."""
+
+    def from_host(self, host: Any, like: Any, **where: Any) -> Any:
+        """A small host result (empty reductions) moved to where ``like`` lives."""
+
+    def write_out(self, out: Any, result: Any) -> None:
+        """Copy ``result`` into the caller's ``out=`` array."""
 
     def caps(self, device: Any = None) -> DeviceCaps:
         """Capabilities of ``device`` (the backend's default device when None)."""

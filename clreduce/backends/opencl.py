@@ -15,9 +15,10 @@ import warnings
 import numpy as np
 
 import pyopencl as cl
+import pyopencl.cltypes  # noqa: F401  (cl.cltypes.make_long8)
 
 from .. import config
-from ..caps import DeviceCaps
+from ..caps import DeviceCaps, normalize_vendor
 from ..kernels import read_source, source_hash
 from ..plan import Force, LaunchPlan, Problem, plan
 from .opencl_probe import probe_device
@@ -54,13 +55,16 @@ def _select_by_selector(selector: str) -> cl.Device:
         try:
             return platforms[int(p)].get_devices()[int(d or 0)]
         except (ValueError, IndexError):
-            raise NoOpenCLDevice(f"CLREDUCE_DEVICE={selector!r}: no such platform:device index") from None
+            raise NoOpenCLDevice(f"device selector {selector!r}: no such platform:device index") from None
     needle = selector.lower()
     for device in all_devices():
-        if needle in device.name.lower() or needle in device.platform.name.lower() or needle in device.vendor.lower():
+        # the normalised vendor lets "pocl" find PoCL, whose strings never say "pocl"
+        vendor = normalize_vendor(device.vendor, device.name, device.platform.name)
+        haystack = (device.name, device.platform.name, device.vendor, vendor)
+        if any(needle in text.lower() for text in haystack):
             return device
     names = [f"{d.platform.name} / {d.name}" for d in all_devices()]
-    raise NoOpenCLDevice(f"CLREDUCE_DEVICE={selector!r} matches none of {names}")
+    raise NoOpenCLDevice(f"device selector {selector!r} matches none of {names}")
 
 
 def choose_default_device() -> tuple[cl.Context, str]:
@@ -260,12 +264,14 @@ def gather(queue: cl.CommandQueue, array, order: list[int]):
     ndim = max(1, len(shape))
     store_t = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong"}[itemsize]
     kernel = get_kernel(queue.context, queue.device, "gather.cl", "gather_strided", (f"-DNDIM={ndim}", f"-DT={store_t}"))
-    meta_shape = cla.to_device(queue, np.array(shape or [1], np.int64))
-    meta_strides = cla.to_device(queue, np.array(strides or [0], np.int64))
+    # shape and strides travel as long8 kernel arguments: no host-to-device transfer
+    pad = [1] * (8 - len(shape))
+    meta_shape = cl.cltypes.make_long8(*(list(shape) + pad))
+    meta_strides = cl.cltypes.make_long8(*(list(strides) + [0] * (8 - len(strides))))
     wg = 64
     groups = min(-(-out.size // wg), 4096)
     kernel(queue, (groups * wg,), (wg,), array.base_data, np.int64(array.offset // itemsize), out.base_data,
-           np.uint64(out.size), meta_shape.data, meta_strides.data)
+           np.uint64(out.size), meta_shape, meta_strides)
     return out
 
 
@@ -287,7 +293,10 @@ class OpenCLBackend:
     def to_native(self, array):
         if _is_cl_array(array):
             return array, _identity
-        return np.asarray(array), _identity
+        host = np.asarray(array)
+        if not host.dtype.isnative:
+            host = host.astype(host.dtype.newbyteorder("="))  # kernels read native byte order
+        return host, _identity
 
     def layout(self, native, axes: tuple[int, ...], *, queue=None, device=None):
         """(source, outer, K, inner) for the reduce: in place when the reduced axes are one
