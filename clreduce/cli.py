@@ -23,6 +23,8 @@ import numpy as np
 PROBE_SHAPE = (4096, 768)
 PROBE_OP = "mean"
 PROBE_DTYPE = "float32"
+# Ops the demo checks against numpy (same name in numpy, error bound below).
+DEMO_OPS = ("sum", "mean", "max", "min")
 
 _INSTALL_HINT_FALLBACK = (
     "no OpenCL platform/device found. For a CPU device from pip: "
@@ -176,6 +178,21 @@ def _indexed_devices(cl):
             continue
         found.extend((f"{p_index}:{d_index}", device) for d_index, device in enumerate(devices))
     return found
+
+
+def _select_device(cl, backend, selector: str):
+    """A device for ``--device``: what the library's selector accepts (``P:D`` or a name
+    substring), else a normalised vendor name such as ``pocl`` or ``intel``."""
+    try:
+        return backend.queue_for(device=selector).device
+    except backend.NoOpenCLDevice:
+        from .caps import normalize_vendor
+
+        for _index, device in _indexed_devices(cl):
+            if normalize_vendor(device.vendor, device.name, device.platform.name) == selector.lower():
+                return device
+        names = [f"{i} {d.name.strip()} [{d.platform.name.strip()}]" for i, d in _indexed_devices(cl)]
+        raise backend.NoOpenCLDevice(f"--device {selector!r} matches none of: {'; '.join(names)}") from None
 
 
 def _default_device(backend):
@@ -333,7 +350,7 @@ def cmd_demo(args) -> int:
 
     try:
         if args.device:
-            base = backend.queue_for(device=args.device)
+            base = backend.queue_for(device=_select_device(cl, backend, args.device))
             reason = f"--device {args.device}"
         else:
             base = backend.default_queue()
@@ -409,6 +426,7 @@ def cmd_demo(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
+    from .ops import OPS
     from .plan import SG_MODES, STRATEGIES
 
     parser = argparse.ArgumentParser(
@@ -416,8 +434,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Fast reductions on (mobile) GPUs through OpenCL: inspect devices, plans, and run a demo.",
     )
     parser.add_argument("--version", action="version", version=f"clreduce {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    sub.required = True
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
 
     p = sub.add_parser("probe", help="list OpenCL devices, their capabilities and the default plan",
                        description="List every OpenCL device (P:D index as PYOPENCL_CTX counts), what it can "
@@ -436,7 +453,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="DeviceCaps JSON, probe --json output, or a list of device profiles")
     p.add_argument("--index", type=int, default=None, metavar="N",
                    help="entry of a JSON list (default: the probe's default device, else 0)")
-    p.add_argument("--op", default="mean", choices=["sum", "mean", "max", "min"])
+    p.add_argument("--op", default="mean", choices=sorted(OPS), help="reduction (default mean)")
     p.add_argument("--shape", type=parse_shape, default=PROBE_SHAPE, metavar="D0,...,K",
                    help="array shape, reduced over the last axis (default 4096,768)")
     p.add_argument("--dtype", default="float32", help="numpy dtype name (default float32)")
@@ -454,7 +471,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "profiling events. Exit status 1 when the result is outside tolerance.")
     p.add_argument("--shape", type=parse_shape, default=PROBE_SHAPE, metavar="R,K",
                    help="array shape, reduced over the last axis (default 4096,768)")
-    p.add_argument("--op", default="mean", choices=["sum", "mean", "max", "min"])
+    p.add_argument("--op", default="mean", choices=[o for o in DEMO_OPS if o in OPS])
     p.add_argument("--dtype", default="float32",
                    choices=["float32", "float16", "float64", "int32", "int64", "uint8", "int8"],
                    help="element type (default float32)")
@@ -470,6 +487,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
     if getattr(args, "runs", 1) < 1:
         parser.error("--runs must be >= 1")
     try:

@@ -1,0 +1,346 @@
+"""The ``clreduce`` command, run as a user runs it: ``python -m clreduce ...`` in a subprocess.
+
+``plan`` needs no device and no pyopencl; ``probe`` and ``demo`` run on every OpenCL device
+visible (PoCL from pip; the Intel CPU runtime when OCL_ICD_VENDORS points at its .icd).
+CLREDUCE_REQUIRE_DEVICES=pocl,intel turns "runtime not visible" skips into failures.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from clreduce.caps import DeviceCaps
+from clreduce.plan import STRATEGIES, Problem, plan
+
+ROOT = Path(__file__).resolve().parents[1]
+PROFILES_PATH = ROOT / "tests" / "data" / "mobile_gpus.json"
+PROFILES = json.loads(PROFILES_PATH.read_text(encoding="utf-8"))
+REQUIRED = {s.strip().lower() for s in os.environ.get("CLREDUCE_REQUIRE_DEVICES", "").split(",") if s.strip()}
+_PLAN_VARS = ("CLREDUCE_SG_MODE", "CLREDUCE_SG_SIZE", "CLREDUCE_STRATEGY", "CLREDUCE_WG_SIZE", "CLREDUCE_VEC")
+
+
+def clean_env(**extra) -> dict:
+    """The test's environment without plan overrides (they would change every plan)."""
+    env = {k: v for k, v in os.environ.items() if k not in _PLAN_VARS}
+    env.update(extra)
+    return env
+
+
+def cli(*args, env=None, check=True, timeout=300, cwd=None) -> subprocess.CompletedProcess:
+    proc = subprocess.run([sys.executable, "-m", "clreduce", *map(str, args)], capture_output=True, text=True,
+                          env=env or clean_env(), timeout=timeout, cwd=cwd or ROOT)
+    if check and proc.returncode != 0:
+        pytest.fail(f"clreduce {' '.join(map(str, args))} exited {proc.returncode}\n"
+                    f"--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}")
+    return proc
+
+
+def skip_or_fail(runtime: str, reason: str):
+    if runtime in REQUIRED:
+        pytest.fail(f"CLREDUCE_REQUIRE_DEVICES lists {runtime!r}: {reason}")
+    pytest.skip(f"!!! {reason}")
+
+
+def scalar(launch: dict, name: str):
+    """A pass's scalar kernel argument (``scalars`` list of (name, kind, value), or a field)."""
+    if "scalars" in launch:
+        return {n: v for n, _kind, v in launch["scalars"]}[name]
+    return launch[name]
+
+
+def check_plan_json(data: dict, rows: int, row_len: int) -> None:
+    """A LaunchPlan.to_dict() that can be launched: sizes agree with the build options."""
+    assert data["strategy"] in STRATEGIES  # last-axis reductions: the row strategies
+    assert data["sg_mode"] in ("local", "builtin", "shuffle_khr", "shuffle_qcom")
+    wg = data["wg_size"]
+    assert wg >= 1 and wg & (wg - 1) == 0
+    assert data["vec"] in (1, 2, 4, 8, 16)
+    passes = data["passes"]
+    assert 1 <= len(passes) <= 2 and len(passes) == (1 if data["split"] == 1 else 2)
+    for p in passes:
+        assert p["kernel_file"].endswith(".cl") and p["entry"]
+        options = p["options"]
+        assert isinstance(options, list) and options, "build options missing"
+        defines = [o for o in options if o.startswith("-D")]
+        assert defines == sorted(defines), "build options must be sorted (stable cache keys)"
+        assert f"-DWG_SIZE={wg}" in options and p["local_size"] == wg
+        assert p["global_size"] % p["local_size"] == 0 and p["global_size"] >= wg
+        assert dict(map(tuple, p["defines"]))["WG_SIZE"] == str(wg)
+        assert scalar(p, "n_rows") == rows
+    assert scalar(passes[0], "row_len") == row_len and passes[0]["reads"] == "input"
+    assert passes[-1]["writes"] == "output"
+
+
+# ---- plan: no device needed ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("index", range(len(PROFILES)), ids=[p["name"][:40] for p in PROFILES])
+def test_plan_on_every_mobile_profile(index):
+    proc = cli("plan", "--caps", PROFILES_PATH, "--index", index, "--op", "mean", "--shape", "4096,768",
+               "--dtype", "float32")
+    data = json.loads(proc.stdout)
+    check_plan_json(data, 4096, 768)
+    # Exactly what the library's planner says for that profile.
+    expected = plan(DeviceCaps.from_profile(PROFILES[index]), Problem(4096, 768, "float32", "mean"))
+    assert data == json.loads(json.dumps(expected.to_dict()))
+    caps = DeviceCaps.from_profile(PROFILES[index])
+    if not caps.subgroups:
+        assert data["sg_mode"] == "local" and data["sg_size"] is None
+    if caps.vendor == "qualcomm" and data["sg_mode"] != "local":
+        # Adreno: qcom shuffle, never the KHR one it does not have
+        assert data["sg_mode"] in ("builtin", "shuffle_qcom")
+
+
+def test_plan_defaults_to_first_profile_and_mean_4096x768():
+    data = json.loads(cli("plan", "--caps", PROFILES_PATH).stdout)
+    expected = plan(DeviceCaps.from_profile(PROFILES[0]), Problem(4096, 768, "float32", "mean"))
+    assert data == json.loads(json.dumps(expected.to_dict()))
+
+
+def _synthetic_caps() -> DeviceCaps:
+    return DeviceCaps(
+        vendor="arm", name="Mali-G999 (synthetic)", device_type="gpu", opencl_c_versions=("1.2", "3.0"),
+        extensions=("cl_khr_fp16", "cl_khr_subgroup_shuffle", "cl_khr_subgroups"),
+        c_features=("__opencl_c_subgroups",), subgroups=True, subgroup_sizes=(16,),
+        max_work_group_size=512, local_mem_size=32768, local_mem_is_global=True, compute_units=8,
+        fp16=True, fp64=False,
+    )
+
+
+def test_plan_on_synthetic_caps_json_with_nd_shape(tmp_path):
+    path = tmp_path / "caps.json"
+    path.write_text(_synthetic_caps().to_json())
+    # reduction over the last axis: rows = 8*3, row_len = 1000
+    data = json.loads(cli("plan", "--caps", path, "--op", "max", "--shape", "8,3,1000", "--dtype", "float16").stdout)
+    check_plan_json(data, 24, 1000)
+    assert data["sg_mode"] != "local" and data["sg_size"] == 16
+    assert data["acc_dtype"] == "float32" and data["out_dtype"] == "float16"
+    options = data["passes"][0]["options"]
+    assert "-DOP_MAX=1" in options and "-DIN_HALF=1" in options and "-cl-std=CL3.0" in options
+    expected = plan(_synthetic_caps(), Problem(24, 1000, "float16", "max"))
+    assert data == json.loads(json.dumps(expected.to_dict()))
+
+
+def test_plan_forced_choices_reach_the_plan(tmp_path):
+    path = tmp_path / "caps.json"
+    path.write_text(_synthetic_caps().to_json())
+    data = json.loads(cli("plan", "--caps", path, "--sg-mode", "local", "--wg-size", "64", "--vec", "2",
+                          "--strategy", "wg_per_row").stdout)
+    assert (data["sg_mode"], data["wg_size"], data["vec"], data["strategy"]) == ("local", 64, 2, "wg_per_row")
+    data = json.loads(cli("plan", "--caps", path, "--sg-mode", "shuffle").stdout)
+    assert data["sg_mode"] == "shuffle_khr"
+    # CLREDUCE_* variables apply where the command line says nothing, as in the library.
+    data = json.loads(cli("plan", "--caps", path, env=clean_env(CLREDUCE_SG_MODE="local")).stdout)
+    assert data["sg_mode"] == "local"
+
+
+def test_plan_on_synthetic_profile_object(tmp_path):
+    entry = {"name": "synthetic Adreno", "vendor": "Qualcomm", "opencl_version": "OpenCL 3.0 Adreno(TM) 740",
+             "extensions": ["cl_khr_subgroups", "cl_qcom_subgroup_shuffle", "cl_qcom_reqd_sub_group_size"],
+             "subgroup_sizes": [64, 128], "driver": "OpenCL 3.0 QUALCOMM build: 0676.73 Compiler E031.41.03.62",
+             "max_work_group_size": 1024, "compute_units": 6}
+    path = tmp_path / "profile.json"
+    path.write_text(json.dumps(entry))
+    for op, dtype, shape in [("sum", "int32", "100,5000"), ("mean", "float32", "64,4194304"), ("min", "uint8", "7,3")]:
+        rows, k = map(int, shape.split(","))
+        data = json.loads(cli("plan", "--caps", path, "--op", op, "--dtype", dtype, "--shape", shape).stdout)
+        check_plan_json(data, rows, k)
+        assert data["sg_mode"] in ("local", "builtin", "shuffle_qcom")
+        expected = plan(DeviceCaps.from_profile(entry), Problem(rows, k, dtype, op))
+        assert data == json.loads(json.dumps(expected.to_dict()))
+
+
+def test_plan_works_without_pyopencl(tmp_path):
+    """`plan` must not import pyopencl: a pyopencl that cannot be imported changes nothing."""
+    blocker = tmp_path / "blocker" / "pyopencl"
+    blocker.mkdir(parents=True)
+    (blocker / "__init__.py").write_text("raise ImportError('pyopencl blocked by test_cli')\n")
+    env = clean_env(PYTHONPATH=os.pathsep.join([str(blocker.parent), str(ROOT)]))
+    data = json.loads(cli("plan", "--caps", PROFILES_PATH, "--index", "7", env=env).stdout)
+    check_plan_json(data, 4096, 768)
+
+
+@pytest.mark.parametrize(
+    "args, status, message",
+    [
+        (["--caps", "/nonexistent/caps.json"], 2, "cannot read"),
+        (["--caps", "PROFILES", "--index", "99"], 2, "out of range"),
+        (["--caps", "PROFILES", "--shape", "4096,0"], 2, "must be >= 1"),
+        (["--caps", "PROFILES", "--shape", "a,b"], 2, "integers"),
+        (["--caps", "PROFILES", "--dtype", "complex64"], 2, "unsupported dtype"),
+        (["--caps", "PROFILES", "--op", "no_such_op"], 2, "invalid choice"),
+        (["--caps", "PROFILES", "--index", "14", "--sg-mode", "builtin"], 1, "sub-group"),
+        (["--caps", "PROFILES", "--index", "14", "--dtype", "float64"], 1, "fp64"),
+        (["--caps", "PROFILES", "--wg-size", "100"], 2, "power of two"),
+        (["--caps", "BADJSON"], 2, "not JSON"),
+    ],
+)
+def test_plan_bad_input_exits_with_a_message(tmp_path, args, status, message):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    args = [str(PROFILES_PATH) if a == "PROFILES" else str(bad) if a == "BADJSON" else a for a in args]
+    proc = cli("plan", *args, check=False)
+    assert proc.returncode == status, proc.stderr
+    assert message in proc.stderr and not proc.stdout.strip()
+    assert "Traceback" not in proc.stderr
+
+
+# ---- no OpenCL platform -------------------------------------------------------------------
+
+
+FAKE_NO_PLATFORM = textwrap.dedent(
+    """
+    class Error(Exception):
+        pass
+    class LogicError(Error):
+        pass
+    class RuntimeError(Error):
+        pass
+    def get_platforms():
+        raise LogicError("clGetPlatformIDs failed: PLATFORM_NOT_FOUND_KHR")
+    """
+)
+
+
+@pytest.mark.parametrize("fake", ["no_platform", "not_installed"])
+@pytest.mark.parametrize("command", ["probe", "demo"])
+def test_probe_and_demo_without_opencl_print_the_install_hint(tmp_path, fake, command):
+    package = tmp_path / "fake" / "pyopencl"
+    package.mkdir(parents=True)
+    body = FAKE_NO_PLATFORM if fake == "no_platform" else "raise ImportError('No module named pyopencl')\n"
+    (package / "__init__.py").write_text(body)
+    env = clean_env(PYTHONPATH=os.pathsep.join([str(package.parent), str(ROOT)]))
+    proc = cli(command, env=env, check=False)
+    assert proc.returncode == 1
+    assert "pip install" in proc.stderr and "pocl" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+# ---- probe and demo on the devices present -------------------------------------------------
+
+
+def _probe_json() -> list[dict]:
+    proc = cli("probe", "--json", check=False)
+    if proc.returncode != 0:
+        skip_or_fail("pocl", f"NO OPENCL DEVICE: clreduce probe --json exited {proc.returncode}: {proc.stderr.strip()}")
+    return json.loads(proc.stdout)
+
+
+@pytest.fixture(scope="module")
+def probed() -> list[dict]:
+    return _probe_json()
+
+
+def _visible_devices() -> list[tuple[str, str, str]]:
+    """(P:D, platform name, device name) from pyopencl in this process."""
+    cl = pytest.importorskip("pyopencl")
+    try:
+        platforms = cl.get_platforms()
+    except cl.Error:
+        return []
+    return [(f"{i}:{j}", p.name.strip(), d.name.strip()) for i, p in enumerate(platforms)
+            for j, d in enumerate(p.get_devices())]
+
+
+def test_probe_json_lists_every_device_with_caps_and_plan(probed):
+    visible = _visible_devices()
+    assert [e["index"] for e in probed] == [v[0] for v in visible]
+    assert sum(e["default"] for e in probed) == 1
+    for entry, (index, _platform, name) in zip(probed, visible):
+        assert {"index", "caps", "default", "plan"} <= set(entry)
+        caps = DeviceCaps.from_dict(entry["caps"])
+        assert caps.name == name and caps.backend == "opencl"
+        assert DeviceCaps.from_json(caps.to_json()) == caps
+        assert entry["plan"] is not None, entry.get("plan_error")
+        check_plan_json(entry["plan"], 4096, 768)
+        if entry["default"]:
+            assert entry["default_reason"]
+
+
+def test_probe_json_pocl_has_no_subgroups(probed):
+    pocl = [e for e in probed if e["caps"]["vendor"] == "pocl"]
+    if not pocl:
+        skip_or_fail("pocl", "NO POCL DEVICE VISIBLE: pip install 'pyopencl[pocl]'")
+    for entry in pocl:
+        assert entry["caps"]["subgroups"] is False and entry["caps"]["subgroup_sizes"] == []
+        assert entry["plan"]["sg_mode"] == "local"
+
+
+def test_probe_json_intel_cpu_has_subgroups_4_to_64(probed):
+    intel = [e for e in probed if e["caps"]["vendor"] == "intel" and e["caps"]["device_type"] == "cpu"]
+    if not intel:
+        skip_or_fail("intel", "NO INTEL CPU OPENCL DEVICE VISIBLE: set OCL_ICD_VENDORS (README)")
+    for entry in intel:
+        caps = entry["caps"]
+        assert caps["subgroups"] is True
+        assert {4, 8, 16, 32, 64} <= set(caps["subgroup_sizes"])
+        assert entry["plan"]["sg_mode"] != "local" and entry["plan"]["reqd_sg"] == "intel"
+
+
+def test_probe_human_output_names_devices_and_the_default(probed):
+    out = cli("probe").stdout
+    for entry in probed:
+        assert entry["caps"]["name"] in out and entry["index"] in out
+    assert "default device:" in out and "sub-groups:" in out and "plan mean 4096x768 float32" in out
+
+
+def test_plan_reads_probe_json_output(tmp_path, probed):
+    path = tmp_path / "probe.json"
+    path.write_text(json.dumps(probed))
+    default = next(e for e in probed if e["default"])
+    data = json.loads(cli("plan", "--caps", path).stdout)  # the entry marked default
+    expected = plan(DeviceCaps.from_dict(default["caps"]), Problem(4096, 768, "float32", "mean"))
+    assert data == json.loads(json.dumps(expected.to_dict()))
+    for i, entry in enumerate(probed):
+        data = json.loads(cli("plan", "--caps", path, "--index", i, "--shape", "300,1000").stdout)
+        check_plan_json(data, 300, 1000)
+        # one probe entry alone, and its bare caps object
+        (tmp_path / "entry.json").write_text(json.dumps(entry))
+        (tmp_path / "caps.json").write_text(json.dumps(entry["caps"]))
+        assert json.loads(cli("plan", "--caps", tmp_path / "entry.json", "--shape", "300,1000").stdout) == data
+        assert json.loads(cli("plan", "--caps", tmp_path / "caps.json", "--shape", "300,1000").stdout) == data
+
+
+def test_demo_default_exits_0(probed):
+    proc = cli("demo")
+    out = proc.stdout
+    assert "PASS" in out and "FAIL" not in out
+    assert "4096x768 float32" in out and "GB/s" in out and "max abs error" in out
+    assert "strategy" in out and "work-group" in out
+
+
+@pytest.mark.parametrize("op, dtype, shape", [("sum", "float32", "3,5,1001"), ("max", "float32", "777,33"),
+                                              ("min", "int32", "64,4096"), ("sum", "int8", "1,100003")])
+def test_demo_on_every_device(probed, op, dtype, shape):
+    for entry in probed:
+        proc = cli("demo", "--device", entry["index"], "--op", op, "--dtype", dtype, "--shape", shape, "--runs", 2,
+                   "--warmup", 1)
+        assert "PASS" in proc.stdout, proc.stdout
+        assert entry["caps"]["name"] in proc.stdout
+
+
+def test_demo_bad_device_is_an_error(probed):
+    proc = cli("demo", "--device", "no-such-device-xyz", check=False)
+    assert proc.returncode == 1 and "no-such-device-xyz" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_console_script_and_version():
+    proc = subprocess.run([sys.executable, "-m", "clreduce", "--version"], capture_output=True, text=True)
+    import clreduce
+
+    assert proc.returncode == 0 and clreduce.__version__ in proc.stdout
+    proc = subprocess.run([sys.executable, "-m", "clreduce"], capture_output=True, text=True)
+    assert proc.returncode == 2 and "probe" in proc.stderr and "plan" in proc.stderr
+
+
+def test_demo_device_by_vendor_name(probed):
+    for vendor in sorted({e["caps"]["vendor"] for e in probed} & {"pocl", "intel"}):
+        proc = cli("demo", "--device", vendor, "--shape", "100,300", "--runs", 2, "--warmup", 1)
+        assert "PASS" in proc.stdout
