@@ -1,0 +1,86 @@
+"""Build and launch CUDA kernels through CuPy (RawKernel over NVRTC).
+
+``cuda_source`` and ``nvrtc_options`` are pure (the PTX tool uses them with nvcc on
+machines without a GPU); everything else imports CuPy inside the function.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from ...kernels import source_hash
+
+CUDA_DIR = Path(__file__).resolve().parent
+
+# Options every build gets, beside the -D list. -lineinfo costs nothing at run time and
+# lets ncu point at source lines.
+BASE_OPTIONS = ("--std=c++17", "-lineinfo")
+
+
+def cuda_file_for(kernel_file: str) -> str:
+    """``reduce_rows.cl`` -> ``reduce_rows.cu``: CUDA twins keep the OpenCL file's stem."""
+    return Path(kernel_file).stem + ".cu"
+
+
+def cuda_source(kernel_file: str) -> str:
+    """Text of the CUDA twin of ``kernel_file`` (package folder of this module)."""
+    path = CUDA_DIR / cuda_file_for(kernel_file)
+    if not path.is_file():
+        raise FileNotFoundError(f"no CUDA kernel {path.name} beside {__file__} for {kernel_file}")
+    return path.read_text(encoding="utf-8")
+
+
+def nvrtc_options(defines) -> tuple[str, ...]:
+    """``-DNAME=VALUE`` for every define, sorted, then BASE_OPTIONS (stable cache keys)."""
+    items = defines.items() if isinstance(defines, dict) else defines
+    return tuple(f"-D{k}={v}" for k, v in sorted((str(k), str(v)) for k, v in items)) + BASE_OPTIONS
+
+
+_lock = threading.Lock()
+_kernels: dict[tuple, object] = {}
+
+
+def get_kernel(device_id: int, kernel_file: str, entry: str, defines):
+    """The compiled kernel for (device, source hash, options), built once per process.
+
+    CuPy also keeps compiled binaries on disk (~/.cupy/kernel_cache), so a new process
+    skips NVRTC for kernels built before.
+    """
+    import cupy
+
+    source = cuda_source(kernel_file)
+    options = nvrtc_options(defines)
+    key = (device_id, source_hash(source), options, entry)
+    kernel = _kernels.get(key)
+    if kernel is None:
+        with _lock:
+            kernel = _kernels.get(key)
+            if kernel is None:
+                with cupy.cuda.Device(device_id):
+                    raw = cupy.RawKernel(source, entry, options=options, backend="nvrtc")
+                    try:
+                        raw.compile()
+                    except cupy.cuda.compiler.CompileException as exc:
+                        raise RuntimeError(
+                            f"building {cuda_file_for(kernel_file)} with {' '.join(options)} failed:\n{exc}"
+                        ) from exc
+                kernel = raw
+                _kernels[key] = kernel
+    return kernel
+
+
+def blocks_per_sm(kernel, block: int, device_id: int) -> int:
+    """Resident blocks per SM for ``kernel`` at ``block`` threads (CUDA occupancy API)."""
+    import cupy
+
+    with cupy.cuda.Device(device_id):
+        fn = kernel.kernel
+        return int(cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.ptr, block, 0))
+
+
+def kernel_attributes(kernel, device_id: int) -> dict:
+    import cupy
+
+    with cupy.cuda.Device(device_id):
+        return dict(kernel.attributes)

@@ -1,0 +1,257 @@
+#!/usr/bin/env python3
+"""Compile every CUDA kernel variant the planner can produce to PTX; exit 1 on any failure.
+
+No GPU and no CuPy needed: the CUDA backend's plans are made from the capabilities of
+published parts (H100, A100, T4: ``clreduce.backends.cuda.probe``) for every dtype and op
+over a set of shapes that reaches every strategy, for the forced sub-group modes,
+work-group sizes and vector widths, and for the CUDA-only tuning knobs. One variant per
+new combination of op/types or code path (``coverage_keys``; ``--all`` compiles every
+distinct option set) is compiled with ``nvcc --ptx -arch=sm_80`` (``--arch`` to change; the
+compiler is ``$NVCC`` or ``nvcc`` on PATH), in parallel. CI runs this (``.ci/run`` step 5),
+so a syntax error in any variant fails CI.
+
+    python tools/compile_cuda_ptx.py            # all variants
+    python tools/compile_cuda_ptx.py --list     # print the option sets, compile nothing
+    python tools/compile_cuda_ptx.py --quick    # float32/int8/float16 only
+    python tools/compile_cuda_ptx.py --all      # every distinct option set, not one per path
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import os
+import shutil
+import subprocess
+import sys
+import re
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from clreduce.backends.cuda.launch import CUDA_DIR, cuda_file_for, nvrtc_options  # noqa: E402
+from clreduce.backends.cuda.probe import (  # noqa: E402
+    A100_PROPERTIES,
+    H100_SXM_PROPERTIES,
+    T4_PROPERTIES,
+    caps_from_properties,
+)
+from clreduce.backends.cuda.tune import cuda_plan  # noqa: E402
+from clreduce.ops import OPS, SUPPORTED_DTYPES  # noqa: E402
+from clreduce.plan import Force, Problem, UnsupportedOnDevice  # noqa: E402
+
+# (rows, row_len): every strategy (rows per warp at several team widths, warp per row,
+# block per row, split-K) and odd lengths that exercise heads and tails.
+SHAPES = [
+    (1, 1), (7, 3), (1000, 7), (4096, 16), (4096, 32), (4096, 64), (4096, 128), (512, 1000),
+    (256, 4096), (64, 65536), (4, 1 << 20), (1, (1 << 22) + 3), (3, 100_003),
+]
+FORCES = [
+    Force(),
+    Force(sg_mode="local"),
+    Force(sg_mode="shuffle"),
+    Force(strategy="rows_per_sg"),
+    Force(strategy="sg_per_row"),
+    Force(strategy="wg_per_row"),
+    Force(strategy="split_k"),
+    Force(wg_size=1024),
+    Force(wg_size=32),
+    Force(vec=1),
+    Force(vec=16),
+    Force(sg_mode="local", strategy="split_k", wg_size=64),
+]
+
+
+def _lanes_class(lanes: int) -> str:
+    return "1" if lanes == 1 else ("narrow" if lanes < 32 else ("warp" if lanes == 32 else "block"))
+
+
+_TYPE_KEYS = ("IN_T", "ACC_T", "OUT_T", "IN_HALF", "OUT_HALF", "IDENTITY", "MAP", "FINALIZE", "OPK",
+              "IN_STATES", "OUT_STATES", "ARG_MAX", "ARG_MIN")
+
+
+def coverage_keys(name: str, defines) -> tuple:
+    """The facts one compiled variant covers. A variant is compiled when it covers a fact no
+    earlier one did: every op/type combination (types, op, map, finalize) once; every code
+    path (LANES 1 / narrow / warp / block, SG_MODE, SPLIT 1 / more, one-warp blocks, UNROLL,
+    entry) with every accumulator type; every load (VEC x input type x map); every team
+    reduce (LANES class x SG_MODE x op)."""
+    d = dict(defines)
+    op = tuple(sorted(k for k in d if k.startswith(("OP_", "ARG_")))) + (d.get("OPK"),)
+    types = tuple((k, d.get(k)) for k in _TYPE_KEYS) + (op,)
+    lanes = _lanes_class(int(d["LANES"])) if "LANES" in d else None
+    path = (d.get("ENTRY"), lanes, d.get("SG_MODE"), d.get("SPLIT") == "1", d.get("WG_SIZE") == "32",
+            d.get("UNROLL", "4") == "1", d.get("IN_STATES"), d.get("OUT_STATES"))
+    return ((name, "types", types), (name, "path", path, d.get("ACC_T")),
+            (name, "load", d.get("ENTRY"), d.get("VEC"), d.get("IN_T"), d.get("MAP"), d.get("IN_STATES")),
+            (name, "team", lanes, d.get("SG_MODE"), op))
+
+
+def variants(quick: bool = False, everything: bool = False) -> tuple[dict, dict]:
+    """({(kernel .cu file, nvcc options): a plan that needs it}, {missing .cu file: count}).
+
+    Only variants that cover something new (``coverage_keys``) unless ``everything``; plans whose kernel has no CUDA
+    twin yet are counted, not compiled."""
+    caps_list = [caps_from_properties(p) for p in (H100_SXM_PROPERTIES, A100_PROPERTIES, T4_PROPERTIES)]
+    if not everything:
+        caps_list = caps_list[:1]
+    dtypes = ("float32", "int8", "float16") if quick else SUPPORTED_DTYPES
+    found: dict[tuple[str, tuple[str, ...]], str] = {}
+    seen: set = set()
+    missing: dict[str, int] = {}
+    for caps in caps_list:
+        for dtype in dtypes:
+            for op in OPS:
+                for rows, k in SHAPES:
+                    for force in FORCES:
+                        try:
+                            p = cuda_plan(caps, Problem(rows, k, dtype, op), force)
+                        except (UnsupportedOnDevice, ValueError):
+                            continue
+                        for launch in p.passes:
+                            name = cuda_file_for(launch.kernel_file)
+                            if not (CUDA_DIR / name).is_file():
+                                missing[name] = missing.get(name, 0) + 1
+                                continue
+                            keys = coverage_keys(name, launch.defines)
+                            if not everything and all(key in seen for key in keys):
+                                continue
+                            seen.update(keys)
+                            key = (name, nvrtc_options(launch.defines))
+                            found.setdefault(key, f"{caps.name} {dtype} {op} {rows}x{k} {force}")
+    return found, missing
+
+
+def nvcc_command(nvcc: str, arch: str, source: Path, options: tuple[str, ...], out: Path) -> list[str]:
+    # NVRTC-only spellings are dropped; the rest mean the same to nvcc.
+    opts = [o for o in options if not o.startswith("--std=")] + ["-std=c++17"]
+    return [nvcc, "--ptx", f"-arch={arch}", *opts, "-Werror", "all-warnings", str(source), "-o", str(out)]
+
+
+_DEFINE_RE = re.compile(r"^\s*#\s*define\s+(\w+)", re.MULTILINE)
+
+
+def batch_source(name: str, items: list[tuple[int, tuple[str, ...]]]) -> str:
+    """One translation unit holding several variants of kernel file ``name``: before each
+    ``#include``, every macro the variants or the file define is #undef'd, the variant's
+    -D macros are #define'd, and the namespace and entry point get a per-variant name.
+    One nvcc run per batch instead of per variant (nvcc's start-up dominates)."""
+    path = CUDA_DIR / name
+    own = set(_DEFINE_RE.findall(path.read_text(encoding="utf-8")))
+    entries = {"reduce_rows", "reduce_rows_state", "reduce_cols"}
+    lines = [f"/* generated by tools/compile_cuda_ptx.py: {len(items)} variants of {name} */"]
+    all_defines = set(own)
+    parsed = []
+    for index, options in items:
+        defs = [o[2:].split("=", 1) for o in options if o.startswith("-D")]
+        all_defines.update(k for k, _ in defs)
+        parsed.append((index, defs))
+    for index, defs in parsed:
+        lines += [f"#undef {m}" for m in sorted(all_defines | entries | {"clreduce_cuda"})]
+        lines += [f"#define {k} {v}" for k, v in defs]
+        lines += [f"#define clreduce_cuda clreduce_cuda_v{index}"]
+        lines += [f"#define {e} {e}_v{index}" for e in sorted(entries)]
+        lines += [f'#include "{path.as_posix()}"']
+    return "\n".join(lines) + "\n"
+
+
+def compile_nvrtc(found: dict, args) -> int:
+    """Every variant through CuPy's NVRTC (PTX for --arch), one thread per CPU."""
+    from cupy.cuda import compiler
+
+    arch = args.arch.replace("sm_", "")
+    sources = {name: (CUDA_DIR / name).read_text(encoding="utf-8") for name, _ in found}
+    start = time.time()
+
+    def build(item):
+        (name, options), why = item
+        try:
+            compiler.compile_using_nvrtc(sources[name], options, arch=arch)
+            return None
+        except Exception as exc:  # noqa: BLE001
+            return f"FAILED ({why}): {name} {' '.join(options)}\n{exc}"
+
+    with cf.ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        failures = [f for f in pool.map(build, sorted(found.items())) if f]
+    for f in failures[:5]:
+        print(f, file=sys.stderr)
+    print(f"compile_cuda_ptx: {len(found) - len(failures)}/{len(found)} variants compiled by NVRTC "
+          f"(sm_{arch}) in {time.time() - start:.0f} s")
+    return 1 if failures else 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--arch", default="sm_80")
+    ap.add_argument("--nvcc", default=os.environ.get("NVCC") or shutil.which("nvcc") or "nvcc")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--quick", action="store_true", help="fewer dtypes (float32, int8, float16)")
+    ap.add_argument("--list", action="store_true", help="print the option sets and exit")
+    ap.add_argument("--batch", type=int, default=48, help="variants per nvcc run (1: one run each)")
+    ap.add_argument("--nvrtc", action="store_true",
+                    help="compile with NVRTC through CuPy instead of nvcc (what the backend uses at run time)")
+    ap.add_argument("--all", action="store_true",
+                    help="every distinct option set of three parts (H100, A100, T4), not one per code path")
+    args = ap.parse_args(argv)
+
+    found, missing = variants(args.quick, args.all)
+    for name, count in sorted(missing.items()):
+        print(f"note: {count} planned launches use {name}, which has no CUDA twin yet (not compiled)")
+    if args.list:
+        for (name, options), why in sorted(found.items()):
+            print(name, " ".join(options), "#", why)
+        print(f"{len(found)} variants")
+        return 0
+    if args.nvrtc:
+        return compile_nvrtc(found, args)
+    if not shutil.which(args.nvcc) and not Path(args.nvcc).is_file():
+        print(f"error: nvcc not found ({args.nvcc}); set NVCC or PATH", file=sys.stderr)
+        return 2
+
+    start = time.time()
+    failures = []
+    items = sorted(found.items())
+    base_opts = [o for o in items[0][0][1] if not o.startswith("-D")] if items else []
+    batches: list[tuple[str, list]] = []
+    for name in sorted({n for (n, _), _ in items}):
+        mine = [(i, opts, why) for i, ((n, opts), why) in enumerate(items) if n == name]
+        for b in range(0, len(mine), args.batch):
+            batches.append((name, mine[b:b + args.batch]))
+    with tempfile.TemporaryDirectory() as tmp:
+        def build_one(name, index, options, why):
+            cmd = nvcc_command(args.nvcc, args.arch, CUDA_DIR / name, options, Path(tmp) / f"v{index}.ptx")
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            return proc.returncode, cmd, proc.stdout + proc.stderr, why
+
+        def build_batch(batch):
+            name, members = batch
+            if len(members) == 1:
+                return [build_one(name, *members[0])]
+            src = Path(tmp) / f"batch_{members[0][0]}.cu"
+            src.write_text(batch_source(name, [(i, opts) for i, opts, _ in members]), encoding="utf-8")
+            cmd = nvcc_command(args.nvcc, args.arch, src, tuple(base_opts), src.with_suffix(".ptx"))
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            if proc.returncode == 0:
+                return [(0, cmd, "", why) for _, _, why in members]
+            # find the culprits one by one
+            return [build_one(name, *m) for m in members]
+
+        with cf.ThreadPoolExecutor(max(1, args.jobs)) as pool:
+            for results in pool.map(build_batch, batches):
+                for rc, cmd, log, why in results:
+                    if rc != 0:
+                        failures.append((cmd, log, why))
+    took = time.time() - start
+    for cmd, log, why in failures[:5]:
+        print(f"FAILED ({why}):\n  {' '.join(cmd)}\n{log}", file=sys.stderr)
+    print(f"compile_cuda_ptx: {len(found) - len(failures)}/{len(found)} variants compiled to PTX "
+          f"(-arch={args.arch}) in {took:.0f} s")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
