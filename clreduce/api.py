@@ -134,7 +134,8 @@ def _reduce(op_name: str, a, axis=None, *, dtype=None, out=None, keepdims=False,
         result = result.astype(np.float64) / k
     if result.dtype != out_dtype:
         result = result.astype(out_dtype)
-    result = result.reshape(out_shape)
+    if tuple(result.shape) != out_shape:
+        result = result.reshape(out_shape)
     return _deliver(chosen, x, result, out, back_to_caller, where)
 
 
@@ -278,6 +279,8 @@ def norm(x, ord=None, axis=None, keepdims=False, *, backend=None, force=None, **
     norms (two axes, or axis=None with ``ord`` on a 2-D input) raise ValueError.
     """
     arr = x if hasattr(x, "dtype") else np.asarray(x)
+    if axis is None and ord is not None and arr.ndim == 0:
+        raise ValueError("Improper number of dimensions to norm.")
     if axis is None and ord is not None and arr.ndim >= 2:
         raise ValueError("matrix norms are not supported: pass an int axis for vector norms")
     if isinstance(axis, tuple) and len(axis) != 1:

@@ -102,15 +102,56 @@ def bench_device(device, op: str = "mean", max_bytes: int = 256 << 20, repeat: i
     return result
 
 
+AXIS_SHAPE = (65536, 1024)
+
+
+def _kernel_seconds(prepared, repeat: int) -> float:
+    prepared.enqueue()[-1].wait()
+    times = []
+    for _ in range(repeat):
+        events = prepared.enqueue()
+        events[-1].wait()
+        times.append(sum((e.profile.end - e.profile.start) for e in events) * 1e-9)
+    return statistics.median(times)
+
+
+def bench_axes(device, op: str = "sum", max_bytes: int = 256 << 20, repeat: int = 7, log=print) -> dict:
+    """axis=0 (strided, no transpose) against axis=-1 on one (65536, 1024) float32 array
+    (rows scaled to ``max_bytes``); both timed from events of the same run."""
+    import pyopencl as cl
+
+    from .backends import opencl
+    from .plan import Problem
+
+    ctx = cl.Context([device])
+    queue = cl.CommandQueue(ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
+    rows, k = scaled_shape(*AXIS_SHAPE, max_bytes)
+    x = np.random.default_rng(0).random((rows, k), dtype=np.float32)
+    out = {"device": device.name, "platform": device.platform.name, "shape": [rows, k], "op": op}
+    for label, problem, ref in (
+        ("axis=-1", Problem(rows=rows, row_len=k, dtype="float32", op=op), getattr(np, op)(x, axis=-1)),
+        ("axis=0", Problem(rows=1, row_len=rows, inner=k, dtype="float32", op=op), getattr(np, op)(x, axis=0)),
+    ):
+        prepared = opencl.PreparedReduction(queue, x, problem)
+        seconds = _kernel_seconds(prepared, repeat)
+        ok = bool(np.allclose(prepared.result(), ref, rtol=1e-4, atol=1e-3))
+        out[label] = {"gbps": round(x.nbytes / seconds / 1e9, 2), "correct": ok, "strategy": prepared.plan.strategy}
+    out["ratio"] = round(out["axis=0"]["gbps"] / out["axis=-1"]["gbps"], 2)
+    log(f"# {device.platform.name}: {rows}x{k} {op}: axis=-1 {out['axis=-1']['gbps']} GB/s, "
+        f"axis=0 {out['axis=0']['gbps']} GB/s (ratio {out['ratio']})")
+    return out
+
+
 def run(devices=None, op: str = "mean", max_bytes: int = 256 << 20, repeat: int = 7, json_path=None, log=print) -> dict:
     """Benchmark every OpenCL device (or ``devices``); optionally write JSON."""
     from .backends import opencl
 
     devices = devices if devices is not None else opencl.all_devices()
     report = {"date": date.today().isoformat(), "host": platform.processor() or platform.machine(),
-              "numpy": np.__version__, "op": op, "max_bytes": max_bytes, "devices": []}
+              "numpy": np.__version__, "op": op, "max_bytes": max_bytes, "devices": [], "axes": []}
     for device in devices:
         report["devices"].append(bench_device(device, op=op, max_bytes=max_bytes, repeat=repeat, log=log))
+        report["axes"].append(bench_axes(device, max_bytes=max_bytes, repeat=repeat, log=log))
     if json_path:
         with open(json_path, "w") as fh:
             json.dump(report, fh, indent=1)
@@ -131,4 +172,9 @@ def markdown(report: dict) -> str:
     copies = ", ".join(f"{d['platform'].split()[0]} {d['copy_gbps']} GB/s" for d in devs)
     lines.append("")
     lines.append(f"Device copy bandwidth (read+write) in the same run: {copies}.")
+    if report.get("axes"):
+        lines += ["", "| device | shape | axis=-1 GB/s | axis=0 GB/s | axis=0 / axis=-1 |", "|---|---|---|---|---|"]
+        for a in report["axes"]:
+            lines.append(f"| {a['platform'].split()[0]} | {a['shape'][0]} x {a['shape'][1]} ({a['op']}) | "
+                         f"{a['axis=-1']['gbps']:.2f} | {a['axis=0']['gbps']:.2f} | {a['ratio']:.2f} |")
     return "\n".join(lines)

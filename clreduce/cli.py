@@ -421,6 +421,29 @@ def cmd_demo(args) -> int:
     return 0
 
 
+def cmd_bench(args) -> int:
+    cl, backend = _opencl()
+    if not _indexed_devices(cl):
+        raise CliError(getattr(backend, "INSTALL_HINT", _INSTALL_HINT_FALLBACK))
+    from . import bench
+
+    devices = None
+    if args.device:
+        try:
+            devices = [_select_device(cl, backend, args.device)]
+        except backend.NoOpenCLDevice as exc:
+            raise CliError(str(exc)) from None
+    report = bench.run(devices=devices, op=args.op, max_bytes=args.max_mb << 20, repeat=args.runs, json_path=args.json)
+    print()
+    print(bench.markdown(report))
+    bad = [r["shape"] for d in report["devices"] for r in d["rows"] if not r["correct"]]
+    bad += [a["shape"] for a in report["axes"] if not (a["axis=0"]["correct"] and a["axis=-1"]["correct"])]
+    if bad:
+        print(f"FAIL: results outside tolerance for shapes {bad}")
+        return 1
+    return 0
+
+
 # ---- entry point ----------------------------------------------------------------------
 
 
@@ -481,6 +504,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--runs", type=int, default=20, help="timed runs (median reported; default 20)")
     p.add_argument("--warmup", type=int, default=3, help="untimed runs first (default 3)")
     p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("bench", help="benchmark the DESIGN.md shape list against numpy on each OpenCL device",
+                       description="Fixed float32 shapes (rows scaled so each array is about --max-mb), "
+                       "reduced over the last axis; GB/s = bytes read / kernel time (median of OpenCL "
+                       "profiling events after a warm-up) beside numpy in the same process and the "
+                       "device's buffer-copy bandwidth; plus axis=0 against axis=-1 on a 65536x1024 array.")
+    p.add_argument("--op", default="mean", choices=["sum", "mean", "max", "min"])
+    p.add_argument("--max-mb", type=int, default=256, help="array size cap in MB (default 256)")
+    p.add_argument("--device", default=None, metavar="SELECTOR", help="one device (default: every device)")
+    p.add_argument("--runs", type=int, default=7, help="timed runs per shape (median; default 7)")
+    p.add_argument("--json", default=None, metavar="FILE", help="also write the full report as JSON")
+    p.set_defaults(func=cmd_bench)
     return parser
 
 

@@ -6,6 +6,7 @@ is ``nansum / count_notnan``) compose them in ``api``.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -63,7 +64,7 @@ OPS = {op.name: op for op in (
     _op("all", combine="min", map="nonzero", result="bool", empty="one"),
     _op("norm1", map="abs", result="float"),
     _op("norm2", map="square", finalize="sqrt", result="float"),
-    _op("norminf", combine="max", map="abs", result="float", empty="error"),
+    _op("norminf", combine="max", map="abs", result="float", empty="zero"),  # numpy: max(initial=0)
     _op("normneginf", combine="min", map="abs", result="float", empty="error"),
     _op("var", kind="welford", finalize="var", result="float", empty="nan"),
     _op("std", kind="welford", finalize="std", result="float", empty="nan"),
@@ -119,6 +120,7 @@ def _float_acc(name: str) -> str:
     return "float32" if name == "float16" else name
 
 
+@functools.lru_cache(maxsize=1024)
 def dtype_rule(op: Op, dtype, requested=None) -> DtypeRule:
     """Accumulator and output dtypes of ``op`` on ``dtype`` (``requested`` = ``dtype=`` arg).
 

@@ -380,7 +380,9 @@ def _identity(combine: str, acc: str) -> str:
     if combine == "prod":
         return "1"
     if acc.startswith("float"):
-        return "(-INFINITY)" if combine in ("max", "nanmax") else "INFINITY"
+        if combine in ("nanmax", "nanmin"):
+            return "NAN"  # fmax/fmin skip it, so an all-NaN slice stays NaN (numpy's answer)
+        return "(-INFINITY)" if combine == "max" else "INFINITY"
     limits = {"int32": ("INT_MIN", "INT_MAX"), "uint32": ("0", "UINT_MAX"),
               "int64": ("LONG_MIN", "LONG_MAX"), "uint64": ("0", "ULONG_MAX")}
     low, high = limits[acc]

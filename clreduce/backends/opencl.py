@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import os
 import warnings
 
@@ -209,6 +210,31 @@ def _scalar(kind: str, value, acc_dtype: str):
     return np.dtype(acc_dtype).type(value)  # "acc": declared ACC_T in the kernel
 
 
+# Scalar arguments last set on each kernel: a repeated call with the same plan only re-binds
+# its buffers (pyopencl's set_args costs tens of microseconds). The entry holds the kernel
+# itself, so a collected kernel's id can never be mistaken for a new one's.
+_scalars_set: dict[int, tuple] = {}
+
+
+def _set_args(kernel: cl.Kernel, launch, src, src_off: int, dst, dst_off: int) -> None:
+    kernel.set_arg(0, src)
+    kernel.set_arg(1, np.uint64(src_off))
+    kernel.set_arg(2, dst)
+    kernel.set_arg(3, np.uint64(dst_off))
+    entry = _scalars_set.get(id(kernel))
+    if entry is None or entry[0] is not kernel or entry[1] != launch.scalars:
+        for i, (_, kind, value) in enumerate(launch.scalars, start=4):
+            kernel.set_arg(i, _scalar(kind, value, launch.acc_dtype))
+        _scalars_set[id(kernel)] = (kernel, launch.scalars)
+
+
+def clear_caches() -> None:
+    """Forget built programs, plans and argument state (pyopencl's disk cache remains)."""
+    _kernel_cache.clear()
+    _plan_cache.clear()
+    _scalars_set.clear()
+
+
 class PreparedReduction:
     """Buffers and kernels for one reduction; ``enqueue`` may run many times (benchmarks).
 
@@ -240,8 +266,7 @@ class PreparedReduction:
         events = []
         for launch, kernel in zip(self.plan.passes, self.kernels):
             (src, src_off), (dst, dst_off) = buffers[launch.reads], buffers[launch.writes]
-            kernel.set_args(src, np.uint64(src_off), dst, np.uint64(dst_off),
-                            *(_scalar(kind, value, launch.acc_dtype) for _, kind, value in launch.scalars))
+            _set_args(kernel, launch, src, src_off, dst, dst_off)
             event = cl.enqueue_nd_range_kernel(self.queue, kernel, (launch.global_size,), (launch.local_size,),
                                                wait_for=events[-1:] or wait_for)
             events.append(event)
@@ -305,16 +330,16 @@ class OpenCLBackend:
         shape = native.shape
         adjacent = bool(axes) and list(axes) == list(range(axes[0], axes[-1] + 1))
         if adjacent:
-            outer = int(np.prod(shape[:axes[0]], dtype=np.int64))
-            k = int(np.prod(shape[axes[0]:axes[-1] + 1], dtype=np.int64))
-            inner = int(np.prod(shape[axes[-1] + 1:], dtype=np.int64))
+            outer = math.prod(shape[:axes[0]])
+            k = math.prod(shape[axes[0]:axes[-1] + 1])
+            inner = math.prod(shape[axes[-1] + 1:])
             if isinstance(native, np.ndarray):
                 return np.ascontiguousarray(native), outer, k, inner
             if _is_c_contiguous(native):
                 return native, outer, k, inner
         kept = [i for i in range(native.ndim) if i not in axes]
-        outer = int(np.prod([shape[i] for i in kept], dtype=np.int64))
-        k = int(np.prod([shape[i] for i in axes], dtype=np.int64))
+        outer = math.prod(shape[i] for i in kept)
+        k = math.prod(shape[i] for i in axes)
         order = kept + list(axes)
         if isinstance(native, np.ndarray):
             return np.ascontiguousarray(native.transpose(order)), outer, k, 1

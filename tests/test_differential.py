@@ -1,0 +1,253 @@
+"""Differential tests against numpy with hypothesis: random shapes (0-4 dims, zero-size and
+size-1 axes), random axes (None, int, tuples), keepdims, every public reduction, every
+supported dtype, NaN/inf sprinkled in, on every OpenCL device and forced plan variant.
+
+Profiles: "ci" (default) runs a bounded number of examples per device; "slow" (``--slow`` or
+CLREDUCE_SLOW=1, or CLREDUCE_HYPOTHESIS_EXAMPLES=N) runs at least 10 000.
+
+Tolerances for the ops beyond sum/mean/max/min are in ``DIFF_TOLERANCE`` below, each with
+its reason; sum/mean share conftest's TOLERANCE (eps of the accumulator).
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+import clreduce
+from clreduce.plan import UnsupportedOnDevice
+
+from conftest import DEVICES, TOLERANCE, column_variants, plan_variants
+
+_SLOW = os.environ.get("CLREDUCE_SLOW", "") not in ("", "0")
+_EXAMPLES = int(os.environ.get("CLREDUCE_HYPOTHESIS_EXAMPLES", "10000" if _SLOW else "60"))
+settings.register_profile("clreduce", max_examples=_EXAMPLES, deadline=None, derandomize=not _SLOW,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                                 HealthCheck.function_scoped_fixture])
+
+DTYPES = ["float32", "float16", "float64", "int32", "int8", "uint8", "int64", "uint16", "bool"]
+OPS = ["sum", "mean", "prod", "max", "min", "any", "all", "count_nonzero", "nansum", "nanmean", "nanmax",
+       "nanmin", "var", "std", "argmax", "argmin", "logsumexp", "norm"]
+EXACT_OPS = {"max", "min", "nanmax", "nanmin", "any", "all", "count_nonzero", "argmax", "argmin"}
+
+# Bounds on |clreduce - reference| (reference in float64, or long double for float64 input),
+# K = reduced count, eps = the accumulator's epsilon (float32 for float16 input):
+#  - sum-like (sum, nansum, mean, nanmean, norm ord 1): K*eps*sum|x| (any summation order),
+#    divided by K for means, + 1 ulp of the output dtype (final rounding).
+#  - prod: every multiply rounds once: K*eps*|prod| + 1 ulp (data kept near 1, see below).
+#  - var: Welford/Chan error is bounded by a few K*eps*(sum of x^2)/(K - ddof); the factor
+#    4 covers the merge's extra roundings. std: d(sqrt v) = dv / (2 sqrt v), or sqrt(dv) at 0.
+#  - norm ord 2: the sum-of-squares bound, then sqrt halves the relative error.
+#  - logsumexp: K*eps relative to the shifted sum, + eps*|result| (the final log and add).
+DIFF_TOLERANCE = {"var_factor": 4.0}
+
+
+def _eps(dtype: np.dtype) -> float:
+    acc = TOLERANCE["acc"].get(dtype.name, "float64")
+    return TOLERANCE["eps"][acc]
+
+
+def _axis_strategy(ndim: int):
+    if ndim == 0:
+        return st.just(None)
+    single = st.integers(-ndim, ndim - 1)
+    many = st.lists(st.integers(0, ndim - 1), min_size=1, max_size=ndim, unique=True).map(tuple)
+    return st.one_of(st.just(None), single, many)
+
+
+@st.composite
+def cases(draw):
+    dtype = np.dtype(draw(st.sampled_from(DTYPES)))
+    op = draw(st.sampled_from(OPS))
+    ndim = draw(st.integers(0, 4))
+    # one axis may be long enough to reach split and multi-lane plans; the rest stay small
+    dims = [draw(st.integers(0, 6)) for _ in range(ndim)]
+    if ndim and draw(st.booleans()):
+        dims[draw(st.integers(0, ndim - 1))] = draw(st.integers(7, 3000))
+    shape = tuple(dims)
+    axis = draw(_axis_strategy(ndim))
+    if op in ("argmax", "argmin") and isinstance(axis, tuple):
+        axis = axis[0] if len(axis) == 1 else None
+    if op == "norm" and (isinstance(axis, tuple) or (axis is None and ndim > 1)):
+        axis = None if ndim <= 1 else -1
+    keepdims = draw(st.booleans())
+    seed = draw(st.integers(0, 2**32 - 1))
+    specials = draw(st.sampled_from(["none", "none", "nan", "inf", "mixed"]))
+    ord_ = draw(st.sampled_from([None, 1, 2, np.inf, -np.inf])) if op == "norm" else None
+    return dtype, op, shape, axis, keepdims, seed, specials, ord_
+
+
+def _make(dtype: np.dtype, shape, seed: int, specials: str, op: str) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    if dtype == np.bool_:
+        return rng.random(shape) < 0.5
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        if op == "prod":  # small factors: int64 products wrap identically in any order
+            lo, hi = (-2, 3) if dtype.kind == "i" else (0, 3)
+        else:
+            lo, hi = max(info.min, -1000), min(info.max, 1000)
+        return rng.integers(lo, hi, size=shape, endpoint=False).astype(dtype)
+    if op == "prod":  # near 1: no overflow/underflow whichever order the products take
+        x = 1.0 + 0.05 * rng.standard_normal(shape)
+    elif op == "logsumexp":
+        x = 20.0 * rng.standard_normal(shape)
+    else:
+        x = rng.standard_normal(shape) * 10.0 + rng.choice([0.0, 100.0])
+    x = x.astype(dtype)
+    if x.size and specials != "none":
+        flat = x.reshape(-1)
+        n = max(1, flat.size // 50)
+        where = rng.choice(flat.size, size=n, replace=False)
+        fill = {"nan": [np.nan], "inf": [np.inf, -np.inf], "mixed": [np.nan, np.inf, -np.inf]}[specials]
+        flat[where] = rng.choice(fill, size=n)
+    return x
+
+
+def _reference(op: str, x: np.ndarray, axis, keepdims: bool, ord_):
+    hi = np.longdouble if x.dtype == np.float64 else np.float64
+    xr = x.astype(hi) if x.dtype.kind == "f" else x
+    if op == "logsumexp":
+        xf = x.astype(hi)
+        m = np.max(xf, axis=axis, keepdims=True)
+        shift = np.where(np.isfinite(m), m, 0)
+        with np.errstate(divide="ignore"):
+            r = np.log(np.sum(np.exp(xf - shift), axis=axis, keepdims=True)) + shift
+        return r if keepdims else np.squeeze(r, axis=axis)
+    if op == "norm":
+        return np.linalg.norm(x.astype(hi), ord=ord_, axis=axis, keepdims=keepdims)
+    if op in ("var", "std") and x.dtype.kind != "f":
+        xr = x.astype(np.float64)
+    if op == "count_nonzero":
+        return np.count_nonzero(x, axis=axis, keepdims=keepdims)
+    return getattr(np, op)(xr, axis=axis, keepdims=keepdims)
+
+
+def _tolerance(op, x, ref, out_dtype, axis, keepdims, ord_):
+    eps = _eps(x.dtype if x.dtype.kind == "f" else np.dtype("float64"))
+    axes = tuple(range(x.ndim)) if axis is None else (axis if isinstance(axis, tuple) else (axis,))
+    k = max(1, int(np.prod([x.shape[a] for a in axes])))
+    xf = np.nan_to_num(x.astype(np.float64), nan=0.0, posinf=0.0, neginf=0.0)
+    red = dict(axis=axis, keepdims=keepdims)
+    abs_ref = np.abs(np.asarray(ref, dtype=np.float64))
+    with np.errstate(all="ignore"):
+        ulp = np.spacing(np.abs(np.asarray(ref, dtype=np.float64)).astype(out_dtype)).astype(np.float64)
+    if op in ("sum", "nansum") or (op == "norm" and ord_ == 1):
+        tol = k * eps * np.sum(np.abs(xf), **red)
+    elif op in ("mean", "nanmean"):
+        tol = eps * np.sum(np.abs(xf), **red) + eps * abs_ref
+    elif op == "prod":
+        tol = 2 * k * eps * abs_ref
+    elif op in ("var", "std"):
+        var_tol = DIFF_TOLERANCE["var_factor"] * k * eps * np.sum(xf * xf, **red) / k
+        if op == "var":
+            tol = var_tol
+        else:
+            tol = np.where(abs_ref > 0, var_tol / (2 * np.where(abs_ref > 0, abs_ref, 1)), np.sqrt(var_tol))
+    elif op == "norm":  # ord 2
+        tol = k * eps * abs_ref
+    elif op == "logsumexp":
+        tol = (k + 2) * eps * (1 + abs_ref)
+    else:
+        tol = 0.0
+    return np.asarray(tol, dtype=np.float64) + ulp
+
+
+def _check(op, x, got, axis, keepdims, ord_):
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        ref = _reference(op, x, axis, keepdims, ord_)
+        want_dtype = (np.asarray(getattr(np, op)(x, axis=axis, keepdims=keepdims)).dtype
+                      if op not in ("logsumexp", "norm") else None)
+    got_a = np.asarray(got)
+    if want_dtype is not None:
+        assert got_a.dtype == want_dtype, f"{op} dtype {got_a.dtype} != numpy's {want_dtype}"
+    assert got_a.shape == np.shape(ref), f"{op} shape {got_a.shape} != {np.shape(ref)}"
+    if op in EXACT_OPS or (x.dtype.kind in "biu" and op in ("sum", "prod", "nansum")):
+        if got_a.dtype.kind == "f":
+            np.testing.assert_array_equal(got_a, np.asarray(ref).astype(got_a.dtype), err_msg=op)
+        else:
+            np.testing.assert_array_equal(got_a, np.asarray(ref), err_msg=op)
+        return
+    out_dtype = got_a.dtype
+    ref_out = np.asarray(ref).astype(np.float64)
+    with np.errstate(all="ignore"):
+        ref_cast = ref_out.astype(out_dtype).astype(np.float64)
+    g = got_a.astype(np.float64)
+    special = ~np.isfinite(ref_cast) | ~np.isfinite(ref_out)
+    np.testing.assert_array_equal(np.where(special, g, 0.0), np.where(special, ref_cast, 0.0),
+                                  err_msg=f"{op}: NaN/inf differ")
+    tol = _tolerance(op, x, ref_out, out_dtype, axis, keepdims, ord_)
+    with np.errstate(invalid="ignore"):
+        diff = np.where(special, 0.0, np.abs(g - ref_cast))
+    bad = diff > np.where(special, 0.0, tol)
+    assert not np.any(bad), f"{op} {x.dtype} {x.shape} axis={axis}: got {g[bad][:3]} ref {ref_cast[bad][:3]} tol {np.broadcast_to(tol, bad.shape)[bad][:3]}"
+
+
+def _numpy_raises(op, x, axis, keepdims, ord_):
+    """The exception type numpy raises for this call, or None."""
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            if op == "logsumexp":
+                if x.size == 0 and axis is None:
+                    raise ValueError
+                if x.size == 0:
+                    axes = axis if isinstance(axis, tuple) else (axis,)
+                    if any(x.shape[a] == 0 for a in axes):
+                        raise ValueError
+                return None
+            if op == "norm":
+                np.linalg.norm(x.astype(np.float64), ord=ord_, axis=axis, keepdims=keepdims)
+            elif op == "count_nonzero":
+                np.count_nonzero(x, axis=axis, keepdims=keepdims)
+            else:
+                getattr(np, op)(x, axis=axis, keepdims=keepdims)
+    except Exception as exc:  # noqa: BLE001
+        return type(exc)
+    return None
+
+
+@pytest.mark.parametrize("device_index", range(len(DEVICES)), ids=[d.id for d in DEVICES])
+def test_matches_numpy(device_index):
+    found = DEVICES[device_index]
+    variants = [v.force for v in plan_variants(found.caps)] + [v.force for v in column_variants(found.caps)]
+
+    @settings(settings.get_profile("clreduce"))
+    @given(case=cases(), variant=st.sampled_from(variants))
+    def run(case, variant):
+        dtype, op, shape, axis, keepdims, seed, specials, ord_ = case
+        if dtype == np.float64 and not found.caps.fp64:
+            assume(False)
+        x = _make(dtype, shape, seed, specials, op)
+        before = x.copy()
+        kwargs = dict(keepdims=keepdims, device=found.device, force=variant)
+        if op == "norm":
+            kwargs["ord"] = ord_
+        expected_error = _numpy_raises(op, x, axis, keepdims, ord_)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if expected_error is not None:
+                with pytest.raises(expected_error):
+                    getattr(clreduce, op)(x, axis=axis, **kwargs)
+                return
+            try:
+                got = getattr(clreduce, op)(x, axis=axis, **kwargs)
+            except UnsupportedOnDevice:
+                assume(False)  # a forced variant this op/dtype cannot use here
+                return
+            except ValueError as exc:
+                # a column variant's work-group size that a row plan on this device rejects
+                if variant is None or not str(exc).startswith("wg_size="):
+                    raise
+                assume(False)
+                return
+        np.testing.assert_array_equal(x, before)  # the input is never modified
+        _check(op, x, got, axis, keepdims, ord_)
+
+    run()
