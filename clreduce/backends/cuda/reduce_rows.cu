@@ -148,6 +148,9 @@
 #ifndef INFINITY
 #define INFINITY (__int_as_float(0x7f800000))
 #endif
+#ifndef NAN
+#define NAN (__int_as_float(0x7fffffff))  /* nanmax/nanmin identity: fmax/fmin skip it */
+#endif
 #ifndef INT_MAX
 #define INT_MAX 2147483647
 #endif
