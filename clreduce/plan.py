@@ -235,6 +235,8 @@ def _choose_wg(caps: DeviceCaps, force: Force, sg_size: int | None) -> int:
 
 def _plan_rows(caps: DeviceCaps, problem: Problem, force: Force, op, rule) -> LaunchPlan:
     sg_mode = _choose_sg_mode(caps, force.sg_mode)
+    if force.sg_mode is None and not caps.subgroup_sizes:
+        sg_mode = "local"  # sub-groups listed but no known width (a profile without one): cannot plan teams
     shuffle = "shuffle_khr" if caps.khr_shuffle else ("shuffle_qcom" if caps.qcom_shuffle else None)
     if sg_mode == "builtin" and (op.kind != "scalar" or op.combine in ("prod", "nanmax", "nanmin")):
         # No built-in for prod or struct states, and built-in max/min leave NaN unspecified.

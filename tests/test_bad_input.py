@@ -1,0 +1,303 @@
+"""Bad input, empty reductions and missing device features: each gives the error numpy (or
+the README's bad-input table) promises, with a message that names the problem and a way out."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+import warnings
+
+import numpy as np
+import pytest
+
+import clreduce
+from clreduce.caps import DeviceCaps
+from clreduce.plan import Force, Problem, UnsupportedOnDevice, plan
+
+try:
+    from numpy.exceptions import AxisError
+except ImportError:  # numpy < 1.25
+    from numpy import AxisError
+
+OPS = ("sum", "mean", "max", "min")
+
+
+def _fn(op):
+    return getattr(clreduce, op)
+
+
+# ---- dtypes ------------------------------------------------------------------------------------
+
+UNSUPPORTED = {
+    "object": np.array([1, 2, 3], dtype=object),
+    "complex64": np.ones(3, dtype=np.complex64),
+    "complex128": np.ones((2, 3), dtype=np.complex128),
+    "unicode": np.array(["a", "bc"]),
+    "bytes": np.array([b"a", b"bc"]),
+    "datetime64": np.array(["2024-01-01", "2024-01-02"], dtype="datetime64[D]"),
+    "timedelta64": np.array([1, 2], dtype="timedelta64[s]"),
+    "structured": np.zeros(3, dtype=[("a", "f4"), ("b", "i4")]),
+}
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("name", list(UNSUPPORTED))
+def test_unsupported_dtype_is_type_error_naming_it(name, op):
+    x = UNSUPPORTED[name]
+    with pytest.raises(TypeError, match=re.escape(str(x.dtype))) as info:
+        _fn(op)(x)
+    assert "supported" in str(info.value)
+
+
+def test_unsupported_dtype_error_comes_before_axis_checks():
+    # the dtype is the first thing wrong here; report it, not the axis
+    with pytest.raises(TypeError, match="complex128"):
+        clreduce.sum(np.ones(3, np.complex128), axis=5)
+
+
+# ---- axes --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("axis", [2, -3, (0, 2), (5,), (-3, 0)])
+def test_axis_out_of_range_is_axis_error(axis):
+    x = np.ones((2, 3), np.float32)
+    with pytest.raises(AxisError):
+        np.sum(x, axis=axis)  # numpy agrees
+    with pytest.raises(AxisError):
+        clreduce.sum(x, axis=axis)
+
+
+def test_axis_on_0d_is_axis_error():
+    with pytest.raises(AxisError):
+        clreduce.max(np.array(1.0, np.float32), axis=0)
+
+
+@pytest.mark.parametrize("axis", [(0, 0), (1, -1), (0, 1, 0)])
+def test_duplicate_axes_are_value_error(axis):
+    x = np.ones((2, 3), np.float32)
+    with pytest.raises(ValueError, match="duplicate"):
+        clreduce.mean(x, axis=axis)
+    with pytest.raises(ValueError):
+        np.mean(x, axis=axis)
+
+
+@pytest.mark.parametrize("axis", [1.0, "0", [0, 1]])
+def test_axis_of_wrong_type_is_type_error(axis):
+    with pytest.raises(TypeError):
+        clreduce.sum(np.ones((2, 3), np.float32), axis=axis)
+
+
+# ---- empty reductions (decided on the host: no device needed) ---------------------------------
+
+EMPTY_CASES = [((0,), None), ((3, 0), 1), ((3, 0), None), ((0, 0), 1), ((2, 0, 4), (1, 2))]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int32", "uint8", "bool"])
+@pytest.mark.parametrize("shape, axis", EMPTY_CASES)
+def test_mean_of_empty_is_nan_with_runtime_warning(shape, axis, dtype):
+    x = np.zeros(shape, dtype)
+    with pytest.warns(RuntimeWarning, match="[Mm]ean of empty slice"):
+        got = clreduce.mean(x, axis=axis)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = np.mean(x, axis=axis)
+    assert np.asarray(got).dtype == np.asarray(ref).dtype and np.shape(got) == np.shape(ref)
+    assert type(got) is type(ref)
+    assert np.isnan(got).all()
+
+
+@pytest.mark.parametrize("op", ["max", "min"])
+@pytest.mark.parametrize("shape, axis", EMPTY_CASES)
+def test_max_min_of_empty_is_value_error(shape, axis, op):
+    x = np.zeros(shape, np.float32)
+    with pytest.raises(ValueError, match="zero-size array"):
+        getattr(np, op)(x, axis=axis)
+    with pytest.raises(ValueError, match="zero-size array"):
+        _fn(op)(x, axis=axis)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "float64", "int8", "uint16", "int64", "bool"])
+@pytest.mark.parametrize("shape, axis", EMPTY_CASES)
+def test_sum_of_empty_is_zero_of_numpys_dtype(shape, axis, dtype):
+    x = np.zeros(shape, dtype)
+    for keepdims in (False, True):
+        got = clreduce.sum(x, axis=axis, keepdims=keepdims)
+        ref = np.sum(x, axis=axis, keepdims=keepdims)
+        assert np.asarray(got).dtype == np.asarray(ref).dtype and np.shape(got) == np.shape(ref)
+        assert type(got) is type(ref)
+        assert (np.asarray(got) == 0).all()
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_no_output_rows_gives_empty_result(op):
+    # reduce a non-empty axis of an array with an empty kept axis: numpy returns an empty array
+    x = np.zeros((0, 5), np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy does not warn here; neither should clreduce
+        got = _fn(op)(x, axis=1)
+    assert isinstance(got, np.ndarray) and got.shape == (0,) and got.dtype == getattr(np, op)(x, axis=1).dtype
+
+
+# ---- fp64 ----------------------------------------------------------------------------------------
+
+NO_FP64 = DeviceCaps(name="Mali-G52 (no fp64)", vendor="arm", fp64=False, fp16=True)
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_float64_without_fp64_names_device_and_way_out_planner(op):
+    with pytest.raises(UnsupportedOnDevice) as info:
+        plan(NO_FP64, Problem(rows=4, row_len=100, dtype="float64", op=op))
+    message = str(info.value)
+    assert "Mali-G52 (no fp64)" in message
+    assert "float32" in message and ("astype" in message or "cl_khr_fp64" in message)
+    assert isinstance(info.value, TypeError)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int32", "int64", "uint8", "bool"])
+def test_no_fp64_needed_for_other_dtypes(dtype):
+    # integer mean: exact 64-bit integer sum on the device, float64 divide on the host
+    for op in OPS:
+        plan(NO_FP64, Problem(rows=4, row_len=100, dtype=dtype, op=op))
+
+
+def test_float64_without_fp64_through_the_backend(cl_device, monkeypatch):
+    from clreduce.backends import opencl
+    from clreduce.backends.opencl_probe import probe_device
+
+    real = probe_device(cl_device)
+    fake = dataclasses.replace(real, fp64=False, extensions=tuple(e for e in real.extensions if e != "cl_khr_fp64"))
+    monkeypatch.setattr(opencl, "probe_device", lambda device, **kw: fake)
+    if hasattr(opencl, "_plan_cache"):  # plans memoised with the real caps must not answer
+        monkeypatch.setattr(opencl, "_plan_cache", {})
+    with pytest.raises(UnsupportedOnDevice) as info:
+        clreduce.sum(np.ones((4, 10)), axis=1, device=cl_device)
+    assert real.name in str(info.value) and "float32" in str(info.value)
+    # and float32 still runs there
+    assert clreduce.sum(np.ones((4, 10), np.float32), axis=1, device=cl_device).tolist() == [10.0] * 4
+    assert clreduce.mean(np.arange(10), device=cl_device) == 4.5
+
+
+# ---- forcing what the device cannot do --------------------------------------------------------
+
+def test_forcing_subgroup_modes_without_subgroups(cl_device, cl_caps):
+    x = np.ones((4, 64), np.float32)
+    if cl_caps.subgroups:
+        pytest.skip(f"{cl_caps.name} has sub-groups (PoCL has none)")
+    for mode in ("builtin", "shuffle", "shuffle_khr", "shuffle_qcom"):
+        with pytest.raises(UnsupportedOnDevice, match=mode):
+            clreduce.sum(x, axis=1, device=cl_device, force=Force(sg_mode=mode))
+    with pytest.raises(UnsupportedOnDevice):
+        clreduce.sum(x, axis=1, device=cl_device, force={"sg_mode": "builtin"})
+
+
+def test_forcing_a_width_the_device_does_not_run(cl_device, cl_caps):
+    x = np.ones((4, 64), np.float32)
+    if not cl_caps.subgroups:
+        pytest.skip("no sub-groups: widths cannot be forced at all")
+    bad = next(w for w in (3, 2, 128, 256, 512) if w not in cl_caps.subgroup_sizes)
+    with pytest.raises(UnsupportedOnDevice, match=str(bad)):
+        clreduce.sum(x, axis=1, device=cl_device, force=Force(sg_mode="shuffle", sg_size=bad))
+
+
+@pytest.mark.parametrize("force, error", [
+    ({"strategy": "fastest"}, ValueError),
+    ({"sg_mode": "warp"}, ValueError),
+    ({"wg_size": 100}, ValueError),
+    ({"wg_size": 1 << 20}, ValueError),
+    ({"vec": 3}, ValueError),
+    ({"bogus": 1}, TypeError),
+    ("builtin", TypeError),
+])
+def test_bad_force_values(cl_device, force, error):
+    with pytest.raises(error):
+        clreduce.sum(np.ones((4, 64), np.float32), axis=1, device=cl_device, force=force)
+
+
+def test_bad_placement_arguments(cl_device):
+    from clreduce.backends.opencl import NoOpenCLDevice
+
+    x = np.ones(8, np.float32)
+    with pytest.raises(TypeError):
+        clreduce.sum(x, device=3)
+    with pytest.raises(TypeError, match="devcie"):
+        clreduce.sum(x, devcie=cl_device)
+    with pytest.raises(NoOpenCLDevice):
+        clreduce.sum(x, device="no-such-opencl-device-xyz")
+
+
+# ---- no OpenCL at all -------------------------------------------------------------------------
+
+def test_no_opencl_platform_gives_install_hint(monkeypatch):
+    pytest.importorskip("pyopencl")
+    from clreduce.backends import opencl
+
+    monkeypatch.setattr(opencl, "all_devices", lambda: [])
+    with pytest.raises(opencl.NoOpenCLDevice, match=r"pip install .*pocl") as info:
+        opencl.choose_default_device()
+    assert isinstance(info.value, RuntimeError)
+    assert opencl.BACKEND.unavailable_reason() == opencl.INSTALL_HINT
+    # through the public API, with the default-device cache emptied for this test only
+    monkeypatch.setattr(opencl, "_default_queue_and_reason",
+                        functools.cache(opencl._default_queue_and_reason.__wrapped__))
+    with pytest.raises(opencl.NoOpenCLDevice, match="pip install"):
+        clreduce.sum(np.ones(4, np.float32))
+
+
+# ---- backends and array kinds --------------------------------------------------------------------
+
+def test_unknown_backend_lists_registered_names():
+    from clreduce.backends import REGISTRY
+
+    with pytest.raises(ValueError) as info:
+        clreduce.sum(np.ones(3, np.float32), backend="vulkan")
+    assert "vulkan" in str(info.value)
+    for name in REGISTRY:
+        assert name in str(info.value)
+
+
+class FakeCupyArray:
+    """Quacks like a cupy array: CUDA memory the OpenCL backend cannot read."""
+
+    __module__ = "fakecupy"
+    shape = (3,)
+    dtype = np.dtype(np.float32)
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"shape": (3,), "typestr": "<f4", "data": (0, False), "version": 3}
+
+
+def test_cuda_array_with_opencl_backend_is_type_error():
+    with pytest.raises(TypeError, match="another device|CUDA"):
+        clreduce.sum(FakeCupyArray(), backend="opencl")
+
+
+def test_cuda_array_default_backend_is_not_read_by_opencl():
+    """With no CUDA backend registered: TypeError. With one registered, the array goes there,
+    and without cupy that backend says so (never a silent host copy through OpenCL)."""
+    from clreduce.backends import REGISTRY
+
+    if "cuda" not in REGISTRY:
+        with pytest.raises(TypeError, match="CUDA"):
+            clreduce.sum(FakeCupyArray())
+        return
+    try:
+        import cupy  # noqa: F401
+    except ImportError:
+        with pytest.raises((TypeError, RuntimeError), match="(?i)cuda|cupy"):
+            clreduce.sum(FakeCupyArray())
+    else:
+        pytest.skip("cupy installed: a fake CUDA array would reach real CUDA code")
+
+
+# ---- Problem ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kwargs", [dict(rows=0, row_len=4), dict(rows=4, row_len=0), dict(rows=-1, row_len=4)])
+def test_problem_rejects_empty(kwargs):
+    with pytest.raises(ValueError):
+        Problem(dtype="float32", op="sum", **kwargs)
+
+
+def test_problem_rejects_unknown_op():
+    with pytest.raises(ValueError, match="median"):
+        Problem(rows=1, row_len=1, dtype="float32", op="median")
