@@ -359,6 +359,12 @@ class OpenCLBackend:
         if options:
             raise TypeError(f"unexpected options for the OpenCL backend: {sorted(options)}")
         q = self.queue_for_array(src, queue, device)
+        if (problem.dtype == "float64" and problem.acc_dtype in ("float32", "float16")
+                and isinstance(src, np.ndarray) and not caps_of(q.device).fp64):
+            # dtype=float32 is the user's opt-in on a device without fp64: convert on the
+            # host, where the upload copies anyway (numpy would also compute in float32)
+            src = src.astype(np.float32)
+            problem = dataclasses.replace(problem, dtype="float32")
         prepared = PreparedReduction(q, src, problem, force)
         prepared.enqueue()
         if _is_cl_array(src):

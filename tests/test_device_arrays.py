@@ -1,0 +1,136 @@
+"""Device-resident arrays, program reuse, dtype=/out= semantics, and devices without fp64."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import clreduce
+from clreduce.backends import opencl
+from clreduce.plan import UnsupportedOnDevice
+
+cl = pytest.importorskip("pyopencl")
+cla = pytest.importorskip("pyopencl.array")
+
+
+@pytest.fixture
+def counters(monkeypatch):
+    """Count host<->device copies, kernel launches and program builds while a test runs."""
+    counts = {"copies": 0, "launches": 0, "builds": 0}
+    real_copy, real_launch, real_program = cl.enqueue_copy, cl.enqueue_nd_range_kernel, cl.Program
+
+    def copy(*args, **kwargs):
+        counts["copies"] += 1
+        return real_copy(*args, **kwargs)
+
+    def launch(*args, **kwargs):
+        counts["launches"] += 1
+        return real_launch(*args, **kwargs)
+
+    def program(*args, **kwargs):
+        counts["builds"] += 1
+        return real_program(*args, **kwargs)
+
+    monkeypatch.setattr(cl, "enqueue_copy", copy)
+    monkeypatch.setattr(cl, "enqueue_nd_range_kernel", launch)
+    monkeypatch.setattr(cl, "Program", program)
+    return counts
+
+
+CALLS = [  # (op, kwargs, view): each reduces a (64, 33, 20) float32 device array
+    ("sum", dict(axis=-1), None),                 # rows kernel, in place
+    ("mean", dict(axis=1), None),                 # strided kernel (inner = 20), in place
+    ("var", dict(axis=(0, 2)), None),             # non-adjacent axes: device gather copy
+    ("argmax", dict(axis=None), None),            # flat index over everything
+    ("max", dict(axis=1), (slice(None), slice(None, None, 3))),  # non-contiguous view
+]
+
+
+@pytest.mark.parametrize("op,kwargs,view", CALLS, ids=[c[0] for c in CALLS])
+def test_pyopencl_array_round_trip_moves_no_data(cl_device, counters, op, kwargs, view):
+    queue = opencl.queue_for(cl_device)
+    x = np.random.default_rng(3).random((64, 33, 20), dtype=np.float32)
+    xd = cla.to_device(queue, x)
+    src = xd if view is None else xd[view]
+    getattr(clreduce, op)(src, **kwargs)  # warm-up: probe and build happen here
+    queue.finish()
+    counters.update(copies=0, launches=0, builds=0)
+    got = getattr(clreduce, op)(src, **kwargs)
+    queue.finish()
+    assert isinstance(got, cla.Array) and got.queue is not None
+    assert counters["copies"] == 0, "a device-resident reduction must not transfer data"
+    assert counters["builds"] == 0, "a repeated call must reuse the compiled program"
+    assert counters["launches"] >= 1
+    want = getattr(np, op)(x if view is None else x[view], **kwargs)
+    np.testing.assert_allclose(got.get(), want, rtol=2e-5)
+
+
+def test_out_wrong_shape_fails_before_any_device_work(cl_device, counters):
+    x = np.ones((8, 5), np.float32)
+    with pytest.raises(ValueError, match="shape"):
+        clreduce.sum(x, axis=1, out=np.empty(5, np.float32), device=cl_device)
+    with pytest.raises(ValueError):
+        clreduce.sum(x, axis=1, out=np.empty(8, np.int32), device=cl_device)  # float -> int: same_kind fails
+    with pytest.raises(TypeError):
+        clreduce.sum(x, axis=1, out=np.empty(8, np.int32), device=cl_device)  # ... as numpy's TypeError
+    assert counters["launches"] == 0
+
+
+def test_out_is_written_and_returned(cl_device):
+    x = np.arange(40, dtype=np.float32).reshape(8, 5)
+    out = np.zeros(8, np.float64)  # float32 -> float64 is same_kind
+    assert clreduce.sum(x, axis=1, out=out, device=cl_device) is out
+    np.testing.assert_array_equal(out, x.sum(axis=1))
+    queue = opencl.queue_for(cl_device)
+    out_d = cla.zeros(queue, 8, np.float32)
+    assert clreduce.max(cla.to_device(queue, x), axis=1, out=out_d) is out_d
+    np.testing.assert_array_equal(out_d.get(), x.max(axis=1))
+
+
+@pytest.mark.parametrize("x,op,dtype", [
+    (np.full(300, 100, np.int8), "sum", np.int8),        # int8 accumulation wraps as numpy's does
+    (np.arange(1000, dtype=np.int32), "mean", np.float32),
+    (np.arange(1000, dtype=np.int32), "mean", None),      # integer mean -> float64
+    (np.linspace(0, 1, 999, dtype=np.float32), "sum", np.float64),
+    (np.arange(12, dtype=np.int16).reshape(3, 4), "prod", np.int64),
+])
+def test_dtype_argument_follows_numpy(cl_device, x, op, dtype):
+    got = getattr(clreduce, op)(x, dtype=dtype, device=cl_device)
+    want = getattr(np, op)(x, dtype=dtype)
+    assert np.asarray(got).dtype == np.asarray(want).dtype
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+@pytest.fixture
+def no_fp64(monkeypatch, cl_device):
+    """The device as a phone GPU sees it: no cl_khr_fp64."""
+    from clreduce.backends import opencl_probe
+
+    real = opencl_probe.probe_device
+    caps = dataclasses.replace(real(cl_device), fp64=False)
+    monkeypatch.setattr(opencl, "probe_device", lambda device, **kw: caps)
+    opencl.clear_caches()
+    yield caps
+    opencl.clear_caches()
+
+
+def test_float64_without_fp64_is_refused_with_the_way_out(cl_device, no_fp64):
+    x = np.linspace(0, 1, 1000)
+    with pytest.raises(UnsupportedOnDevice, match="fp64") as info:
+        clreduce.sum(x, device=cl_device)
+    assert no_fp64.name in str(info.value) and "float32" in str(info.value)
+
+
+def test_float64_opt_in_to_float32_without_fp64(cl_device, no_fp64):
+    x = np.linspace(0, 1, 1000)
+    got = clreduce.mean(x, dtype=np.float32, device=cl_device)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, np.mean(x, dtype=np.float32), rtol=1e-6)
+
+
+def test_integer_mean_without_fp64_is_exact(cl_device, no_fp64):
+    x = np.arange(1, 10**6, dtype=np.int64) * 3
+    got = clreduce.mean(x, device=cl_device)
+    assert got.dtype == np.float64 and got == np.mean(x)
