@@ -369,7 +369,7 @@ void reduce_rows_state(IN_PTR in, const ulong in_offset, OUT_PTR out, const ulon
             const ulong row = task / SPLIT;
             const ulong start = (task % SPLIT) * chunk_len;
             const ulong stop = min(start + chunk_len, row_len);
-            const ulong len = stop > start ? stop - start : 0;
+            const ulong len = stop - start;  /* start < row_len: the planner never makes an empty chunk */
             IN_PTR p = in + in_offset + row * row_stride + start;
 #if VEC > 1
             const ulong full = len - len % VEC;
