@@ -130,8 +130,13 @@ def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def _shuffle_mode(caps: DeviceCaps) -> str | None:
+    """The butterfly the device can run: KHR shuffle, else qcom's (Adreno has no KHR one)."""
+    return "shuffle_khr" if caps.khr_shuffle else ("shuffle_qcom" if caps.qcom_shuffle else None)
+
+
 def _choose_sg_mode(caps: DeviceCaps, forced: str | None) -> str:
-    shuffle = "shuffle_khr" if caps.khr_shuffle else ("shuffle_qcom" if caps.qcom_shuffle else None)
+    shuffle = _shuffle_mode(caps)
     if forced is None:
         if caps.subgroup_reduce_builtins:
             return "builtin"
@@ -237,7 +242,7 @@ def _plan_rows(caps: DeviceCaps, problem: Problem, force: Force, op, rule) -> La
     sg_mode = _choose_sg_mode(caps, force.sg_mode)
     if force.sg_mode is None and not caps.subgroup_sizes:
         sg_mode = "local"  # sub-groups listed but no known width (a profile without one): cannot plan teams
-    shuffle = "shuffle_khr" if caps.khr_shuffle else ("shuffle_qcom" if caps.qcom_shuffle else None)
+    shuffle = _shuffle_mode(caps)
     if sg_mode == "builtin" and (op.kind != "scalar" or op.combine in ("prod", "nanmax", "nanmin")):
         # No built-in for prod or struct states, and built-in max/min leave NaN unspecified.
         sg_mode = shuffle or "local"

@@ -411,9 +411,4 @@ def _identity(x):
     return x
 
 
-def reduce_rows(rows2d: np.ndarray, problem: Problem, *, queue=None, device=None, force: Force | None = None) -> np.ndarray:
-    """Reduce each row of a C-contiguous 2-D numpy array; returns the device output dtype."""
-    return BACKEND.reduce(rows2d, problem, force=force, queue=queue, device=device)
-
-
 BACKEND = OpenCLBackend()
