@@ -344,7 +344,11 @@ def _plan_columns(caps: DeviceCaps, problem: Problem, force: Force, op, rule) ->
     # CPUs: one work-item streams a whole span of up to 4 KB of columns (see reduce_cols)
     nblk = 1
     if caps.device_type == "cpu" and op.kind == "scalar":
-        nblk = max(1, min(_ceil_div(problem.inner, vec), 4096 // (vec * itemsize)))
+        # accumulators, not inputs, fill the private array: 4 KB per work-item, and at most
+        # 64 KB per work-group (PoCL keeps a group's private arrays on one thread's stack and
+        # crashed with 32 KB x 1024 work-items of int64 accumulators)
+        acc_vec_bytes = vec * np.dtype(rule.acc).itemsize
+        nblk = max(1, min(_ceil_div(problem.inner, vec), 4096 // acc_vec_bytes, (64 << 10) // (wg * acc_vec_bytes)))
     items = problem.rows * _ceil_div(problem.inner, vec * nblk)
     want_items = max(1, caps.compute_units) * wg * (8 if caps.device_type == "gpu" else 4)
     split = 1

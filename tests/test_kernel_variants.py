@@ -8,7 +8,11 @@ Tolerances: conftest.TOLERANCE / assert_reduction.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import zlib
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -203,3 +207,33 @@ def _columns(cl_device, variant, shape, dtype, op, assert_reduction, make_data, 
         if outer == 1:
             got2 = getattr(clreduce, op)(x[0], axis=0, device=cl_device, force=variant.force)
             np.testing.assert_array_equal(got2, got[0])
+
+
+_CRASH_REPRO = """
+import numpy as np, clreduce
+from clreduce.backends import opencl
+device = [d for d in opencl.all_devices() if "Portable Computing Language" in d.platform.name][0]
+x = np.ones((4, 3, 4096), np.int8)
+got = clreduce.sum(x, axis=1, device=device, force={"wg_size": 256})
+assert got.dtype == np.int64 and (got == 3).all(), got
+x = np.ones((2, 9, 1500), np.int32)
+got = clreduce.sum(x, axis=1, device=device, force={"wg_size": 1024})
+assert (got == 9).all(), got
+print("ok")
+"""
+
+
+def test_columns_forced_big_work_group_does_not_crash(found_devices):
+    """Runs in a subprocess: the failure mode is a segmentation fault of the whole process.
+
+    reduce_cols keeps NBLK vector accumulators per work-item; NBLK was once sized from the
+    input itemsize, so int8/int32 sums (64-bit accumulators) took 12-32 KB of private memory
+    per work-item and PoCL crashed with a forced 256/1024-item group."""
+    if not any(d.id == "pocl" for d in found_devices):
+        pytest.skip("PoCL not found")
+    root = Path(__file__).resolve().parent.parent
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(root)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    result = subprocess.run([sys.executable, "-c", _CRASH_REPRO], cwd=root, env=env, capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0 and "ok" in result.stdout, (result.returncode, result.stderr[-2000:])
