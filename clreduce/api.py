@@ -225,7 +225,9 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, backend=None,
     if np.dtype(x.dtype).kind != "f":
         return mean(a, axis, dtype=dtype, out=out, keepdims=keepdims, backend=backend, force=force, **where)
     kw = dict(keepdims=keepdims, backend=backend, force=force, where=where)
-    total = _reduce("nansum", a, axis, dtype=dtype, **kw)
+    # float16 totals stay in float32 until after the divide: a float16 sum overflows at 65504
+    sum_dtype = np.float32 if dtype is None and np.dtype(x.dtype) == np.float16 else dtype
+    total = _reduce("nansum", a, axis, dtype=sum_dtype, **kw)
     count = _reduce("count_notnan", a, axis, **kw)
     with np.errstate(invalid="ignore", divide="ignore"):
         result = total / count
