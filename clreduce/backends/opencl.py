@@ -136,15 +136,27 @@ def caps_of(device: cl.Device) -> DeviceCaps:
 
 
 # ---- programs ----------------------------------------------------------------------------
-_kernel_cache: dict[tuple, cl.Kernel] = {}
+class _CachedKernel:
+    """A built kernel and the scalar arguments last set on it: a repeated call with the same
+    plan only re-binds its buffers (pyopencl's set_args costs tens of microseconds). The state
+    lives and dies with the cache entry, so clearing the cache frees the programs too."""
+
+    __slots__ = ("kernel", "scalars")
+
+    def __init__(self, kernel: cl.Kernel):
+        self.kernel = kernel
+        self.scalars = None
 
 
-def get_kernel(ctx: cl.Context, device: cl.Device, kernel_file: str, entry: str, options: tuple[str, ...]) -> cl.Kernel:
-    """Build (once per context, device, source hash and options) and return the kernel."""
+_kernel_cache: dict[tuple, _CachedKernel] = {}
+
+
+def _cached_kernel(ctx: cl.Context, device: cl.Device, kernel_file: str, entry: str,
+                   options: tuple[str, ...]) -> _CachedKernel:
     source = read_source(kernel_file)
     key = (ctx.int_ptr, device.int_ptr, source_hash(source), options, entry)
-    kernel = _kernel_cache.get(key)
-    if kernel is None:
+    cached = _kernel_cache.get(key)
+    if cached is None:
         try:
             with warnings.catch_warnings():
                 # Intel's compiler always prints a build log; a real failure raises below.
@@ -152,9 +164,13 @@ def get_kernel(ctx: cl.Context, device: cl.Device, kernel_file: str, entry: str,
                 program = cl.Program(ctx, source).build(options=list(options), devices=[device])
         except cl.RuntimeError as exc:
             raise RuntimeError(f"building {kernel_file} with {' '.join(options)} failed on {device.name!r}:\n{exc}") from exc
-        kernel = getattr(program, entry)
-        _kernel_cache[key] = kernel
-    return kernel
+        cached = _kernel_cache[key] = _CachedKernel(getattr(program, entry))
+    return cached
+
+
+def get_kernel(ctx: cl.Context, device: cl.Device, kernel_file: str, entry: str, options: tuple[str, ...]) -> cl.Kernel:
+    """Build (once per context, device, source hash and options) and return the kernel."""
+    return _cached_kernel(ctx, device, kernel_file, entry, options).kernel
 
 
 def _kernel_fits(kernel: cl.Kernel, device: cl.Device, launch_plan: LaunchPlan, caps: DeviceCaps) -> DeviceCaps | None:
@@ -171,10 +187,10 @@ def _kernel_fits(kernel: cl.Kernel, device: cl.Device, launch_plan: LaunchPlan, 
     return None
 
 
-_plan_cache: dict[tuple, tuple[LaunchPlan, list[cl.Kernel]]] = {}
+_plan_cache: dict[tuple, tuple[LaunchPlan, list[_CachedKernel]]] = {}
 
 
-def plan_for(queue: cl.CommandQueue, problem: Problem, force: Force | None = None) -> tuple[LaunchPlan, list[cl.Kernel]]:
+def plan_for(queue: cl.CommandQueue, problem: Problem, force: Force | None = None) -> tuple[LaunchPlan, list[_CachedKernel]]:
     """Plan for the queue's device and build its kernels, re-planning once if the
     compiled kernel cannot run the plan (register pressure lowers CL_KERNEL_WORK_GROUP_SIZE).
 
@@ -190,10 +206,10 @@ def plan_for(queue: cl.CommandQueue, problem: Problem, force: Force | None = Non
     caps = caps_of(device)
     for attempt in range(2):
         launch_plan = plan(caps, problem, force)
-        kernels = [get_kernel(ctx, device, p.kernel_file, p.entry, p.options) for p in launch_plan.passes]
+        kernels = [_cached_kernel(ctx, device, p.kernel_file, p.entry, p.options) for p in launch_plan.passes]
         replan_caps = None
-        for kernel in kernels:
-            replan_caps = replan_caps or _kernel_fits(kernel, device, launch_plan, caps)
+        for cached in kernels:
+            replan_caps = replan_caps or _kernel_fits(cached.kernel, device, launch_plan, caps)
         if replan_caps is None:
             _plan_cache[key] = (launch_plan, kernels)
             return launch_plan, kernels
@@ -210,29 +226,22 @@ def _scalar(kind: str, value, acc_dtype: str):
     return np.dtype(acc_dtype).type(value)  # "acc": declared ACC_T in the kernel
 
 
-# Scalar arguments last set on each kernel: a repeated call with the same plan only re-binds
-# its buffers (pyopencl's set_args costs tens of microseconds). The entry holds the kernel
-# itself, so a collected kernel's id can never be mistaken for a new one's.
-_scalars_set: dict[int, tuple] = {}
-
-
-def _set_args(kernel: cl.Kernel, launch, src, src_off: int, dst, dst_off: int) -> None:
+def _set_args(cached: _CachedKernel, launch, src, src_off: int, dst, dst_off: int) -> None:
+    kernel = cached.kernel
     kernel.set_arg(0, src)
     kernel.set_arg(1, np.uint64(src_off))
     kernel.set_arg(2, dst)
     kernel.set_arg(3, np.uint64(dst_off))
-    entry = _scalars_set.get(id(kernel))
-    if entry is None or entry[0] is not kernel or entry[1] != launch.scalars:
+    if cached.scalars != launch.scalars:
         for i, (_, kind, value) in enumerate(launch.scalars, start=4):
             kernel.set_arg(i, _scalar(kind, value, launch.acc_dtype))
-        _scalars_set[id(kernel)] = (kernel, launch.scalars)
+        cached.scalars = launch.scalars
 
 
 def clear_caches() -> None:
     """Forget built programs, plans and argument state (pyopencl's disk cache remains)."""
     _kernel_cache.clear()
     _plan_cache.clear()
-    _scalars_set.clear()
 
 
 class PreparedReduction:
@@ -264,10 +273,10 @@ class PreparedReduction:
         buffers = {"input": (self.in_buf, self.in_offset), "output": (out.base_data, out.offset // out.dtype.itemsize),
                    "partials": (self.partials_buf, 0)}
         events = []
-        for launch, kernel in zip(self.plan.passes, self.kernels):
+        for launch, cached in zip(self.plan.passes, self.kernels):
             (src, src_off), (dst, dst_off) = buffers[launch.reads], buffers[launch.writes]
-            _set_args(kernel, launch, src, src_off, dst, dst_off)
-            event = cl.enqueue_nd_range_kernel(self.queue, kernel, (launch.global_size,), (launch.local_size,),
+            _set_args(cached, launch, src, src_off, dst, dst_off)
+            event = cl.enqueue_nd_range_kernel(self.queue, cached.kernel, (launch.global_size,), (launch.local_size,),
                                                wait_for=events[-1:] or wait_for)
             events.append(event)
         return events
