@@ -212,10 +212,12 @@ def pytest_runtest_teardown(item, nextitem):
     cache = getattr(opencl, "_kernel_cache", None)
     if cache is not None and len(cache) > _KERNEL_CACHE_LIMIT:
         _STATE["kernels_dropped"] += len(cache)
-        cache.clear()
-        plans = getattr(opencl, "_plan_cache", None)
-        if plans is not None:
-            plans.clear()
+        clear = getattr(opencl, "clear_caches", None)
+        if clear is not None:
+            clear()  # every cache that holds programs (kernels, plans, argument state)
+        else:
+            cache.clear()
+            getattr(opencl, "_plan_cache", {}).clear()
 
 
 def pytest_runtest_logreport(report):
