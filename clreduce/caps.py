@@ -37,7 +37,17 @@ class DeviceCaps:
     ----------
     backend : {"opencl", "cuda"}
     vendor : str
-        Normalised vendor: "arm", "qualcomm", "nvidia", "intel", "amd", "apple", "pocl", "other".
+        Who made the hardware: "arm", "qualcomm", "nvidia", "intel", "amd", "apple",
+        "other" (software devices such as llvmpipe). Device rules (Mali, Adreno) use it.
+        A CPU's maker is whatever the host has: never a way to find a runtime.
+    implementation : str
+        Which OpenCL implementation (driver stack) runs the device, one of
+        ``IMPLEMENTATIONS``: "intel" (Intel's CPU runtime and GPU compute runtime),
+        "pocl", "rusticl" and "clover" (Mesa), "nvidia", "amd", "arm", "qualcomm",
+        "apple", "oclgrind", "cuda" (the CUDA backend), "other". Driver rules (compiler
+        bugs, width requests) and runtime selection use it. Derived from the platform
+        and vendor strings when not given (``""``), so JSON written before this field
+        existed still loads.
     name, vendor_string, platform_name, device_version, driver_version : str
         Raw strings from the driver (``device_version`` is CL_DEVICE_VERSION; on Adreno
         it is the only place naming the model).
@@ -70,6 +80,7 @@ class DeviceCaps:
 
     backend: str = "opencl"
     vendor: str = "other"
+    implementation: str = ""
     name: str = ""
     vendor_string: str = ""
     platform_name: str = ""
@@ -93,6 +104,12 @@ class DeviceCaps:
     warp_size: int | None = None
     notes: tuple[str, ...] = field(default=(), compare=False)
 
+    def __post_init__(self):
+        if not self.implementation:
+            derived = "cuda" if self.backend == "cuda" else normalize_implementation(
+                self.platform_name, self.vendor_string, self.name, self.vendor)
+            object.__setattr__(self, "implementation", derived)
+
     # ---- derived facts (pure) -------------------------------------------------------
     def has(self, extension_or_feature: str) -> bool:
         """True when the extension or OpenCL C feature macro is listed."""
@@ -100,7 +117,8 @@ class DeviceCaps:
 
     @property
     def adreno_compiler(self) -> tuple[int, ...] | None:
-        return parse_adreno_compiler(self.driver_version) if self.vendor == "qualcomm" else None
+        # The compiler is Qualcomm's driver's; Mesa's (Freedreno) on the same GPU is not it.
+        return parse_adreno_compiler(self.driver_version) if self.implementation == "qualcomm" else None
 
     @property
     def cl_std(self) -> str | None:
@@ -127,7 +145,7 @@ class DeviceCaps:
         if not self.subgroups:
             return False
         compiler = self.adreno_compiler
-        if self.vendor == "qualcomm" and (compiler is None or compiler[:3] < ADRENO_FIRST_GOOD_REDUCE_COMPILER):
+        if self.implementation == "qualcomm" and (compiler is None or compiler[:3] < ADRENO_FIRST_GOOD_REDUCE_COMPILER):
             # Unknown Adreno compilers are treated as old: a crash in the driver's
             # compiler takes the app down, a local-memory reduce only costs speed.
             return False
@@ -162,6 +180,10 @@ class DeviceCaps:
             if isinstance(value, list):
                 value = tuple(value)
             values[key] = value
+        if values.get("vendor") == "pocl" and not values.get("implementation"):
+            # JSON from before ``implementation`` existed called PoCL a vendor.
+            values["implementation"] = "pocl"
+            values["vendor"] = normalize_vendor(values.get("vendor_string"), values.get("name", ""))
         return cls(**values)
 
     @classmethod
@@ -224,39 +246,92 @@ def load_profiles(path) -> list[DeviceCaps]:
 
 
 def normalize_vendor(vendor: str | None, name: str = "", platform_name: str = "") -> str:
-    """Map raw vendor/device/platform strings to the normalised ``DeviceCaps.vendor``.
+    """Map raw vendor/device strings to the hardware maker, ``DeviceCaps.vendor``.
 
     Parameters
     ----------
     vendor : str or None
         CL_DEVICE_VENDOR (or a profile's ``vendor``), e.g. ``"ARM"``, ``"QUALCOMM"``.
-    name, platform_name : str
-        CL_DEVICE_NAME and CL_PLATFORM_NAME; PoCL is recognised by its platform
-        (its device vendor is the CPU's, e.g. ``GenuineIntel``).
+    name : str
+        CL_DEVICE_NAME. It is searched first: Intel's CPU runtime reports vendor
+        "Intel(R) Corporation" for an "AMD EPYC" device, PoCL the CPU's CPUID vendor.
+    platform_name : str
+        Unused (kept for callers); the platform names the implementation, see
+        :func:`normalize_implementation`.
 
     Returns
     -------
     str
-        One of "pocl", "arm", "qualcomm", "nvidia", "amd", "intel", "apple", "other".
+        One of "arm", "qualcomm", "nvidia", "amd", "intel", "apple", "other".
+    """
+    del platform_name
+    for text in (name or "", vendor or ""):
+        for key, normalised in _VENDOR_KEYS:
+            if re.search(key, text.lower()):
+                return normalised
+    return "other"
+
+
+def normalize_implementation(platform_name: str | None, vendor: str | None = "", name: str = "",
+                             hint: str = "") -> str:
+    """Name the OpenCL implementation (driver stack) of a device, ``DeviceCaps.implementation``.
+
+    Parameters
+    ----------
+    platform_name : str or None
+        CL_PLATFORM_NAME: the implementation names itself there ("Portable Computing
+        Language", "rusticl", "Clover", "Intel(R) OpenCL", "NVIDIA CUDA", "ARM Platform").
+    vendor, name, hint : str
+        CL_DEVICE_VENDOR, CL_DEVICE_NAME and any other text (a profile's driver string, an
+        old ``vendor`` value): used only when the platform name is missing or unknown,
+        where a vendor's own driver is the best guess ("ARM" -> "arm").
+
+    Returns
+    -------
+    str
+        One of ``IMPLEMENTATIONS``. The host CPU never changes the answer.
     """
     platform = (platform_name or "").lower()
-    if "portable computing language" in platform or "pocl" in platform:
-        return "pocl"
-    text = f"{vendor or ''} {name or ''}".lower()
+    for key, impl in _PLATFORM_KEYS:
+        if re.search(key, platform):
+            return impl
+    text = f"{vendor or ''} {name or ''} {hint or ''}".lower()
+    for key, impl in _PLATFORM_KEYS[:4]:  # PoCL / rusticl / Clover / Oclgrind named elsewhere
+        if re.search(key, text):
+            return impl
     for key, normalised in _VENDOR_KEYS:
         if re.search(key, text):
-            return normalised
+            return normalised  # no platform: a vendor's device runs on the vendor's driver
     return "other"
 
 
 _VENDOR_KEYS = (
     (r"\barm\b|\bmali", "arm"),
-    (r"qualcomm|adreno", "qualcomm"),
+    (r"qualcomm|adreno|\bfd\d{3}\b", "qualcomm"),  # Mesa (Freedreno) names Adreno 740 "FD740"
     (r"nvidia", "nvidia"),
     (r"advanced micro devices|\bamd\b|authenticamd", "amd"),
     (r"intel", "intel"),
     (r"apple", "apple"),
 )
+
+# CL_PLATFORM_NAME patterns, most specific first: PoCL's and Mesa's platforms run devices
+# whose own strings name Intel, AMD, Arm or NVIDIA hardware.
+_PLATFORM_KEYS = (
+    (r"portable computing language|\bpocl\b", "pocl"),
+    (r"rusticl", "rusticl"),
+    (r"clover", "clover"),
+    (r"oclgrind", "oclgrind"),
+    (r"nvidia", "nvidia"),
+    (r"^cuda\b", "cuda"),
+    (r"intel", "intel"),
+    (r"\bamd\b|advanced micro devices", "amd"),
+    (r"\barm\b|\bmali", "arm"),
+    (r"qualcomm|snapdragon|adreno", "qualcomm"),
+    (r"apple", "apple"),
+)
+
+IMPLEMENTATIONS = ("intel", "pocl", "rusticl", "clover", "nvidia", "amd", "arm", "qualcomm",
+                   "apple", "oclgrind", "cuda", "other")
 
 _MIB = 1024 * 1024
 _OPENCL_C_RE = re.compile(r"OpenCL C\s+(\d+\.\d+)")
@@ -367,6 +442,10 @@ def _caps_from_profile(cls, entry: dict) -> DeviceCaps:
         notes.append("local_mem_size missing: 32768 (OpenCL full-profile minimum)")
 
     vendor = normalize_vendor(get("vendor"), get("device_name_string") or profile_name)
+    # A profile is a dump of the vendor's driver unless its platform names Mesa (rusticl,
+    # Clover) or another implementation.
+    implementation = normalize_implementation(
+        get("platform_name"), get("vendor"), get("device_name_string") or profile_name, get("driver") or "")
     local_type = get("local_mem_type")
     if local_type is not None:
         local_mem_is_global = str(local_type).strip().lower() == "global"
@@ -418,6 +497,7 @@ def _caps_from_profile(cls, entry: dict) -> DeviceCaps:
     return cls(
         backend="opencl",
         vendor=vendor,
+        implementation=implementation,
         name=get("device_name_string") or profile_name,
         vendor_string=get("vendor") or "",
         platform_name=get("platform_name") or "",

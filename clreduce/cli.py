@@ -182,14 +182,15 @@ def _indexed_devices(cl):
 
 def _select_device(cl, backend, selector: str):
     """A device for ``--device``: what the library's selector accepts (``P:D`` or a name
-    substring), else a normalised vendor name such as ``pocl`` or ``intel``."""
+    substring or an implementation such as ``pocl``, ``intel``, ``rusticl``), else a
+    hardware vendor name such as ``amd``."""
     try:
         return backend.queue_for(device=selector).device
     except backend.NoOpenCLDevice:
         from .caps import normalize_vendor
 
         for _index, device in _indexed_devices(cl):
-            if normalize_vendor(device.vendor, device.name, device.platform.name) == selector.lower():
+            if normalize_vendor(device.vendor, device.name) == selector.lower():
                 return device
         names = [f"{i} {d.name.strip()} [{d.platform.name.strip()}]" for i, d in _indexed_devices(cl)]
         raise backend.NoOpenCLDevice(f"--device {selector!r} matches none of: {'; '.join(names)}") from None
@@ -247,8 +248,8 @@ def cmd_probe(args) -> int:
         c = e["caps"]
         mark = "*" if e["default"] else " "
         print(f"{mark} {e['index']}  {c.name}")
-        print(f"      platform {c.platform_name!r}, vendor {c.vendor} ({c.vendor_string}), {c.device_type}, "
-              f"{c.device_version}")
+        print(f"      implementation {c.implementation} (platform {c.platform_name!r}, driver "
+              f"{c.driver_version}), hardware {c.vendor} ({c.vendor_string}), {c.device_type}, {c.device_version}")
         print(f"      OpenCL C {', '.join(c.opencl_c_versions)}"
               + (f" (build with -cl-std={c.cl_std})" if c.cl_std else ""))
         if c.subgroups:

@@ -3,10 +3,14 @@
 Devices
     Every OpenCL device pyopencl can see is discovered once (``pytest_configure``) and
     probed with ``probe_device``. Tests that take ``cl_device`` (a ``pyopencl.Device``) run
-    once per device, with ids such as ``intel-cpu`` and ``pocl``. The report header and a
-    warning say which runtimes were found and which known ones are missing.
-    ``CLREDUCE_REQUIRE_DEVICES=pocl,intel`` (CI) ends the session with a non-zero status
-    when a listed runtime is missing, instead of silently skipping its tests.
+    once per device. Device ids name the OpenCL implementation, never the host CPU's maker
+    (``device_id``): ``intel-cpu`` (Intel's CPU runtime), ``pocl`` (PoCL from pip),
+    ``pocl-debian`` (Debian's pocl-opencl-icd), ``rusticl`` (Mesa, e.g. on llvmpipe). The
+    report header and a warning say which runtimes were found and which known ones are
+    missing. ``CLREDUCE_REQUIRE_DEVICES=pocl,pocl-debian,intel-cpu,rusticl`` (CI) ends the
+    session with a non-zero status when a listed runtime is missing, instead of silently
+    skipping its tests; a name there is a device id, or an implementation name that is
+    not itself a device id (``intel`` = any device of Intel's runtimes).
 
 Plan variants
     ``plan_variants(caps)`` lists every forced plan the device can run: on a sub-group
@@ -52,12 +56,21 @@ from clreduce.plan import STRATEGIES, Force, Problem, plan
 # ---- runtimes ----------------------------------------------------------------------------
 
 # Runtimes the suite expects on a developer/CI machine, and how to get each one.
+# Keys are device ids (``device_id``).
 KNOWN_RUNTIMES = {
     "pocl": "pip install 'pyopencl[pocl]' (found by pyopencl's bundled ICD loader)",
     "intel-cpu": (
         "pip install intel-opencl-rt intel-cmplr-lib-rt; then write a folder holding "
         "intel-cpu.icd whose content is the absolute path of <venv>/lib/libintelocl.so and "
         "export OCL_ICD_VENDORS=<that folder> (DESIGN.md, 'CPU OpenCL runtimes')"
+    ),
+    "pocl-debian": (
+        "apt-get install pocl-opencl-icd; copy /etc/OpenCL/vendors/pocl.icd into the "
+        "OCL_ICD_VENDORS folder (.ci/run does)"
+    ),
+    "rusticl": (
+        "apt-get install mesa-opencl-icd; copy /etc/OpenCL/vendors/rusticl.icd into the "
+        "OCL_ICD_VENDORS folder and export RUSTICL_ENABLE=llvmpipe (.ci/run does)"
     ),
 }
 
@@ -85,10 +98,20 @@ DISCOVERY_ERROR: str | None = None
 _STATE = {"t0": None, "durations": defaultdict(float), "counts": defaultdict(int), "kernels_dropped": 0}
 
 
-def _device_id(caps) -> str:
-    if caps.vendor == "pocl":
-        return "pocl"
-    return f"{caps.vendor}-{caps.device_type}"
+def device_id(caps) -> str:
+    """A stable, readable id for a device: its implementation, never its CPU's maker.
+
+    PoCL from pip (bundled with pyopencl) and Debian's PoCL are both "pocl"; Debian's
+    says so in CL_DRIVER_VERSION ("3.1+debian"), so it is ``pocl-debian``. Mesa's and
+    Oclgrind's ids are the implementation alone; vendor runtimes add the device type
+    (``intel-cpu``, ``nvidia-gpu``).
+    """
+    impl = caps.implementation
+    if impl == "pocl":
+        return "pocl-debian" if "debian" in caps.driver_version.lower() else "pocl"
+    if impl in ("rusticl", "clover", "oclgrind"):
+        return impl
+    return f"{impl}-{caps.device_type}"
 
 
 def discover_devices() -> tuple[list[FoundDevice], str | None]:
@@ -101,27 +124,31 @@ def discover_devices() -> tuple[list[FoundDevice], str | None]:
     found, seen = [], defaultdict(int)
     for device in all_devices():
         caps = probe_device(device)
-        base = _device_id(caps)
+        base = device_id(caps)
         seen[base] += 1
         ident = base if seen[base] == 1 else f"{base}{seen[base]}"
         found.append(FoundDevice(ident, device, caps))
     return found, None if found else "no OpenCL platform/device found"
 
 
-def missing_runtimes(devices, wanted) -> list[str]:
-    """Names in ``wanted`` that match no device id, vendor or platform (case-insensitive).
+def runtime_matches(name: str, found: FoundDevice) -> bool:
+    """Whether ``name`` (from CLREDUCE_REQUIRE_DEVICES) is this device.
 
-    Device names are not searched: PoCL's CPU device is called "pthread-Intel(R) Xeon(R)
-    ...", which must not count as the Intel runtime.
+    A device id matches itself (``pocl2`` counts as ``pocl``); a bare implementation name
+    that is not a device id (``intel``) matches every device of that implementation.
+    Hardware vendors, device names and platform substrings never match: the CPU under
+    PoCL or Intel's runtime may be an AMD EPYC or an Intel Xeon.
     """
-    missing = []
-    for name in wanted:
-        needle = name.strip().lower()
-        if not needle:
-            continue
-        if not any(needle in " ".join((d.id, d.caps.vendor, d.caps.platform_name)).lower() for d in devices):
-            missing.append(name.strip())
-    return missing
+    needle = name.strip().lower()
+    if needle in (found.id, found.id.rstrip("0123456789")):
+        return True
+    return needle not in KNOWN_RUNTIMES and needle == found.caps.implementation
+
+
+def missing_runtimes(devices, wanted) -> list[str]:
+    """Names in ``wanted`` that match no device (``runtime_matches``)."""
+    return [name.strip() for name in wanted
+            if name.strip() and not any(runtime_matches(name, d) for d in devices)]
 
 
 def slow_enabled(config) -> bool:

@@ -14,15 +14,17 @@ import pytest
 
 from clreduce.caps import (
     ADRENO_FIRST_GOOD_REDUCE_COMPILER,
+    IMPLEMENTATIONS,
     DeviceCaps,
     load_profiles,
+    normalize_implementation,
     normalize_vendor,
     parse_adreno_compiler,
 )
 
 PROFILES_PATH = Path(__file__).parent / "data" / "mobile_gpus.json"
 RAW_PROFILES = json.loads(PROFILES_PATH.read_text(encoding="utf-8"))
-VENDORS = {"arm", "qualcomm", "nvidia", "intel", "amd", "apple", "pocl", "other"}
+VENDORS = {"arm", "qualcomm", "nvidia", "intel", "amd", "apple", "other"}  # hardware makers
 
 
 def profile(prefix: str) -> DeviceCaps:
@@ -40,6 +42,8 @@ def test_load_profiles_reads_all_sixteen():
     assert len(caps) == len(RAW_PROFILES) == 16
     assert all(isinstance(c, DeviceCaps) for c in caps)
     assert {c.vendor for c in caps} == {"arm", "qualcomm"}
+    # Vendor-driver dumps: Mali profiles run Arm's driver, Adreno profiles Qualcomm's.
+    assert all(c.implementation == c.vendor for c in caps)
 
 
 def test_load_profiles_rejects_non_list(tmp_path):
@@ -55,7 +59,7 @@ def test_profile_caps_are_sane_and_round_trip(entry):
     back = DeviceCaps.from_json(caps.to_json())
     assert back == caps
     assert back.notes == caps.notes  # notes are not compared by ==
-    assert caps.backend == "opencl" and caps.vendor in VENDORS
+    assert caps.backend == "opencl" and caps.vendor in VENDORS and caps.implementation in IMPLEMENTATIONS
     assert caps.name and caps.notes[0].startswith("profile: ")
     assert caps.max_work_group_size >= 1 and caps.local_mem_size >= 1 and caps.compute_units >= 1
     assert caps.preferred_wg_multiple >= 1
@@ -249,12 +253,77 @@ def test_parse_adreno_compiler(driver, expected):
         ("NVIDIA Corporation", "NVIDIA H100", "NVIDIA CUDA", "nvidia"),
         ("Advanced Micro Devices, Inc.", "gfx1100", "AMD Accelerated Parallel Processing", "amd"),
         ("Intel(R) Corporation", "Intel(R) Xeon(R) Processor", "Intel(R) OpenCL", "intel"),
-        ("GenuineIntel", "pthread-Intel(R) Xeon(R)", "Portable Computing Language", "pocl"),
+        ("GenuineIntel", "pthread-Intel(R) Xeon(R)", "Portable Computing Language", "intel"),  # the CPU
         ("Mesa", "llvmpipe", "rusticl", "other"),
     ],
 )
 def test_normalize_vendor(vendor, name, platform, expected):
     assert normalize_vendor(vendor, name, platform) == expected
+
+
+# (platform, device vendor, device name) -> (implementation, hardware vendor)
+IDENTITIES = [
+    ("ARM Platform", "ARM", "Mali-G52 r1p0", "arm", "arm"),
+    ("QUALCOMM Snapdragon(TM)", "QUALCOMM", "QUALCOMM Adreno(TM)", "qualcomm", "qualcomm"),
+    ("NVIDIA CUDA", "NVIDIA Corporation", "NVIDIA H100", "nvidia", "nvidia"),
+    ("AMD Accelerated Parallel Processing", "Advanced Micro Devices, Inc.", "gfx1100", "amd", "amd"),
+    ("Intel(R) OpenCL", "Intel(R) Corporation", "Intel(R) Xeon(R) Platinum 8480+", "intel", "intel"),
+    ("Intel(R) OpenCL", "Intel(R) Corporation", "AMD EPYC 7763 64-Core Processor", "intel", "amd"),
+    ("Intel(R) OpenCL Graphics", "Intel(R) Corporation", "Intel(R) Arc(TM) A770 Graphics", "intel", "intel"),
+    ("Portable Computing Language", "GenuineIntel", "pthread-Intel(R) Xeon(R)", "pocl", "intel"),
+    ("Portable Computing Language", "AuthenticAMD", "pthread-haswell-AMD EPYC", "pocl", "amd"),
+    ("Portable Computing Language", "NVIDIA Corporation", "NVIDIA GeForce RTX 3060", "pocl", "nvidia"),
+    ("rusticl", "Mesa/X.org", "llvmpipe (LLVM 15.0.6, 256 bits)", "rusticl", "other"),
+    ("rusticl", "Mesa", "Mali-G52 (Panfrost)", "rusticl", "arm"),
+    ("rusticl", "Mesa", "FD740", "rusticl", "qualcomm"),
+    ("Clover", "AMD", "AMD Radeon RX 580 (polaris10, LLVM 15.0.6, DRM 3.49)", "clover", "amd"),
+    ("Oclgrind", "University of Bristol", "Oclgrind Simulator", "oclgrind", "other"),
+    ("Apple", "Apple", "Apple M2", "apple", "apple"),
+    ("", "ARM", "Mali-G710", "arm", "arm"),  # a profile without a platform: the vendor's driver
+    ("", "", "", "other", "other"),
+]
+
+
+@pytest.mark.parametrize("platform, vendor, name, implementation, hardware", IDENTITIES,
+                         ids=[f"{i[0] or 'none'}|{i[2] or 'none'}" for i in IDENTITIES])
+def test_implementation_and_hardware_vendor_are_separate(platform, vendor, name, implementation, hardware):
+    assert normalize_implementation(platform, vendor, name) == implementation
+    assert normalize_vendor(vendor, name) == hardware
+    caps = DeviceCaps(platform_name=platform, vendor_string=vendor, name=name, vendor=hardware)
+    assert caps.implementation == implementation  # derived when not given
+    assert implementation in IMPLEMENTATIONS and hardware in VENDORS
+
+
+def test_cuda_caps_are_the_cuda_implementation():
+    caps = DeviceCaps(backend="cuda", vendor="nvidia", platform_name="CUDA 12.4", name="NVIDIA H100")
+    assert caps.implementation == "cuda" and caps.vendor == "nvidia"
+
+
+def test_profiles_naming_mesa_are_mesa_implementations():
+    mali = {"name": "Mali-G52 via Panfrost", "vendor": "Mesa", "device_name_string": "Mali-G52 (Panfrost)",
+            "platform_name": "rusticl", "extensions": ["cl_khr_subgroups"], "subgroup_sizes": [8]}
+    caps = DeviceCaps.from_profile(mali)
+    assert (caps.implementation, caps.vendor) == ("rusticl", "arm")
+    clover = DeviceCaps.from_profile({"name": "Mali via Clover", "vendor": "ARM", "platform_name": "Clover"})
+    assert (clover.implementation, clover.vendor) == ("clover", "arm")
+    adreno = DeviceCaps.from_profile({"name": "Adreno 740", "vendor": "Qualcomm", "platform_name": "rusticl",
+                                      "driver": "Mesa 24.1 Compiler E031.45.02.06"})
+    # The Adreno compiler bug rules are about Qualcomm's driver, not Mesa's compiler.
+    assert adreno.implementation == "rusticl" and adreno.vendor == "qualcomm"
+    assert adreno.adreno_compiler is None
+
+
+def test_json_without_implementation_still_loads():
+    caps = DeviceCaps(vendor="amd", name="pthread-AMD EPYC", vendor_string="AuthenticAMD",
+                      platform_name="Portable Computing Language", device_type="cpu")
+    assert caps.implementation == "pocl"
+    data = caps.to_dict()
+    assert DeviceCaps.from_dict(data) == caps
+    del data["implementation"]
+    assert DeviceCaps.from_dict(data) == caps  # derived from the platform name
+    data["vendor"] = "pocl"  # how such JSON spelled PoCL: now implementation, not vendor
+    old = DeviceCaps.from_dict(data)
+    assert (old.implementation, old.vendor) == ("pocl", "amd")
 
 
 # ---- probe output checking (no device) ---------------------------------------------
@@ -317,7 +386,8 @@ def test_probe_device_is_sane_cached_and_round_trips(device):
     caps = probe_device(device)
     assert probe_device(device) is caps  # cached
     assert DeviceCaps.from_json(caps.to_json()) == caps
-    assert caps.backend == "opencl" and caps.vendor in VENDORS
+    assert caps.backend == "opencl" and caps.vendor in VENDORS and caps.implementation in IMPLEMENTATIONS
+    assert caps.implementation == normalize_implementation(device.platform.name, device.vendor, device.name)
     assert caps.name == device.name.strip()
     assert caps.device_type in {"gpu", "cpu", "accelerator", "other"}
     assert caps.extensions == tuple(sorted(set(device.extensions.split())))
@@ -339,7 +409,7 @@ def test_pocl_has_no_subgroups():
     from clreduce.backends.opencl_probe import probe_device
 
     caps = probe_device(device)
-    assert caps.vendor == "pocl"
+    assert caps.implementation == "pocl" and caps.vendor in VENDORS
     assert caps.subgroups is False and caps.subgroup_sizes == ()
     assert caps.subgroup_size_control == "none" and not caps.subgroup_reduce_builtins
 
@@ -357,7 +427,8 @@ def test_intel_cpu_has_verified_subgroup_sizes_and_fp16():
     from clreduce.backends.opencl_probe import probe_device
 
     caps = probe_device(device)
-    assert caps.vendor == "intel" and caps.device_type == "cpu"
+    # The implementation is Intel's whatever the CPU (vendor is "amd" on an AMD EPYC).
+    assert caps.implementation == "intel" and caps.device_type == "cpu"
     assert caps.subgroups is True
     assert {4, 8, 16, 32, 64} <= set(caps.subgroup_sizes)
     assert caps.subgroup_size_control == "intel"
@@ -398,3 +469,80 @@ def test_probe_degrades_to_no_subgroups_when_a_step_throws(monkeypatch):
         monkeypatch.undo()
         opencl_probe.clear_probe_cache()
     assert opencl_probe.probe_device(device).subgroups is True
+
+
+# ---- the host CPU never changes what a runtime is (issue 13) ------------------------------
+
+# Device strings as each runtime reports them on an AMD and on an Intel host.
+HOST_CPUS = {
+    "amd-host": ("AMD EPYC 7763 64-Core Processor", "AuthenticAMD", "amd"),
+    "intel-host": ("Intel(R) Xeon(R) Platinum 8480+", "GenuineIntel", "intel"),
+}
+RUNTIME_STRINGS = {  # id: (platform, device vendor (None: the CPUID vendor), name prefix, driver)
+    "intel-cpu": ("Intel(R) OpenCL", "Intel(R) Corporation", "", "2024.18.6.0.02_160000"),
+    "pocl": ("Portable Computing Language", None, "pthread-", "3.0-rc2"),
+    "pocl-debian": ("Portable Computing Language", None, "pthread-haswell-", "3.1+debian"),
+}
+
+
+class _FakeDevice:
+    """Just the strings and numbers the probe reads; anything else raises AttributeError,
+    which the probe treats as a driver that cannot answer."""
+
+    def __init__(self, runtime: str, host: str):
+        import pyopencl as cl
+
+        platform, vendor, prefix, driver = RUNTIME_STRINGS[runtime]
+        model, cpuid_vendor, _ = HOST_CPUS[host]
+        self.platform = type("P", (), {"name": platform})()
+        self.name = prefix + model
+        self.vendor = vendor or cpuid_vendor
+        self.driver_version = driver
+        self.version = "OpenCL 3.0"
+        self.opencl_c_version = "OpenCL C 1.2"
+        self.extensions = "cl_khr_fp64 cl_khr_subgroups cl_intel_required_subgroup_size" * (runtime == "intel-cpu")
+        self.type = int(cl.device_type.CPU)
+        self.max_work_group_size = 8192
+        self.max_compute_units = {"amd-host": 128, "intel-host": 56}[host]
+
+
+@pytest.mark.parametrize("runtime", sorted(RUNTIME_STRINGS))
+def test_probe_names_the_same_runtime_on_amd_and_intel_hosts(runtime, monkeypatch):
+    cl = pytest.importorskip("pyopencl")
+    from conftest import device_id, runtime_matches
+
+    from clreduce.backends import opencl_probe
+
+    def no_context(*args, **kwargs):
+        raise RuntimeError("fake device: no context")
+
+    monkeypatch.setattr(cl, "Context", no_context)
+    found = {}
+    for host, (_model, _cpuid, maker) in HOST_CPUS.items():
+        caps = opencl_probe._probe_uncached(_FakeDevice(runtime, host))
+        assert caps.vendor == maker, host  # the hardware is the host's CPU ...
+        found[host] = caps
+    amd, intel = found["amd-host"], found["intel-host"]
+    # ... the implementation, the width request it offers and the test id are not.
+    assert amd.implementation == intel.implementation == runtime.split("-")[0]
+    assert amd.subgroup_size_control == intel.subgroup_size_control
+    assert device_id(amd) == device_id(intel) == runtime
+    for caps in (amd, intel):
+        dev = type("Found", (), {"id": device_id(caps), "caps": caps})()
+        assert runtime_matches(runtime, dev)
+        for maker in ("amd", "intel"):  # a CPU maker finds only that maker's own runtime
+            assert runtime_matches(maker, dev) == (caps.implementation == maker)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_real_device_keeps_its_implementation_on_the_other_host(device):
+    """This machine's own device strings, with the CPU swapped for the other maker's."""
+    from clreduce.backends.opencl_probe import probe_device
+
+    caps = probe_device(device)
+    for model, cpuid_vendor, maker in HOST_CPUS.values():
+        for name, vendor in ((model, caps.vendor_string), ("pthread-" + model, cpuid_vendor)):
+            assert normalize_implementation(caps.platform_name, vendor, name) == caps.implementation
+            swapped = dataclasses.replace(caps, name=name, vendor_string=vendor, vendor=normalize_vendor(vendor, name),
+                                          implementation="")
+            assert swapped.implementation == caps.implementation

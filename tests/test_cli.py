@@ -2,7 +2,8 @@
 
 ``plan`` needs no device and no pyopencl; ``probe`` and ``demo`` run on every OpenCL device
 visible (PoCL from pip; the Intel CPU runtime when OCL_ICD_VENDORS points at its .icd).
-CLREDUCE_REQUIRE_DEVICES=pocl,intel turns "runtime not visible" skips into failures.
+CLREDUCE_REQUIRE_DEVICES (device ids or implementations, tests/conftest.py) turns "runtime
+not visible" skips into failures.
 """
 
 from __future__ import annotations
@@ -43,8 +44,11 @@ def cli(*args, env=None, check=True, timeout=300, cwd=None) -> subprocess.Comple
 
 
 def skip_or_fail(runtime: str, reason: str):
-    if runtime in REQUIRED:
-        pytest.fail(f"CLREDUCE_REQUIRE_DEVICES lists {runtime!r}: {reason}")
+    """Skip, or fail when CLREDUCE_REQUIRE_DEVICES names the runtime (``intel`` or its
+    device id ``intel-cpu``; ``pocl`` or ``pocl-debian``)."""
+    names = {runtime, f"{runtime}-cpu", f"{runtime}-debian"}
+    if names & REQUIRED:
+        pytest.fail(f"CLREDUCE_REQUIRE_DEVICES lists {sorted(names & REQUIRED)}: {reason}")
     pytest.skip(f"!!! {reason}")
 
 
@@ -93,7 +97,7 @@ def test_plan_on_every_mobile_profile(index):
     caps = DeviceCaps.from_profile(PROFILES[index])
     if not caps.subgroups:
         assert data["sg_mode"] == "local" and data["sg_size"] is None
-    if caps.vendor == "qualcomm" and data["sg_mode"] != "local":
+    if caps.implementation == "qualcomm" and data["sg_mode"] != "local":
         # Adreno: qcom shuffle, never the KHR one it does not have
         assert data["sg_mode"] in ("builtin", "shuffle_qcom")
 
@@ -265,7 +269,7 @@ def test_probe_json_lists_every_device_with_caps_and_plan(probed):
 
 
 def test_probe_json_pocl_has_no_subgroups(probed):
-    pocl = [e for e in probed if e["caps"]["vendor"] == "pocl"]
+    pocl = [e for e in probed if e["caps"]["implementation"] == "pocl"]
     if not pocl:
         skip_or_fail("pocl", "NO POCL DEVICE VISIBLE: pip install 'pyopencl[pocl]'")
     for entry in pocl:
@@ -274,7 +278,8 @@ def test_probe_json_pocl_has_no_subgroups(probed):
 
 
 def test_probe_json_intel_cpu_has_subgroups_4_to_64(probed):
-    intel = [e for e in probed if e["caps"]["vendor"] == "intel" and e["caps"]["device_type"] == "cpu"]
+    # By implementation: on an AMD host the Intel runtime's hardware vendor is "amd".
+    intel = [e for e in probed if e["caps"]["implementation"] == "intel" and e["caps"]["device_type"] == "cpu"]
     if not intel:
         skip_or_fail("intel", "NO INTEL CPU OPENCL DEVICE VISIBLE: set OCL_ICD_VENDORS (README)")
     for entry in intel:
@@ -340,7 +345,17 @@ def test_console_script_and_version():
     assert proc.returncode == 2 and "probe" in proc.stderr and "plan" in proc.stderr
 
 
-def test_demo_device_by_vendor_name(probed):
-    for vendor in sorted({e["caps"]["vendor"] for e in probed} & {"pocl", "intel"}):
-        proc = cli("demo", "--device", vendor, "--shape", "100,300", "--runs", 2, "--warmup", 1)
+def test_demo_device_by_implementation_name(probed):
+    for impl in sorted({e["caps"]["implementation"] for e in probed} & {"pocl", "intel", "rusticl"}):
+        proc = cli("demo", "--device", impl, "--shape", "100,300", "--runs", 2, "--warmup", 1)
         assert "PASS" in proc.stdout
+        # the device of that implementation ran, not one whose name mentions it
+        names = {e["caps"]["name"] for e in probed if e["caps"]["implementation"] == impl}
+        assert any(name in proc.stdout for name in names), proc.stdout
+
+
+def test_probe_human_output_shows_implementation_and_hardware(probed):
+    out = cli("probe").stdout
+    for entry in probed:
+        caps = entry["caps"]
+        assert f"implementation {caps['implementation']} " in out and f"hardware {caps['vendor']} " in out

@@ -19,7 +19,7 @@ import pyopencl as cl
 import pyopencl.cltypes  # noqa: F401  (cl.cltypes.make_long8)
 
 from .. import config
-from ..caps import DeviceCaps, normalize_vendor
+from ..caps import DeviceCaps, normalize_implementation
 from ..kernels import read_source, source_hash
 from ..plan import Force, LaunchPlan, Problem, plan
 from .opencl_probe import probe_device
@@ -58,10 +58,13 @@ def _select_by_selector(selector: str) -> cl.Device:
         except (ValueError, IndexError):
             raise NoOpenCLDevice(f"device selector {selector!r}: no such platform:device index") from None
     needle = selector.lower()
+    # An implementation name ("pocl", "intel", "rusticl") picks that runtime's device before
+    # any substring match: "intel" must not find PoCL's "pthread-Intel(R) Xeon(R) ...".
     for device in all_devices():
-        # the normalised vendor lets "pocl" find PoCL, whose strings never say "pocl"
-        vendor = normalize_vendor(device.vendor, device.name, device.platform.name)
-        haystack = (device.name, device.platform.name, device.vendor, vendor)
+        if normalize_implementation(device.platform.name, device.vendor, device.name) == needle:
+            return device
+    for device in all_devices():
+        haystack = (device.name, device.platform.name, device.vendor)
         if any(needle in text.lower() for text in haystack):
             return device
     names = [f"{d.platform.name} / {d.name}" for d in all_devices()]

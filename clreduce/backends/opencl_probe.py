@@ -19,7 +19,7 @@ import os
 import threading
 import warnings
 
-from ..caps import _OPENCL_C_RE, DeviceCaps, _sorted_versions, normalize_vendor
+from ..caps import _OPENCL_C_RE, DeviceCaps, _sorted_versions, normalize_implementation, normalize_vendor
 
 __all__ = ["probe_device", "clear_probe_cache"]
 
@@ -138,7 +138,8 @@ def _probe_uncached(device) -> DeviceCaps:
 
     caps = DeviceCaps(
         backend="opencl",
-        vendor=normalize_vendor(vendor_string, name, platform_name),
+        vendor=normalize_vendor(vendor_string, name),
+        implementation=normalize_implementation(platform_name, vendor_string, name),
         name=name,
         vendor_string=vendor_string,
         platform_name=platform_name.strip(),
@@ -201,7 +202,7 @@ def _probe_subgroups(ctx, device, caps: DeviceCaps, notes: list[str]) -> tuple[b
     queue = cl.CommandQueue(ctx, device)
     # Old Adreno compilers crash (take the process down) building sub_group_reduce_*:
     # there, check only that lanes and sizes make sense.
-    with_reduce = caps.vendor != "qualcomm" or _replace(caps, subgroups=True).subgroup_reduce_builtins
+    with_reduce = caps.implementation != "qualcomm" or _replace(caps, subgroups=True).subgroup_reduce_builtins
     if not with_reduce:
         notes.append("Adreno compiler without working sub_group_reduce_*: probe checks lanes only")
 
