@@ -168,7 +168,7 @@ class KernelBuildError(RuntimeError):
 
     def __init__(self, message: str, log: str = ""):
         super().__init__(message)
-        self.log = log
+        self.log = log or message
 
 
 class DeviceOutOfMemory(MemoryError):
