@@ -560,6 +560,9 @@ def main(argv: list[str] | None = None) -> int:
     except CliError as exc:
         print(f"clreduce {args.command}: error: {exc}", file=sys.stderr)
         return exc.status
+    except TimeoutError as exc:  # a stale compiler-cache lock: the message says what to delete
+        print(f"clreduce {args.command}: error: {exc}", file=sys.stderr)
+        return 1
     except BrokenPipeError:  # `clreduce probe --json | head`
         return 0
 

@@ -24,7 +24,6 @@ import pyopencl as cl
 
 from .. import config
 from ..plan import Problem
-from .opencl_probe import probe_device
 
 PAGE = 4096
 SIZE_MULTIPLE = 64
@@ -54,7 +53,9 @@ def shares_host_memory(device: cl.Device) -> bool:
 def alloc_limit(device: cl.Device) -> int:
     """Bytes one input buffer may hold: the probed max_mem_alloc_size, lowered by
     CLREDUCE_MAX_ALLOC_BYTES."""
-    limit = probe_device(device).max_mem_alloc_size
+    from .opencl import caps_of
+
+    limit = caps_of(device).max_mem_alloc_size
     override = config.max_alloc_bytes()
     return min(limit, override) if override else limit
 

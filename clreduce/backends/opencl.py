@@ -159,7 +159,17 @@ def queue_for(device=None, queue=None) -> cl.CommandQueue:
 
 
 def caps_of(device: cl.Device) -> DeviceCaps:
-    return probe_device(device)
+    """The device's probed DeviceCaps (cached per device for the process)."""
+    if device.int_ptr not in _probed:
+        # The probe compiles test kernels and treats any failure as "feature missing": a
+        # stale pyopencl cache lock would cost it a silent minute per kernel. Say so first.
+        check_compiler_cache_lock()
+    caps = probe_device(device)
+    _probed.add(device.int_ptr)
+    return caps
+
+
+_probed: set[int] = set()
 
 
 # ---- errors ------------------------------------------------------------------------------
