@@ -206,13 +206,12 @@ _OOM_CODES = {"MEM_OBJECT_ALLOCATION_FAILURE", "OUT_OF_HOST_MEMORY", "INVALID_BU
 
 def _contextual(exc: Exception, where: str) -> Exception:
     """A clreduce exception for a pyopencl error, naming ``where`` (device/op/shape/plan)."""
-    what = getattr(getattr(exc, "code", None), "__class__", None) and str(exc)
     text = str(exc)
     if isinstance(exc, cl.MemoryError) or any(code in text for code in _OOM_CODES):
         return DeviceOutOfMemory(f"out of device memory: {text} [{where}]")
     if "OUT_OF_RESOURCES" in text:
         return DeviceOutOfResources(f"out of resources: {text} [{where}]")
-    return RuntimeError(f"OpenCL error: {what or text} [{where}]")
+    return RuntimeError(f"OpenCL error: {text} [{where}]")
 
 
 # ---- programs ----------------------------------------------------------------------------
