@@ -79,7 +79,8 @@ class LRU:
             return list(self._data.items())
 
     def __len__(self) -> int:
-        return len(self._data)
+        with self._lock:  # never observe the moment between an insert and its eviction
+            return len(self._data)
 
     def __contains__(self, key) -> bool:
         return key in self._data
