@@ -81,9 +81,9 @@ def test_inputs_are_wrapped_unchanged_and_released(cl_device, monkeypatch):
 
 def test_misaligned_input_is_copied_and_still_right(cl_device, monkeypatch):
     rec = _Recorder(monkeypatch)
-    raw = np.arange(4 * 1001 + 1, dtype=np.uint8)
+    raw = np.arange(4 * 7 * 1430 + 1, dtype=np.uint8)
     # a float32 view starting one byte into the buffer: not element-aligned, cannot be wrapped
-    x = np.frombuffer(raw.tobytes(), dtype=np.uint8)[1:].view(np.float32).reshape(7, 143)
+    x = np.frombuffer(raw.tobytes(), dtype=np.uint8)[1:].view(np.float32).reshape(7, 1430)
     assert x.ctypes.data % 4 != 0
     np.testing.assert_allclose(clreduce.sum(x, axis=-1, device=cl_device), x.sum(axis=-1), rtol=1e-5)
     assert rec.wrapped[-1] is False
@@ -92,7 +92,7 @@ def test_misaligned_input_is_copied_and_still_right(cl_device, monkeypatch):
 def test_devices_without_shared_memory_keep_the_copy(cl_device, monkeypatch):
     rec = _Recorder(monkeypatch)
     monkeypatch.setattr(cl_host, "shares_host_memory", lambda device: False)  # NVIDIA's OpenCL
-    x = np.arange(4096, dtype=np.float32).reshape(16, 256)
+    x = np.arange(65536, dtype=np.float32).reshape(64, 1024)
     np.testing.assert_array_equal(clreduce.max(x, axis=-1, device=cl_device), x.max(axis=-1))
     assert rec.wrapped == [False]
 
@@ -100,6 +100,13 @@ def test_devices_without_shared_memory_keep_the_copy(cl_device, monkeypatch):
 def test_zero_copy_can_be_turned_off(cl_device, monkeypatch):
     rec = _Recorder(monkeypatch)
     monkeypatch.setenv("CLREDUCE_ZERO_COPY", "0")
-    x = np.arange(4096, dtype=np.int32).reshape(16, 256)
+    x = np.arange(65536, dtype=np.int32).reshape(64, 1024)
+    np.testing.assert_array_equal(clreduce.sum(x, axis=-1, device=cl_device), x.sum(axis=-1))
+    assert rec.wrapped == [False]
+
+
+def test_small_inputs_are_copied(cl_device, monkeypatch):
+    rec = _Recorder(monkeypatch)
+    x = np.arange(1024, dtype=np.float32).reshape(4, 256)  # 4 KB: a copy is cheaper than a wrap
     np.testing.assert_array_equal(clreduce.sum(x, axis=-1, device=cl_device), x.sum(axis=-1))
     assert rec.wrapped == [False]

@@ -474,6 +474,8 @@ class PreparedReduction:
                 events.append(event)
         except cl.Error as exc:
             raise _contextual(exc, describe(self.queue.device, self.problem, self.plan)) from exc
+        # an out-of-order user queue: whoever reads device_result waits for the last pass
+        out.add_event(events[-1])
         return events
 
     def result(self, events=None) -> np.ndarray:
