@@ -106,8 +106,9 @@ def choose_default_device() -> tuple[cl.Context, str]:
     return cl.Context([devices[0]]), "first device" + skipped
 
 
-# functools.cache may run the body twice when two threads miss at once: this lock makes the
-# default context and each device's context unique per process.
+# Context creation is serialised. functools.cache may still run the default's body twice when
+# two threads miss at once: the loser's context serves that one call and stays in _contexts
+# (never collected mid-use); per-device queues below are unique (double-checked).
 _queue_lock = threading.RLock()
 
 
@@ -302,7 +303,7 @@ def _build_program(ctx: cl.Context, device: cl.Device, source: str, options: tup
             # Intel's compiler always prints a build log; a real failure raises below.
             warnings.simplefilter("ignore", cl.CompilerWarning)
             return cl.Program(ctx, source).build(options=list(options), devices=[device])
-    except cl.RuntimeError as exc:
+    except (cl.RuntimeError, cl.LogicError) as exc:  # LogicError: e.g. an option the driver rejects
         raise KernelBuildError(str(exc), log=str(exc)) from exc
 
 
@@ -332,7 +333,8 @@ def _cached_kernel(ctx: cl.Context, device: cl.Device, kernel_file: str, entry: 
 def get_kernel(ctx: cl.Context, device: cl.Device, kernel_file: str, entry: str, options: tuple[str, ...]) -> cl.Kernel:
     """Build (once per context, device, source hash and options) and return the kernel.
 
-    The kernel object is shared: call it only under ``kernel_lock(...)`` of the same args.
+    The kernel object is shared between threads: set its arguments and enqueue it only
+    while holding ``_cached_kernel(...).lock`` (as ``gather`` does).
     """
     return _cached_kernel(ctx, device, kernel_file, entry, options).kernel
 
@@ -355,7 +357,7 @@ def plan_for(queue: cl.CommandQueue, problem: Problem, force: Force | None = Non
     """Plan for the queue's device and build its kernels, re-planning once if the
     compiled kernel cannot run the plan (register pressure lowers CL_KERNEL_WORK_GROUP_SIZE),
     and moving down built-in -> shuffle -> local when the driver cannot build a sub-group
-    variant (see fallback.py).
+    variant (see cl_fallback.py).
 
     Memoised per (context, device, problem, force) in a bounded LRU: a repeated call does
     one lookup.
