@@ -51,9 +51,35 @@ def test_float_ops_and_leading_axes_in_chunks(cl_device, cl_caps, small_alloc):
     assert len(small_alloc) > 3 and max(small_alloc) <= LIMIT
 
 
-def test_a_single_row_beyond_the_limit_is_a_clear_memory_error(cl_device, small_alloc):
+def test_what_cannot_be_chunked_is_a_clear_memory_error(cl_device, small_alloc):
     x = np.ones(LIMIT, np.float32)  # one row of 256 KB
     with pytest.raises(MemoryError, match="exceeds one allocation.*CLREDUCE_MAX_ALLOC_BYTES"):
-        clreduce.sum(x, device=cl_device)
+        clreduce.std(x, device=cl_device)
+    # the leading axis of a big array: one strided "row" (inner > 1) is not split yet
     with pytest.raises(cl_host.InputTooLarge, match=r"op sum"):
         clreduce.sum(np.ones((1024, 64), np.float32), axis=0, device=cl_device)
+
+
+@pytest.mark.parametrize("op", ["sum", "max", "min", "argmax", "argmin", "count_nonzero", "mean", "any", "all"])
+def test_rows_longer_than_one_allocation_merge_exactly_for_integers(cl_device, small_alloc, op):
+    x = np.random.default_rng(8).integers(-5, 6, size=100_003, dtype=np.int32)  # 400 KB, axis=None
+    x[77_777] = 50  # a unique max/min far from the first piece
+    x[12] = -50
+    fn = getattr(clreduce, op)
+    got = fn(x, device=cl_device)
+    assert len(small_alloc) > 5 and max(small_alloc) <= LIMIT
+    assert got == getattr(np, op)(x)  # exact, integer data
+    two_rows = x[:100_000].reshape(2, 50_000)
+    np.testing.assert_array_equal(fn(two_rows, axis=-1, device=cl_device), getattr(np, op)(two_rows, axis=-1))
+
+
+def test_long_float_rows_merge_within_tolerance(cl_device, small_alloc):
+    x = np.random.default_rng(9).standard_normal(70_001).astype(np.float32)
+    x[50_000] = np.nan
+    assert np.isnan(clreduce.max(x, device=cl_device)) and clreduce.argmax(x, device=cl_device) == 50_000
+    y = np.abs(x[:50_000])
+    np.testing.assert_allclose(clreduce.mean(y, device=cl_device), y.mean(), rtol=1e-5)
+    np.testing.assert_allclose(clreduce.logsumexp(y, device=cl_device),
+                               np.log(np.exp(y.astype(np.float64)).sum()), rtol=1e-5)
+    with pytest.raises(MemoryError, match="cannot merge yet"):
+        clreduce.var(y, device=cl_device)
