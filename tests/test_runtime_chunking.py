@@ -54,7 +54,7 @@ def test_float_ops_and_leading_axes_in_chunks(cl_device, cl_caps, small_alloc):
 def test_what_cannot_be_chunked_is_a_clear_memory_error(cl_device, small_alloc):
     x = np.ones(LIMIT, np.float32)  # one row of 256 KB
     with pytest.raises(MemoryError, match="exceeds one allocation.*CLREDUCE_MAX_ALLOC_BYTES"):
-        clreduce.std(x, device=cl_device)
+        clreduce.norm(x, device=cl_device)  # norm2: a sum of squares scaled on the device
     # the leading axis of a big array: one strided "row" (inner > 1) is not split yet
     with pytest.raises(cl_host.InputTooLarge, match=r"op sum"):
         clreduce.sum(np.ones((1024, 64), np.float32), axis=0, device=cl_device)
@@ -81,5 +81,10 @@ def test_long_float_rows_merge_within_tolerance(cl_device, small_alloc):
     np.testing.assert_allclose(clreduce.mean(y, device=cl_device), y.mean(), rtol=1e-5)
     np.testing.assert_allclose(clreduce.logsumexp(y, device=cl_device),
                                np.log(np.exp(y.astype(np.float64)).sum()), rtol=1e-5)
+    # var/std: Chan's merge of per-piece (count, mean, M2)
+    z = (x[:60_000] + 1000).reshape(2, 30_000)  # a large mean: the naive sum-of-squares would cancel
+    np.testing.assert_allclose(clreduce.var(z, axis=-1, device=cl_device), z.var(axis=-1), rtol=1e-4)
+    np.testing.assert_allclose(clreduce.std(z[0], ddof=1, device=cl_device), z[0].std(ddof=1), rtol=1e-4)
+    np.testing.assert_allclose(clreduce.nanmean(x, device=cl_device), np.nanmean(x), rtol=1e-4, atol=1e-6)
     with pytest.raises(MemoryError, match="cannot merge yet"):
-        clreduce.var(y, device=cl_device)
+        clreduce.norm(y, device=cl_device)

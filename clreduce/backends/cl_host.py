@@ -135,7 +135,7 @@ _MERGE = {
     "min": _merge_same(np.min), "nanmax": _merge_same(np.fmax.reduce), "nanmin": _merge_same(np.fmin.reduce),
     "any": _merge_same(np.any), "all": _merge_same(np.all), "norm1": _merge_same(np.sum),
     "norminf": _merge_same(np.max), "normneginf": _merge_same(np.min), "mean": _merge_mean,
-    "logsumexp": _merge_logsumexp, "argmax": None, "argmin": None,
+    "logsumexp": _merge_logsumexp, "argmax": None, "argmin": None, "var": None, "std": None,
 }
 
 
@@ -152,6 +152,8 @@ def _split_rows(queue, src, problem: Problem, force, run_once, limit: int) -> np
     starts = list(range(0, problem.row_len, piece))
     lengths = [min(piece, problem.row_len - s) for s in starts]
     rows = src.reshape(problem.rows, problem.row_len)
+    if problem.op in ("var", "std"):
+        return _split_moments(queue, rows, problem, force, run_once, starts, lengths)
     parts = np.stack([
         np.concatenate([run_once(queue, rows[r:r + 1, s:s + n], dataclasses.replace(problem, rows=1, row_len=n),
                                  force) for s, n in zip(starts, lengths)])
@@ -165,3 +167,27 @@ def _split_rows(queue, src, problem: Problem, force, run_once, limit: int) -> np
         best = np.where(nan.any(axis=1), np.argmax(nan, axis=1), best)
         return index[np.arange(problem.rows), best].astype(parts.dtype)
     return _MERGE[problem.op](parts, lengths, rule)
+
+
+def _split_moments(queue, rows, problem: Problem, force, run_once, starts, lengths) -> np.ndarray:
+    """var/std of long rows: each piece's mean and population variance from the device, merged
+    with Chan et al.'s pairwise update (M2 = sum M2_j + sum n_j (mean_j - mean)^2) in float64."""
+    n = np.asarray(lengths, np.float64)
+    out = []
+    for r in range(problem.rows):
+        means, m2 = [], []
+        for s, k in zip(starts, lengths):
+            piece = rows[r:r + 1, s:s + k]
+            means.append(run_once(queue, piece, dataclasses.replace(problem, op="mean", rows=1, row_len=k,
+                                                                    param=0.0), force)[0])
+            var = run_once(queue, piece, dataclasses.replace(problem, op="var", rows=1, row_len=k, param=0.0),
+                           force)
+            m2.append(float(var[0]) * k)
+            dtype = var.dtype
+        means = np.asarray(means, np.float64)
+        mean = (means * n).sum() / n.sum()
+        total = np.sum(m2) + (n * (means - mean) ** 2).sum()
+        with np.errstate(divide="ignore", invalid="ignore"):  # ddof >= K: numpy's inf/nan
+            value = total / max(n.sum() - problem.param, 0.0)
+        out.append(np.sqrt(value) if problem.op == "std" else value)
+    return np.asarray(out, np.float64).astype(dtype)
