@@ -55,19 +55,26 @@ def shares_host_memory(device: cl.Device) -> bool:
     return shared
 
 
+_limits: dict[int, int] = {}
+
+
 def alloc_limit(device: cl.Device) -> int:
     """Bytes one input buffer may hold: the probed max_mem_alloc_size, lowered by
     CLREDUCE_MAX_ALLOC_BYTES."""
-    from .opencl import caps_of
+    key = device.int_ptr
+    limit = _limits.get(key)
+    if limit is None:
+        from .opencl import caps_of
 
-    limit = caps_of(device).max_mem_alloc_size
+        limit = _limits[key] = caps_of(device).max_mem_alloc_size
     override = config.max_alloc_bytes()
     return min(limit, override) if override else limit
 
 
-def input_buffer(ctx: cl.Context, device: cl.Device, src: np.ndarray) -> tuple[cl.Buffer, int]:
-    """(buffer, element offset) holding ``src``: wrapped in place when the device shares
-    host memory, else a copy. The caller keeps ``src`` alive and releases the buffer."""
+def input_buffer(ctx: cl.Context, device: cl.Device, src: np.ndarray) -> tuple[cl.Buffer, int, bool]:
+    """(buffer, element offset, wrapped) holding ``src``: wrapped in place when the device
+    shares host memory, else a copy. For a wrapped one the caller keeps ``src`` alive and
+    releases the buffer once the kernels finished."""
     mf = cl.mem_flags
     if (src.nbytes >= ZERO_COPY_MIN_BYTES and src.flags.c_contiguous and shares_host_memory(device)
             and config.zero_copy()):
@@ -76,8 +83,8 @@ def input_buffer(ctx: cl.Context, device: cl.Device, src: np.ndarray) -> tuple[c
         if lead % src.itemsize == 0:
             total = -(-(lead + src.nbytes) // SIZE_MULTIPLE) * SIZE_MULTIPLE
             region = (ctypes.c_char * total).from_address(addr - lead)
-            return cl.Buffer(ctx, mf.READ_ONLY | mf.USE_HOST_PTR, hostbuf=region), lead // src.itemsize
-    return cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=src), 0
+            return cl.Buffer(ctx, mf.READ_ONLY | mf.USE_HOST_PTR, hostbuf=region), lead // src.itemsize, True
+    return cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=src), 0, False
 
 
 def reduce_host(queue: cl.CommandQueue, src: np.ndarray, problem: Problem, force, run_once) -> np.ndarray:

@@ -449,8 +449,9 @@ class PreparedReduction:
         self._host = None
         try:
             if isinstance(src, np.ndarray):
-                self.in_buf, self.in_offset = host_buffers.input_buffer(ctx, device, src)
-                self._host = src  # keeps the wrapped memory alive as long as the buffer
+                self.in_buf, self.in_offset, wrapped = host_buffers.input_buffer(ctx, device, src)
+                if wrapped:
+                    self._host = src  # keeps the wrapped memory alive as long as the buffer
             else:
                 self.in_buf = src.base_data
                 self.in_offset = src.offset // src.dtype.itemsize
@@ -481,12 +482,13 @@ class PreparedReduction:
         return events
 
     def result(self, events=None) -> np.ndarray:
-        if events:
-            cl.wait_for_events(events)
+        """The result on the host; waits for the passes (``enqueue`` adds the last one's event
+        to ``device_result``, whose ``get`` waits for its events)."""
         return self.device_result.get(queue=self.queue)
 
     def release(self) -> None:
-        """Free the input buffer now (wrapped host memory must not outlive the call)."""
+        """Free a wrapped input buffer now: it must not outlive the call that holds the
+        caller's memory (a copied one is left to the garbage collector)."""
         buf = getattr(self, "in_buf", None)
         if self._host is not None and buf is not None:
             buf.release()
