@@ -215,6 +215,7 @@ def cmd_probe(args) -> int:
         raise CliError(getattr(backend, "INSTALL_HINT", _INSTALL_HINT_FALLBACK))
     from .plan import Problem
 
+    verified = _verify(backend, devices) if getattr(args, "verify", False) else {}
     default_device, reason = _default_device(backend)
     rows, k = PROBE_SHAPE
     problem = Problem(rows=rows, row_len=k, dtype=PROBE_DTYPE, op=PROBE_OP)
@@ -238,6 +239,8 @@ def cmd_probe(args) -> int:
             item["default_reason"] = reason if e["default"] else None
             if e["plan_error"]:
                 item["plan_error"] = e["plan_error"]
+            if verified:
+                item["verify"] = verified[e["index"]]
             out.append(item)
         json.dump(out, sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -273,7 +276,29 @@ def cmd_probe(args) -> int:
         print(f"default device: {default[0]['index']} {default[0]['caps'].name} ({reason})")
     else:
         print(reason)
-    return 0
+    return _print_verify(verified)
+
+
+def _verify(backend, devices) -> dict:
+    """``probe --verify``: {index: [result per (sub-group mode, case)]} (see cl_verify)."""
+    from .backends.cl_verify import verify_device
+
+    return {index: verify_device(device) for index, device in devices if not backend.is_simulator(device)}
+
+
+def _print_verify(verified: dict) -> int:
+    """Print --verify's summary; exit status 1 when any mode answered wrong or failed."""
+    bad = 0
+    for index, results in verified.items():
+        for r in results:
+            if r["status"] in ("wrong", "build failed"):
+                bad += 1
+                print(f"verify {index}: {r['op']} {r['dtype']} {'x'.join(map(str, r['shape']))} with sub-group "
+                      f"mode {r.get('planned_mode', r['mode'])}: {r['status']} -- marked bad for this process")
+        ran = sum(r["status"] in ("ok", "wrong") for r in results)
+        print(f"verify {index}: {ran} variant runs against numpy, "
+              f"{sum(r['status'] == 'ok' for r in results)} right")
+    return 1 if bad else 0
 
 
 # ---- plan -----------------------------------------------------------------------------
@@ -466,6 +491,9 @@ def build_parser() -> argparse.ArgumentParser:
                        f"{PROBE_SHAPE[0]}x{PROBE_SHAPE[1]} float32 array.")
     p.add_argument("--json", action="store_true",
                    help="print a JSON list of {index, caps, default, plan} (caps feeds `clreduce plan --caps`)")
+    p.add_argument("--verify", action="store_true",
+                   help="also run every sub-group mode of each device on a few problems against numpy; "
+                        "modes that fail or answer wrong are marked bad (exit status 1)")
     p.set_defaults(func=cmd_probe)
 
     p = sub.add_parser("plan", help="show the launch plan for a device description (no device needed)",
@@ -533,6 +561,9 @@ def main(argv: list[str] | None = None) -> int:
     except CliError as exc:
         print(f"clreduce {args.command}: error: {exc}", file=sys.stderr)
         return exc.status
+    except TimeoutError as exc:  # a stale compiler-cache lock: the message says what to delete
+        print(f"clreduce {args.command}: error: {exc}", file=sys.stderr)
+        return 1
     except BrokenPipeError:  # `clreduce probe --json | head`
         return 0
 

@@ -11,6 +11,16 @@ CLREDUCE_SG_SIZE           force a sub-group width (must be one the device can r
 CLREDUCE_STRATEGY          force ``rows_per_sg`` | ``sg_per_row`` | ``wg_per_row`` | ``split_k``
 CLREDUCE_WG_SIZE           force the work-group size
 CLREDUCE_VEC               force the vector width of loads (1, 2, 4, 8, 16)
+CLREDUCE_CACHE_SIZE        entries each in-process cache keeps (built programs, plans, CUDA
+                           kernels and launchers); least recently used go first. Default 256
+CLREDUCE_MAX_ALLOC_BYTES   lower the device's CL_DEVICE_MAX_MEM_ALLOC_SIZE (bytes) for the
+                           input buffer: larger inputs run in row chunks (tests use a small value)
+CLREDUCE_ZERO_COPY         ``0`` turns off wrapping numpy inputs in place on devices that share
+                           host memory (every call then copies the input, as before)
+CLREDUCE_KERNEL_DIR        a folder searched for kernel sources before the package's own (tests
+                           inject broken kernels through it)
+CLREDUCE_LOCK_TIMEOUT      seconds to wait for pyopencl's compiler-cache lock before saying which
+                           lock file is stale and how to clear it. Default 5
 =========================  ===================================================================
 """
 
@@ -48,3 +58,46 @@ def forced_plan() -> Force:
         wg_size=as_int("CLREDUCE_WG_SIZE"),
         vec=as_int("CLREDUCE_VEC"),
     )
+
+
+def _int_env(name: str, default: int | None) -> int | None:
+    value = os.environ.get(name)
+    if not value:
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"{name}={value!r} is not an integer") from None
+
+
+def cache_size() -> int:
+    """Bound of every in-process plan/program cache (CLREDUCE_CACHE_SIZE, default 256)."""
+    size = _int_env("CLREDUCE_CACHE_SIZE", 256)
+    if size < 1:
+        raise ValueError(f"CLREDUCE_CACHE_SIZE={size} must be at least 1")
+    return size
+
+
+def max_alloc_bytes() -> int | None:
+    """CLREDUCE_MAX_ALLOC_BYTES, or None when unset."""
+    size = _int_env("CLREDUCE_MAX_ALLOC_BYTES", None)
+    if size is not None and size < 64:
+        raise ValueError(f"CLREDUCE_MAX_ALLOC_BYTES={size} must be at least 64")
+    return size
+
+
+def zero_copy() -> bool:
+    """False when CLREDUCE_ZERO_COPY=0: numpy inputs are always copied to the device."""
+    return os.environ.get("CLREDUCE_ZERO_COPY", "1") != "0"
+
+
+def kernel_dir() -> str | None:
+    return os.environ.get("CLREDUCE_KERNEL_DIR") or None
+
+
+def lock_timeout() -> float:
+    value = os.environ.get("CLREDUCE_LOCK_TIMEOUT")
+    try:
+        return float(value) if value else 5.0
+    except ValueError:
+        raise ValueError(f"CLREDUCE_LOCK_TIMEOUT={value!r} is not a number") from None

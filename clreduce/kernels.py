@@ -10,14 +10,22 @@ _PACKAGE_DIR = Path(__file__).resolve().parent
 
 
 def kernel_dirs() -> list[Path]:
-    """Folders searched for kernel files: the wheel's copy first, then the repository's."""
-    return [_PACKAGE_DIR / "cl_kernels", _PACKAGE_DIR.parent / "cl_kernels"]
+    """Folders searched for kernel files: CLREDUCE_KERNEL_DIR (if set), the wheel's copy,
+    then the repository's."""
+    from . import config
+
+    override = config.kernel_dir()
+    return ([Path(override)] if override else []) + [_PACKAGE_DIR / "cl_kernels", _PACKAGE_DIR.parent / "cl_kernels"]
 
 
-@functools.cache
 def read_source(filename: str) -> str:
     """Text of a kernel file (``reduce_rows.cl``), from the package data or the repo."""
-    for folder in kernel_dirs():
+    return _read_source(filename, tuple(kernel_dirs()))
+
+
+@functools.lru_cache(maxsize=64)
+def _read_source(filename: str, dirs: tuple[Path, ...]) -> str:
+    for folder in dirs:
         path = folder / filename
         if path.is_file():
             return path.read_text(encoding="utf-8")

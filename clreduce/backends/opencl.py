@@ -11,6 +11,7 @@ import dataclasses
 import functools
 import math
 import os
+import threading
 import warnings
 
 import numpy as np
@@ -21,7 +22,11 @@ import pyopencl.cltypes  # noqa: F401  (cl.cltypes.make_long8)
 from .. import config
 from ..caps import DeviceCaps, normalize_implementation
 from ..kernels import read_source, source_hash
+from ..lru import LRU
 from ..plan import Force, LaunchPlan, Problem, plan
+from . import cl_fallback as fallback
+from . import cl_host as host_buffers
+from .cl_cache_lock import CompilerCacheLocked, check_compiler_cache_lock  # noqa: F401 (re-exported)
 from .opencl_probe import probe_device
 
 INSTALL_HINT = (
@@ -71,11 +76,17 @@ def _select_by_selector(selector: str) -> cl.Device:
     raise NoOpenCLDevice(f"device selector {selector!r} matches none of {names}")
 
 
+def is_simulator(device: cl.Device) -> bool:
+    """True for simulators (Oclgrind), which report themselves as GPUs and run ~1000x slower."""
+    return "oclgrind" in device.platform.name.lower()
+
+
 def choose_default_device() -> tuple[cl.Context, str]:
     """The default context and a line saying why it was chosen.
 
     Order: PYOPENCL_CTX exactly as pyopencl reads it, then CLREDUCE_DEVICE, then the
-    first GPU, then the first CPU device, then anything.
+    first GPU, then the first CPU device, then anything else. Simulators (Oclgrind) are
+    never chosen by the last three steps: name one to use it.
     """
     if not all_devices():
         raise NoOpenCLDevice(INSTALL_HINT)
@@ -86,19 +97,30 @@ def choose_default_device() -> tuple[cl.Context, str]:
     if selector:
         device = _select_by_selector(selector)
         return cl.Context([device]), f"CLREDUCE_DEVICE={selector}"
-    devices = all_devices()
+    devices = [d for d in all_devices() if not is_simulator(d)]
+    skipped = " (simulator Oclgrind skipped)" if len(devices) < len(all_devices()) else ""
+    if not devices:
+        raise NoOpenCLDevice("the only OpenCL devices are simulators (Oclgrind), which are never chosen by "
+                             "default: name one with CLREDUCE_DEVICE=oclgrind, or " + INSTALL_HINT)
     for kind, why in ((cl.device_type.GPU, "first GPU"), (cl.device_type.CPU, "first CPU device")):
         for device in devices:
             if device.type & kind:
-                return cl.Context([device]), why
-    return cl.Context([devices[0]]), "first device"
+                return cl.Context([device]), why + skipped
+    return cl.Context([devices[0]]), "first device" + skipped
+
+
+# Context creation is serialised. functools.cache may still run the default's body twice when
+# two threads miss at once: the loser's context serves that one call and stays in _contexts
+# (never collected mid-use); per-device queues below are unique (double-checked).
+_queue_lock = threading.RLock()
 
 
 @functools.cache
 def _default_queue_and_reason() -> tuple[cl.CommandQueue, str]:
-    ctx, why = choose_default_device()
-    _contexts.append(ctx)
-    return cl.CommandQueue(ctx), why
+    with _queue_lock:
+        ctx, why = choose_default_device()
+        _contexts.append(ctx)
+        return cl.CommandQueue(ctx), why
 
 
 def default_queue() -> cl.CommandQueue:
@@ -112,13 +134,19 @@ def default_reason() -> str:
 # Contexts are kept alive here beside their queues: the Intel CPU runtime reports
 # INVALID_CONTEXT on queue.context once the Python Context object is collected.
 _contexts: list[cl.Context] = []
+_device_queues: dict[int, cl.CommandQueue] = {}
 
 
-@functools.cache
 def _queue_for_device(device: cl.Device) -> cl.CommandQueue:
-    ctx = cl.Context([device])
-    _contexts.append(ctx)
-    return cl.CommandQueue(ctx)
+    queue = _device_queues.get(device.int_ptr)
+    if queue is None:
+        with _queue_lock:
+            queue = _device_queues.get(device.int_ptr)
+            if queue is None:
+                ctx = cl.Context([device])
+                _contexts.append(ctx)
+                queue = _device_queues[device.int_ptr] = cl.CommandQueue(ctx)
+    return queue
 
 
 def queue_for(device=None, queue=None) -> cl.CommandQueue:
@@ -135,23 +163,151 @@ def queue_for(device=None, queue=None) -> cl.CommandQueue:
 
 
 def caps_of(device: cl.Device) -> DeviceCaps:
-    return probe_device(device)
+    """The device's probed DeviceCaps (cached per device for the process)."""
+    if device.int_ptr not in _probed:
+        # The probe compiles test kernels and treats any failure as "feature missing": a
+        # stale pyopencl cache lock would cost it a silent minute per kernel. Say so first.
+        check_compiler_cache_lock()
+    caps = probe_device(device)
+    _probed.add(device.int_ptr)
+    return caps
+
+
+_probed: set[int] = set()
+
+
+# ---- errors ------------------------------------------------------------------------------
+class KernelBuildError(RuntimeError):
+    """The driver could not build a kernel variant; ``log`` holds its build log."""
+
+    def __init__(self, message: str, log: str = ""):
+        super().__init__(message)
+        self.log = log or message
+
+
+class DeviceOutOfMemory(MemoryError):
+    """A device allocation failed (or exceeds what one allocation may hold)."""
+
+
+class DeviceOutOfResources(RuntimeError):
+    """The driver ran out of resources enqueueing or running a kernel."""
+
+
+def describe(device: cl.Device, problem: Problem | None = None, launch_plan: LaunchPlan | None = None) -> str:
+    """'device ..., op ..., shape ..., plan ...' for error messages."""
+    parts = [f"device {device.name.strip()!r} ({device.platform.name.strip()})"]
+    if problem is not None:
+        parts.append(f"op {problem.op}, {problem.dtype} (rows, row_len, inner) = "
+                     f"({problem.rows}, {problem.row_len}, {problem.inner})")
+    if launch_plan is not None:
+        parts.append(f"plan {launch_plan.strategy}/{launch_plan.sg_mode} sg {launch_plan.sg_size} "
+                     f"wg {launch_plan.wg_size} vec {launch_plan.vec} split {launch_plan.split}")
+    return ", ".join(parts)
+
+
+_OOM_CODES = {"MEM_OBJECT_ALLOCATION_FAILURE", "OUT_OF_HOST_MEMORY", "INVALID_BUFFER_SIZE"}
+
+
+def _contextual(exc: Exception, where: str) -> Exception:
+    """A clreduce exception for a pyopencl error, naming ``where`` (device/op/shape/plan)."""
+    text = str(exc)
+    if isinstance(exc, cl.MemoryError) or any(code in text for code in _OOM_CODES):
+        return DeviceOutOfMemory(f"out of device memory: {text} [{where}]")
+    if "OUT_OF_RESOURCES" in text:
+        return DeviceOutOfResources(f"out of resources: {text} [{where}]")
+    return RuntimeError(f"OpenCL error: {text} [{where}]")
 
 
 # ---- programs ----------------------------------------------------------------------------
 class _CachedKernel:
-    """A built kernel and the scalar arguments last set on it: a repeated call with the same
-    plan only re-binds its buffers (pyopencl's set_args costs tens of microseconds). The state
-    lives and dies with the cache entry, so clearing the cache frees the programs too."""
+    """A built kernel, its program, and the scalar arguments last set on it: a repeated call
+    with the same plan only re-binds its buffers (pyopencl's set_args costs tens of
+    microseconds).
 
-    __slots__ = ("kernel", "scalars")
+    ``lock`` is held around set-args + enqueue: clSetKernelArg on a shared cl_kernel is the
+    one OpenCL call that is not thread-safe, and the arguments are captured at enqueue, so
+    nothing else needs it. Threads on different kernels never wait for each other.
+    """
 
-    def __init__(self, kernel: cl.Kernel):
-        self.kernel = kernel
+    __slots__ = ("kernel", "program", "scalars", "lock")
+
+    def __init__(self, program: cl.Program, entry: str):
+        self.program = program
+        self.kernel = getattr(program, entry)
         self.scalars = None
+        self.lock = threading.Lock()
 
 
-_kernel_cache: dict[tuple, _CachedKernel] = {}
+def _on_program_evicted(key, _cached) -> None:
+    # A plan holds its kernels: drop the plans that use an evicted program, so the number
+    # of live programs is the kernel cache's bound and no more.
+    _plan_cache.discard_if(lambda _k, value: any(c is _cached for c in value[1]))
+
+
+_kernel_cache = LRU(config.cache_size, on_evict=_on_program_evicted)
+_plan_cache = LRU(lambda: 4 * config.cache_size())
+
+
+def _drop_plans_using(_caps, mode: str) -> None:
+    # a mode just marked bad (build failure elsewhere, or a wrong answer in probe --verify)
+    _plan_cache.discard_if(lambda _k, value: value[0].sg_mode == mode)
+
+
+fallback.listeners.append(_drop_plans_using)
+
+
+class _ContextHold:
+    """Our own reference to a context whose programs we cache (so its handle, our cache key,
+    cannot be reused by a new context while entries exist) and how much one cached program
+    adds to its reference count (PoCL: 1, Intel: 0) -- to tell when only we hold it."""
+
+    __slots__ = ("context", "per_program")
+
+    def __init__(self, context: cl.Context):
+        self.context = context
+        self.per_program = None
+
+
+_holds: dict[int, _ContextHold] = {}
+_holds_lock = threading.Lock()
+
+
+def _reference_count(ctx: cl.Context) -> int:
+    return int(ctx.get_info(cl.context_info.REFERENCE_COUNT))
+
+
+def release_unused_contexts() -> int:
+    """Forget the programs and plans of contexts nobody but these caches holds any more.
+
+    Runs before every program build, so a process that makes a Context per call releases
+    the old ones; call it directly to release at once. Returns how many were released.
+    """
+    released = 0
+    own = {c.int_ptr for c in _contexts}
+    with _holds_lock:
+        for ptr, hold in list(_holds.items()):
+            if ptr in own or hold.per_program is None:
+                continue
+            programs = {id(c.program) for k, c in _kernel_cache.items() if k[0] == ptr}
+            programs |= {id(c.program) for k, (_, ks) in _plan_cache.items() if k[0] == ptr for c in ks}
+            if _reference_count(hold.context) <= 1 + len(programs) * hold.per_program:
+                _kernel_cache.discard_if(lambda k, _v: k[0] == ptr)
+                _plan_cache.discard_if(lambda k, _v: k[0] == ptr)
+                del _holds[ptr]
+                released += 1
+    return released
+
+
+def _build_program(ctx: cl.Context, device: cl.Device, source: str, options: tuple[str, ...]) -> cl.Program:
+    """Build ``source`` for ``device`` (tests replace this to inject driver failures)."""
+    check_compiler_cache_lock()
+    try:
+        with warnings.catch_warnings():
+            # Intel's compiler always prints a build log; a real failure raises below.
+            warnings.simplefilter("ignore", cl.CompilerWarning)
+            return cl.Program(ctx, source).build(options=list(options), devices=[device])
+    except (cl.RuntimeError, cl.LogicError) as exc:  # LogicError: e.g. an option the driver rejects
+        raise KernelBuildError(str(exc), log=str(exc)) from exc
 
 
 def _cached_kernel(ctx: cl.Context, device: cl.Device, kernel_file: str, entry: str,
@@ -159,20 +315,30 @@ def _cached_kernel(ctx: cl.Context, device: cl.Device, kernel_file: str, entry: 
     source = read_source(kernel_file)
     key = (ctx.int_ptr, device.int_ptr, source_hash(source), options, entry)
     cached = _kernel_cache.get(key)
-    if cached is None:
-        try:
-            with warnings.catch_warnings():
-                # Intel's compiler always prints a build log; a real failure raises below.
-                warnings.simplefilter("ignore", cl.CompilerWarning)
-                program = cl.Program(ctx, source).build(options=list(options), devices=[device])
-        except cl.RuntimeError as exc:
-            raise RuntimeError(f"building {kernel_file} with {' '.join(options)} failed on {device.name!r}:\n{exc}") from exc
-        cached = _kernel_cache[key] = _CachedKernel(getattr(program, entry))
-    return cached
+    if cached is not None:
+        return cached
+    release_unused_contexts()
+    with _holds_lock:
+        hold = _holds.get(key[0])
+        if hold is None:
+            hold = _holds[key[0]] = _ContextHold(ctx)
+        before = _reference_count(hold.context)
+    try:
+        program = _build_program(ctx, device, source, options)
+    except KernelBuildError as exc:
+        raise KernelBuildError(f"building {kernel_file} with {' '.join(options)} failed on "
+                               f"{device.name.strip()!r}:\n{exc}", log=exc.log) from exc
+    if hold.per_program is None:
+        hold.per_program = min(1, max(0, _reference_count(hold.context) - before))
+    return _kernel_cache.put(key, _CachedKernel(program, entry))
 
 
 def get_kernel(ctx: cl.Context, device: cl.Device, kernel_file: str, entry: str, options: tuple[str, ...]) -> cl.Kernel:
-    """Build (once per context, device, source hash and options) and return the kernel."""
+    """Build (once per context, device, source hash and options) and return the kernel.
+
+    The kernel object is shared between threads: set its arguments and enqueue it only
+    while holding ``_cached_kernel(...).lock`` (as ``gather`` does).
+    """
     return _cached_kernel(ctx, device, kernel_file, entry, options).kernel
 
 
@@ -190,14 +356,14 @@ def _kernel_fits(kernel: cl.Kernel, device: cl.Device, launch_plan: LaunchPlan, 
     return None
 
 
-_plan_cache: dict[tuple, tuple[LaunchPlan, list[_CachedKernel]]] = {}
-
-
 def plan_for(queue: cl.CommandQueue, problem: Problem, force: Force | None = None) -> tuple[LaunchPlan, list[_CachedKernel]]:
     """Plan for the queue's device and build its kernels, re-planning once if the
-    compiled kernel cannot run the plan (register pressure lowers CL_KERNEL_WORK_GROUP_SIZE).
+    compiled kernel cannot run the plan (register pressure lowers CL_KERNEL_WORK_GROUP_SIZE),
+    and moving down built-in -> shuffle -> local when the driver cannot build a sub-group
+    variant (see cl_fallback.py).
 
-    Memoised per (context, device, problem, force): a repeated call does one dict lookup.
+    Memoised per (context, device, problem, force) in a bounded LRU: a repeated call does
+    one lookup.
     """
     force = (force or Force()).merged(config.forced_plan())
     ctx = queue.context
@@ -207,20 +373,29 @@ def plan_for(queue: cl.CommandQueue, problem: Problem, force: Force | None = Non
     if hit is not None:
         return hit
     caps = caps_of(device)
-    for attempt in range(2):
-        launch_plan = plan(caps, problem, force)
-        kernels = [_cached_kernel(ctx, device, p.kernel_file, p.entry, p.options) for p in launch_plan.passes]
+    user_forced_mode = force.sg_mode is not None
+    attempt_force = force
+    for _ in range(8):  # at most: 2 re-plans for fit + 2 mode fallbacks, with margin
+        attempt_force = fallback.avoid_bad_modes(caps, problem, attempt_force, user_forced_mode)
+        launch_plan = plan(caps, problem, attempt_force)
+        try:
+            kernels = [_cached_kernel(ctx, device, p.kernel_file, p.entry, p.options) for p in launch_plan.passes]
+        except KernelBuildError as exc:
+            if user_forced_mode or not fallback.can_fall_back(launch_plan.sg_mode):
+                raise KernelBuildError(f"{exc} [{describe(device, problem, launch_plan)}]", log=exc.log) from exc
+            fallback.mark_bad(caps, launch_plan.sg_mode, exc.log, "build failed")
+            continue
         replan_caps = None
         for cached in kernels:
             replan_caps = replan_caps or _kernel_fits(cached.kernel, device, launch_plan, caps)
         if replan_caps is None:
-            _plan_cache[key] = (launch_plan, kernels)
-            return launch_plan, kernels
-        if attempt == 0 and force.wg_size is None:
+            _plan_cache[key] = hit = (launch_plan, kernels)
+            return hit
+        if force.wg_size is None and replan_caps != caps:
             caps = replan_caps
             continue
-        raise RuntimeError(f"compiled kernel cannot run plan {launch_plan} on {device.name!r}")
-    raise AssertionError("unreachable")
+        raise RuntimeError(f"compiled kernel cannot run plan [{describe(device, problem, launch_plan)}]")
+    raise RuntimeError(f"no buildable plan [{describe(device, problem)}]")
 
 
 def _scalar(kind: str, value, acc_dtype: str):
@@ -230,6 +405,7 @@ def _scalar(kind: str, value, acc_dtype: str):
 
 
 def _set_args(cached: _CachedKernel, launch, src, src_off: int, dst, dst_off: int) -> None:
+    """Bind the arguments; the caller holds ``cached.lock`` until the enqueue is done."""
     kernel = cached.kernel
     kernel.set_arg(0, src)
     kernel.set_arg(1, np.uint64(src_off))
@@ -245,47 +421,82 @@ def clear_caches() -> None:
     """Forget built programs, plans and argument state (pyopencl's disk cache remains)."""
     _kernel_cache.clear()
     _plan_cache.clear()
+    with _holds_lock:
+        _holds.clear()
+
+
+def cache_sizes() -> dict[str, int]:
+    """Entries in each in-process cache (programs, plans, contexts held) and the bound."""
+    return {"programs": len(_kernel_cache), "plans": len(_plan_cache), "contexts": len(_holds),
+            "bound": config.cache_size()}
 
 
 class PreparedReduction:
     """Buffers and kernels for one reduction; ``enqueue`` may run many times (benchmarks).
 
-    ``src`` is a C-contiguous numpy array (uploaded once) or a contiguous
-    ``pyopencl.array.Array`` read in place. The result stays on the device
-    (``device_result``) until ``result()`` copies it to the host.
+    ``src`` is a C-contiguous numpy array or a contiguous ``pyopencl.array.Array`` read in
+    place. A numpy input is wrapped in place (zero-copy) on devices that share host memory,
+    else uploaded once; call ``release()`` (``reduce`` does) once the kernels have finished
+    so no device buffer keeps pointing into the caller's array. The result stays on the
+    device (``device_result``) until ``result()`` copies it to the host.
     """
 
     def __init__(self, queue: cl.CommandQueue, src, problem: Problem, force: Force | None = None):
         import pyopencl.array as cla
 
         self.queue = queue
+        self.problem = problem
         self.plan, self.kernels = plan_for(queue, problem, force)
         ctx = queue.context
-        mf = cl.mem_flags
-        if isinstance(src, np.ndarray):
-            self.in_buf = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=src)
-            self.in_offset = 0
-        else:
-            self.in_buf = src.base_data
-            self.in_offset = src.offset // src.dtype.itemsize
-        self.device_result = cla.empty(queue, problem.rows * problem.inner, np.dtype(self.plan.device_out_dtype))
-        self.partials_buf = cl.Buffer(ctx, mf.READ_WRITE, self.plan.partials_bytes) if self.plan.partials_bytes else None
+        device = queue.device
+        self._host = None
+        try:
+            if isinstance(src, np.ndarray):
+                self.in_buf, self.in_offset, wrapped = host_buffers.input_buffer(ctx, device, src)
+                if wrapped:
+                    self._host = src  # keeps the wrapped memory alive as long as the buffer
+            else:
+                self.in_buf = src.base_data
+                self.in_offset = src.offset // src.dtype.itemsize
+            self.device_result = cla.empty(queue, problem.rows * problem.inner, np.dtype(self.plan.device_out_dtype))
+            self.partials_buf = (cl.Buffer(ctx, cl.mem_flags.READ_WRITE, self.plan.partials_bytes)
+                                 if self.plan.partials_bytes else None)
+        except (cl.Error, MemoryError) as exc:
+            self.release()
+            raise _contextual(exc, describe(device, problem, self.plan)) from exc
 
     def enqueue(self, wait_for=None) -> list[cl.Event]:
         out = self.device_result
         buffers = {"input": (self.in_buf, self.in_offset), "output": (out.base_data, out.offset // out.dtype.itemsize),
                    "partials": (self.partials_buf, 0)}
         events = []
-        for launch, cached in zip(self.plan.passes, self.kernels):
-            (src, src_off), (dst, dst_off) = buffers[launch.reads], buffers[launch.writes]
-            _set_args(cached, launch, src, src_off, dst, dst_off)
-            event = cl.enqueue_nd_range_kernel(self.queue, cached.kernel, (launch.global_size,), (launch.local_size,),
-                                               wait_for=events[-1:] or wait_for)
-            events.append(event)
+        try:
+            for launch, cached in zip(self.plan.passes, self.kernels):
+                (src, src_off), (dst, dst_off) = buffers[launch.reads], buffers[launch.writes]
+                with cached.lock:
+                    _set_args(cached, launch, src, src_off, dst, dst_off)
+                    event = cl.enqueue_nd_range_kernel(self.queue, cached.kernel, (launch.global_size,),
+                                                       (launch.local_size,), wait_for=events[-1:] or wait_for)
+                events.append(event)
+        except cl.Error as exc:
+            raise _contextual(exc, describe(self.queue.device, self.problem, self.plan)) from exc
+        # an out-of-order user queue: whoever reads device_result waits for the last pass
+        out.add_event(events[-1])
         return events
 
     def result(self, events=None) -> np.ndarray:
+        """The result on the host; waits for the passes (``enqueue`` adds the last one's event
+        to ``device_result``, whose ``get`` waits for its events)."""
         return self.device_result.get(queue=self.queue)
+
+    def release(self) -> None:
+        """Free a wrapped input buffer now: it must not outlive the call that holds the
+        caller's memory (a copied one is left to the garbage collector)."""
+        buf = getattr(self, "in_buf", None)
+        if self._host is not None and buf is not None:
+            buf.release()
+            self.in_buf = None
+            self._host = None
 
 
 def gather(queue: cl.CommandQueue, array, order: list[int]):
@@ -300,15 +511,17 @@ def gather(queue: cl.CommandQueue, array, order: list[int]):
         return out
     ndim = max(1, len(shape))
     store_t = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong"}[itemsize]
-    kernel = get_kernel(queue.context, queue.device, "gather.cl", "gather_strided", (f"-DNDIM={ndim}", f"-DT={store_t}"))
+    cached = _cached_kernel(queue.context, queue.device, "gather.cl", "gather_strided", (f"-DNDIM={ndim}", f"-DT={store_t}"))
     # shape and strides travel as long8 kernel arguments: no host-to-device transfer
     pad = [1] * (8 - len(shape))
     meta_shape = cl.cltypes.make_long8(*(list(shape) + pad))
     meta_strides = cl.cltypes.make_long8(*(list(strides) + [0] * (8 - len(strides))))
     wg = 64
     groups = min(-(-out.size // wg), 4096)
-    kernel(queue, (groups * wg,), (wg,), array.base_data, np.int64(array.offset // itemsize), out.base_data,
-           np.uint64(out.size), meta_shape, meta_strides)
+    with cached.lock:  # set-args + enqueue on a shared kernel: see _CachedKernel
+        cached.scalars = None
+        cached.kernel(queue, (groups * wg,), (wg,), array.base_data, np.int64(array.offset // itemsize),
+                      out.base_data, np.uint64(out.size), meta_shape, meta_strides)
     return out
 
 
@@ -377,11 +590,11 @@ class OpenCLBackend:
             # host, where the upload copies anyway (numpy would also compute in float32)
             src = src.astype(np.float32)
             problem = dataclasses.replace(problem, dtype="float32")
+        if isinstance(src, np.ndarray):
+            return host_buffers.reduce_host(q, src, problem, force, _reduce_host_once)
         prepared = PreparedReduction(q, src, problem, force)
         prepared.enqueue()
-        if _is_cl_array(src):
-            return prepared.device_result
-        return prepared.result()
+        return prepared.device_result
 
     def from_host(self, host: np.ndarray, like, queue=None, device=None):
         """``host`` moved to where ``like`` lives (a no-op for numpy ``like``)."""
@@ -413,6 +626,16 @@ class OpenCLBackend:
 
     def caps(self, device=None) -> DeviceCaps:
         return caps_of(queue_for(device).device)
+
+
+def _reduce_host_once(queue, src: np.ndarray, problem: Problem, force) -> np.ndarray:
+    """One numpy input that fits one allocation: run, wait, free the input buffer, read back."""
+    prepared = PreparedReduction(queue, src, problem, force)
+    try:
+        events = prepared.enqueue()
+        return prepared.result(events)
+    finally:
+        prepared.release()
 
 
 def _is_cl_array(array) -> bool:

@@ -20,6 +20,7 @@ import threading
 import numpy as np
 
 from ... import config
+from ...lru import LRU
 from ...ops import SUPPORTED_DTYPES
 from ...plan import Force, LaunchPlan, Problem
 from .launch import blocks_per_sm, get_kernel
@@ -389,7 +390,9 @@ class CudaKernelMissing(NotImplementedError):
 
 
 _ENV_NAMES = ("CLREDUCE_SG_MODE", "CLREDUCE_SG_SIZE", "CLREDUCE_STRATEGY", "CLREDUCE_WG_SIZE", "CLREDUCE_VEC")
-_forces: dict[tuple, Force] = {}
+# Bounded LRUs (CLREDUCE_CACHE_SIZE); each takes its own lock, and a value two threads
+# build at once is built twice and stored once (both are equal), so no other lock is needed.
+_forces = LRU(256)
 
 
 _ENV_KEYS = tuple(name.encode() for name in _ENV_NAMES)
@@ -407,14 +410,11 @@ def _merged_force(force: Force | None) -> Force:
     key = (force, _env_values())
     merged = _forces.get(key)
     if merged is None:
-        merged = (force or Force()).merged(config.forced_plan())
-        if len(_forces) > 256:
-            _forces.clear()
-        _forces[key] = merged
+        merged = _forces.put(key, (force or Force()).merged(config.forced_plan()))
     return merged
 
 
-_prepared: dict[tuple, tuple] = {}
+_prepared = LRU(lambda: 4 * config.cache_size())
 
 
 def _plan_and_kernels(device_id: int, problem: Problem, force: Force):
@@ -424,10 +424,7 @@ def _plan_and_kernels(device_id: int, problem: Problem, force: Force):
     if hit is None:
         caps = probe_device(device_id)
         launch_plan = cuda_plan(caps, problem, force)
-        hit = (launch_plan, _kernels_for(device_id, launch_plan))
-        if len(_prepared) > 4096:
-            _prepared.clear()
-        _prepared[key] = hit
+        hit = _prepared.put(key, (launch_plan, _kernels_for(device_id, launch_plan)))
     return hit
 
 
@@ -467,17 +464,14 @@ class _Launcher:
 
 
 _ZERO = np.uint64(0)
-_launchers: dict[tuple, _Launcher] = {}
+_launchers = LRU(lambda: 4 * config.cache_size())
 
 
 def _launcher(device_id: int, problem: Problem, force: Force) -> _Launcher:
     key = (device_id, problem, force)
     hit = _launchers.get(key)
     if hit is None:
-        hit = _Launcher(device_id, problem, force)
-        if len(_launchers) > 4096:
-            _launchers.clear()
-        _launchers[key] = hit
+        hit = _launchers.put(key, _Launcher(device_id, problem, force))
     return hit
 
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+from ... import config
 from ...kernels import source_hash
+from ...lru import LRU
 
 CUDA_DIR = Path(__file__).resolve().parent
 
@@ -37,8 +39,8 @@ def nvrtc_options(defines) -> tuple[str, ...]:
     return tuple(f"-D{k}={v}" for k, v in sorted((str(k), str(v)) for k, v in items)) + BASE_OPTIONS
 
 
-_lock = threading.Lock()
-_kernels: dict[tuple, object] = {}
+_lock = threading.Lock()  # one NVRTC build at a time; lookups take only the LRU's own lock
+_kernels = LRU(config.cache_size)
 
 
 def get_kernel(device_id: int, kernel_file: str, entry: str, defines):
@@ -65,8 +67,7 @@ def get_kernel(device_id: int, kernel_file: str, entry: str, defines):
                         raise RuntimeError(
                             f"building {cuda_file_for(kernel_file)} with {' '.join(options)} failed:\n{exc}"
                         ) from exc
-                kernel = raw
-                _kernels[key] = kernel
+                kernel = _kernels.put(key, raw)
     return kernel
 
 
