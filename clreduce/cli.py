@@ -461,6 +461,66 @@ def cmd_bench(args) -> int:
     return 0
 
 
+def cmd_tune(args) -> int:
+    from . import tuning
+
+    if args.clear:
+        removed = tuning.clear()
+        print(f"removed {len(removed)} tune file(s) from {tuning.cache_dir()}")
+        return 0
+    if args.show:
+        files = tuning.show()
+        if args.json:
+            print(json.dumps(files, indent=1))
+            return 0
+        if not files:
+            print(f"no tune files in {tuning.cache_dir()}")
+        for f in files:
+            if "error" in f:
+                print(f"{f['path']}: unreadable ({f['error']})")
+                continue
+            fp = f["fingerprint"] or {}
+            state = "current" if f["current"] else "stale (other clreduce version or kernels): ignored"
+            print(f"{f['path']}: {fp.get('platform')} / {fp.get('name')} [{fp.get('driver_version')}], {state}")
+            for key, entry in f["entries"].items():
+                forced = ", ".join(f"{k}={v}" for k, v in entry["force"].items() if v is not None)
+                print(f"  {key}: {forced}  ->  {entry.get('plan')} ({entry.get('gbps')} GB/s, "
+                      f"{tuning.speedup(entry):.2f}x the default)")
+        return 0
+
+    cl, backend = _opencl()
+    if not _indexed_devices(cl):
+        raise CliError(getattr(backend, "INSTALL_HINT", _INSTALL_HINT_FALLBACK))
+    from . import bench, tuner
+    from .ops import SUPPORTED_DTYPES
+    from .plan import Problem
+
+    if args.dtype not in SUPPORTED_DTYPES:
+        raise CliError(f"unsupported dtype {args.dtype!r}; supported: {', '.join(SUPPORTED_DTYPES)}", 2)
+    try:
+        device = _select_device(cl, backend, args.device) if args.device else backend.default_queue().device
+    except backend.NoOpenCLDevice as exc:
+        raise CliError(str(exc)) from None
+    if args.shapes:
+        try:
+            shapes = [parse_shape(s) for s in args.shapes.split(";") if s]
+        except argparse.ArgumentTypeError as exc:
+            raise CliError(f"--shapes: {exc}", status=2) from None
+    else:
+        shapes = bench.SHAPES
+    itemsize = np.dtype(args.dtype).itemsize
+    problems = []
+    for shape in shapes:
+        if len(shape) != 2:
+            raise CliError("--shapes takes ROWS,K pairs separated by ';'", status=2)
+        rows, k = bench.scaled_shape(*shape, args.max_mb << 20, itemsize)
+        problems.append(Problem(rows=rows, row_len=k, dtype=args.dtype, op=args.op))
+    print(f"tuning {args.op} {args.dtype} on {device.platform.name.strip()} / {device.name.strip()}, "
+          f"{len(problems)} shape(s) of at most {args.max_mb} MB")
+    tuner.tune(device, problems, runs=args.runs)
+    return 0
+
+
 # ---- entry point ----------------------------------------------------------------------
 
 
@@ -544,6 +604,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plot", default=None, metavar="FILE.png",
                    help="also plot GB/s against K per implementation with the copy line (needs matplotlib)")
     p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("tune", help="search plan variants per shape on a device and keep the winners",
+                       description="Coordinate-descent search over sub-group mode and width, strategy, "
+                       "work-group size and vector width for each shape (DESIGN.md list scaled to --max-mb, "
+                       "or --shapes), timed from OpenCL events after a warm-up and checked against numpy. "
+                       "Winners go to the tune cache (CLREDUCE_TUNE_DIR, else the user cache directory), "
+                       "keyed by device, driver, clreduce version and kernel sources; later calls of the "
+                       "same shape bucket use them unless CLREDUCE_TUNE=0 or a plan is forced.")
+    p.add_argument("--op", default="mean", choices=sorted(OPS), help="reduction (default mean)")
+    p.add_argument("--dtype", default="float32", help="numpy dtype name (default float32)")
+    p.add_argument("--shapes", default=None, metavar="R,K;R,K", help="shapes (default: the DESIGN.md list)")
+    p.add_argument("--max-mb", type=int, default=64, help="array size cap in MB (default 64)")
+    p.add_argument("--device", default=None, metavar="SELECTOR", help="device (default: the default device)")
+    p.add_argument("--runs", type=int, default=5, help="timed runs per candidate (median; default 5)")
+    p.add_argument("--show", action="store_true", help="list the stored winners instead of tuning")
+    p.add_argument("--clear", action="store_true", help="delete every stored winner")
+    p.add_argument("--json", action="store_true", help="with --show: print JSON")
+    p.set_defaults(func=cmd_tune)
     return parser
 
 

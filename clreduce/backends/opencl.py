@@ -18,7 +18,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.cltypes  # noqa: F401  (cl.cltypes.make_long8)
 
-from .. import config
+from .. import config, tuning
 from ..caps import DeviceCaps, normalize_vendor
 from ..kernels import read_source, source_hash
 from ..plan import Force, LaunchPlan, Problem, plan
@@ -199,11 +199,27 @@ def plan_for(queue: cl.CommandQueue, problem: Problem, force: Force | None = Non
     force = (force or Force()).merged(config.forced_plan())
     ctx = queue.context
     device = queue.device
-    key = (ctx.int_ptr, device.int_ptr, problem, force)
+    key = (ctx.int_ptr, device.int_ptr, problem, force, tuning.enabled() and tuning.generation())
     hit = _plan_cache.get(key)
     if hit is not None:
         return hit
     caps = caps_of(device)
+    tuned = tuning.tuned_force(caps, problem, force)  # a stored winner, when nothing is forced
+    if tuned is not None and tuned != force:
+        try:
+            result = _plan_and_build(ctx, device, caps, problem, tuned)
+        except Exception as exc:  # noqa: BLE001 - a stale winner must never fail a call
+            warnings.warn(f"tuned plan {tuned} no longer runs on {device.name!r} ({exc}); using the planner's "
+                          "plan (re-run `clreduce tune`)", RuntimeWarning, stacklevel=3)
+        else:
+            _plan_cache[key] = result
+            return result
+    result = _plan_and_build(ctx, device, caps, problem, force)
+    _plan_cache[key] = result
+    return result
+
+
+def _plan_and_build(ctx, device, caps, problem, force):
     for attempt in range(2):
         launch_plan = plan(caps, problem, force)
         kernels = [_cached_kernel(ctx, device, p.kernel_file, p.entry, p.options) for p in launch_plan.passes]
@@ -211,7 +227,6 @@ def plan_for(queue: cl.CommandQueue, problem: Problem, force: Force | None = Non
         for cached in kernels:
             replan_caps = replan_caps or _kernel_fits(cached.kernel, device, launch_plan, caps)
         if replan_caps is None:
-            _plan_cache[key] = (launch_plan, kernels)
             return launch_plan, kernels
         if attempt == 0 and force.wg_size is None:
             caps = replan_caps
