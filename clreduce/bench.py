@@ -1,10 +1,20 @@
-"""Benchmark harness for the OpenCL backend (``clreduce bench``).
+"""Benchmark harness (``clreduce bench``): what a user gets, beside the strongest peers.
 
-Fixed shapes (DESIGN.md), float32, reduced along the last axis. On CPU devices rows are
-scaled down so each array is about ``max_bytes`` (256 MB by default). For each device:
-the kernel time from OpenCL profiling events (median after warm-up), numpy's time for the
-same reduction in the same process, and the device's buffer-copy bandwidth. GB/s is bytes
-read / time; copy GB/s counts read + write.
+For each OpenCL device and each shape of the fixed list (DESIGN.md; rows scaled down so an
+array holds about ``max_bytes``), reduced over the last axis, in one process:
+
+* ``public``  wall time of the public call, numpy in -> numpy out (``clreduce.mean(x, -1)``);
+* ``device``  wall time of the public call on a device-resident ``pyopencl.array.Array``,
+  result left on the device (the call waits for the queue to finish);
+* ``kernel``  OpenCL profiling-event time of the same plan (a diagnostic, not the headline);
+* the peers of ``bench_peers`` (numpy, torch eager and ``torch.compile`` with every core,
+  onnxruntime), numpy in -> numpy out;
+* the device's buffer-copy bandwidth and the host's ``memcpy`` bandwidth.
+
+GB/s is bytes read / time (copies count read + write). Every figure is the median of
+``repeat`` runs after a warm-up; arrays smaller than 64 MB rotate through several copies so
+that no run is served from the cache. Per call: a loop of ``calls`` reductions of a tiny
+(1, 128) array, clreduce against ``pyopencl.array.sum`` (device-resident) and numpy.
 """
 
 from __future__ import annotations
@@ -17,10 +27,15 @@ from datetime import date
 
 import numpy as np
 
+from .bench_peers import PEERS, PeerUnavailable, make_peer
+
 SHAPES = [
     (442368, 128), (1048576, 32), (16777216, 16), (65536, 4096), (8192, 1000),
     (4096, 65536), (64, 4194304), (1, 268435456), (4194304, 64),
 ]
+# Below this size a run could be served from the last-level cache: rotate input copies.
+ROTATE_BELOW = 64 << 20
+ROTATE_TOTAL = 256 << 20
 
 
 def scaled_shape(rows: int, k: int, max_bytes: int, itemsize: int = 4) -> tuple[int, int]:
@@ -31,11 +46,19 @@ def scaled_shape(rows: int, k: int, max_bytes: int, itemsize: int = 4) -> tuple[
     return max(1, min(rows, max_bytes // (k * itemsize))), k
 
 
-def _median_time(fn, repeat: int) -> float:
+def _copies(nbytes: int) -> int:
+    return 1 if nbytes >= ROTATE_BELOW else max(2, min(8, ROTATE_TOTAL // max(nbytes, 1)))
+
+
+def median_seconds(fn, inputs, repeat: int, warmup: int = 1) -> float:
+    """Median wall time of ``fn(x)``, cycling through ``inputs``, after ``warmup`` calls."""
+    for i in range(warmup):
+        fn(inputs[i % len(inputs)])
     times = []
-    for _ in range(repeat):
+    for i in range(repeat):
+        x = inputs[i % len(inputs)]
         t0 = time.perf_counter()
-        fn()
+        fn(x)
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
 
@@ -56,53 +79,12 @@ def copy_bandwidth(queue, nbytes: int, repeat: int = 5) -> float:
     return 2 * nbytes / statistics.median(times) / 1e9
 
 
-def bench_device(device, op: str = "mean", max_bytes: int = 256 << 20, repeat: int = 7,
-                 shapes=SHAPES, force=None, log=print) -> dict:
-    """Time ``op`` over the shape list on one OpenCL device; returns a JSON-able dict."""
-    import pyopencl as cl
-
-    from .backends import opencl
-    from .plan import Problem
-
-    ctx = cl.Context([device])
-    queue = cl.CommandQueue(ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
-    result = {"device": device.name, "platform": device.platform.name, "op": op, "rows": []}
-    result["copy_gbps"] = round(copy_bandwidth(queue, max_bytes), 1)
-    log(f"# {device.platform.name} / {device.name}: copy {result['copy_gbps']} GB/s (read+write)")
-    rng = np.random.default_rng(0)
-    for rows, k in shapes:
-        r, kk = scaled_shape(rows, k, max_bytes)
-        x = rng.random((r, kk), dtype=np.float32)
-        problem = Problem(rows=r, row_len=kk, dtype="float32", op=op)
-        prepared = opencl.PreparedReduction(queue, x, problem, force)
-        prepared.enqueue()[-1].wait()  # warm-up (and first-touch of the buffer)
-        times = []
-        for _ in range(repeat):
-            events = prepared.enqueue()
-            events[-1].wait()
-            times.append(sum((e.profile.end - e.profile.start) for e in events) * 1e-9)
-        t_cl = statistics.median(times)
-        got = prepared.result()
-        ref_fn = getattr(np, op)
-        ref = ref_fn(x, axis=-1)
-        ok = bool(np.allclose(got, ref, rtol=1e-4, atol=1e-6))
-        t_np = _median_time(lambda: ref_fn(x, axis=-1), max(3, repeat // 2))
-        plan = prepared.plan
-        row = {
-            "shape": [r, kk], "seed_shape": [rows, k], "bytes": x.nbytes,
-            "clreduce_gbps": round(x.nbytes / t_cl / 1e9, 2), "numpy_gbps": round(x.nbytes / t_np / 1e9, 2),
-            "clreduce_ms": round(t_cl * 1e3, 3), "numpy_ms": round(t_np * 1e3, 3), "correct": ok,
-            "plan": f"{plan.strategy} {plan.sg_mode}{'/' + str(plan.sg_size) if plan.sg_size else ''} "
-                    f"wg{plan.wg_size} lanes{plan.lanes} vec{plan.vec}" + (f" split{plan.split}" if plan.split > 1 else ""),
-        }
-        result["rows"].append(row)
-        log(f"{r:>9}x{kk:<10} clreduce {row['clreduce_gbps']:7.2f} GB/s  numpy {row['numpy_gbps']:7.2f} GB/s"
-            f"  {'ok ' if ok else 'BAD'} {row['plan']}")
-        del prepared, x
-    return result
-
-
-AXIS_SHAPE = (65536, 1024)
+def host_copy_bandwidth(nbytes: int, repeat: int = 5) -> float:
+    """GB/s of ``numpy.copyto`` between two host arrays (read + write bytes)."""
+    src = np.ones(nbytes // 4, np.float32)
+    dst = np.empty_like(src)
+    seconds = median_seconds(lambda s: np.copyto(dst, s), [src], repeat)
+    return 2 * src.nbytes / seconds / 1e9
 
 
 def _kernel_seconds(prepared, repeat: int) -> float:
@@ -115,66 +97,255 @@ def _kernel_seconds(prepared, repeat: int) -> float:
     return statistics.median(times)
 
 
-def bench_axes(device, op: str = "sum", max_bytes: int = 256 << 20, repeat: int = 7, log=print) -> dict:
-    """axis=0 (strided, no transpose) against axis=-1 on one (65536, 1024) float32 array
-    (rows scaled to ``max_bytes``); both timed from events of the same run."""
-    import pyopencl as cl
+def _plan_text(plan) -> str:
+    return (f"{plan.strategy} {plan.sg_mode}{'/' + str(plan.sg_size) if plan.sg_size else ''} "
+            f"wg{plan.wg_size} lanes{plan.lanes} vec{plan.vec}" + (f" split{plan.split}" if plan.split > 1 else ""))
+
+
+def _gbps(nbytes: int, seconds: float | None) -> float | None:
+    return None if seconds is None else round(nbytes / seconds / 1e9, 2)
+
+
+def bench_shape(queue, prof_queue, rows: int, k: int, op: str, repeat: int, peers, rng) -> dict:
+    """Every implementation on one (rows, k) float32 array; returns one report row."""
+    import pyopencl.array as cla
+
+    import clreduce
 
     from .backends import opencl
     from .plan import Problem
 
-    ctx = cl.Context([device])
-    queue = cl.CommandQueue(ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
+    fn = getattr(clreduce, op)
+    first = rng.random((rows, k), dtype=np.float32)
+    inputs = [first] + [first.copy() for _ in range(_copies(first.nbytes) - 1)]
+    nbytes = first.nbytes
+    ref = getattr(np, op)(first.astype(np.float64), axis=-1)
+
+    got = fn(first, axis=-1, queue=queue)
+    correct = bool(np.allclose(got, ref, rtol=1e-4, atol=1e-6))
+    times = {"public": median_seconds(lambda x: fn(x, axis=-1, queue=queue), inputs, repeat)}
+
+    on_device = [cla.to_device(queue, x) for x in inputs]
+
+    def device_call(d):
+        fn(d, axis=-1)
+        queue.finish()
+
+    times["device"] = median_seconds(device_call, on_device, repeat)
+    prepared = opencl.PreparedReduction(prof_queue, cla.to_device(prof_queue, first), Problem(rows=rows, row_len=k,
+                                        dtype="float32", op=op))
+    times["kernel"] = _kernel_seconds(prepared, repeat)
+    plan = _plan_text(prepared.plan)
+    del on_device, prepared
+
+    missing = {}
+    for name in peers:
+        try:
+            peer = make_peer(name, op, (rows, k), np.float32)
+        except PeerUnavailable as exc:
+            missing[name] = str(exc)
+            continue
+        times[name] = median_seconds(peer, inputs, repeat)
+    row = {"shape": [rows, k], "bytes": nbytes, "correct": correct, "plan": plan,
+           "ms": {name: round(t * 1e3, 3) for name, t in times.items()},
+           "gbps": {name: _gbps(nbytes, t) for name, t in times.items()}, "unavailable": missing}
+    peer_gbps = {n: g for n, g in row["gbps"].items() if n in peers}
+    if peer_gbps:
+        best = max(peer_gbps, key=peer_gbps.get)
+        row["best_peer"] = best
+        row["public_vs_best_peer"] = round(row["gbps"]["public"] / peer_gbps[best], 2)
+    row["public_vs_device"] = round(row["gbps"]["public"] / row["gbps"]["device"], 2)
+    return row
+
+
+def per_call(queue, calls: int = 2000) -> dict:
+    """Seconds per call on a tiny (1, 128) float32 array: clreduce.sum on a device array
+    against ``pyopencl.array.sum``, and numpy in -> numpy out against ``numpy.sum``."""
+    import pyopencl.array as cla
+
+    import clreduce
+
+    x = np.random.default_rng(1).random((1, 128), dtype=np.float32)
+    d = cla.to_device(queue, x)
+
+    def loop(body) -> float:
+        for _ in range(max(10, calls // 20)):
+            body()
+        queue.finish()
+        best = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                body()
+            queue.finish()
+            best.append((time.perf_counter() - t0) / calls)
+        return min(best)
+
+    bodies = {
+        "clreduce.sum(device array)": lambda: clreduce.sum(d),
+        "pyopencl.array.sum": lambda: cla.sum(d),
+        "clreduce.sum(numpy)": lambda: clreduce.sum(x, queue=queue),
+        "numpy.sum": lambda: np.sum(x),
+    }
+    result = {}
+    for name, body in bodies.items():
+        try:
+            result[name] = round(loop(body) * 1e6, 1)
+        except ImportError as exc:  # pyopencl's reductions need mako
+            result[name] = f"not measured ({str(exc).splitlines()[0]})"
+    return result
+
+
+AXIS_SHAPE = (65536, 1024)
+
+
+def bench_axes(queue, op: str = "sum", max_bytes: int = 256 << 20, repeat: int = 7) -> dict:
+    """axis=0 (strided kernel, no transpose) against axis=-1 on one (65536, 1024) float32
+    array (rows scaled to ``max_bytes``): public-call wall time, numpy in -> numpy out."""
+    import clreduce
+
     rows, k = scaled_shape(*AXIS_SHAPE, max_bytes)
     x = np.random.default_rng(0).random((rows, k), dtype=np.float32)
-    out = {"device": device.name, "platform": device.platform.name, "shape": [rows, k], "op": op}
-    for label, problem, ref in (
-        ("axis=-1", Problem(rows=rows, row_len=k, dtype="float32", op=op), getattr(np, op)(x, axis=-1)),
-        ("axis=0", Problem(rows=1, row_len=rows, inner=k, dtype="float32", op=op), getattr(np, op)(x, axis=0)),
-    ):
-        prepared = opencl.PreparedReduction(queue, x, problem)
-        seconds = _kernel_seconds(prepared, repeat)
-        ok = bool(np.allclose(prepared.result(), ref, rtol=1e-4, atol=1e-3))
-        out[label] = {"gbps": round(x.nbytes / seconds / 1e9, 2), "correct": ok, "strategy": prepared.plan.strategy}
+    fn = getattr(clreduce, op)
+    out = {"shape": [rows, k], "op": op}
+    for label, axis in (("axis=-1", -1), ("axis=0", 0)):
+        ok = bool(np.allclose(fn(x, axis=axis, queue=queue), getattr(np, op)(x.astype(np.float64), axis=axis),
+                              rtol=1e-4, atol=1e-3))
+        seconds = median_seconds(lambda a: fn(a, axis=axis, queue=queue), [x], repeat)
+        np_seconds = median_seconds(lambda a: getattr(np, op)(a, axis=axis), [x], max(3, repeat // 2))
+        out[label] = {"gbps": _gbps(x.nbytes, seconds), "numpy_gbps": _gbps(x.nbytes, np_seconds), "correct": ok}
     out["ratio"] = round(out["axis=0"]["gbps"] / out["axis=-1"]["gbps"], 2)
-    log(f"# {device.platform.name}: {rows}x{k} {op}: axis=-1 {out['axis=-1']['gbps']} GB/s, "
-        f"axis=0 {out['axis=0']['gbps']} GB/s (ratio {out['ratio']})")
     return out
 
 
-def run(devices=None, op: str = "mean", max_bytes: int = 256 << 20, repeat: int = 7, json_path=None, log=print) -> dict:
+def bench_device(device, op: str = "mean", max_bytes: int = 256 << 20, repeat: int = 7, shapes=SHAPES,
+                 peers=PEERS, calls: int = 2000, log=print) -> dict:
+    """The whole benchmark on one OpenCL device; a JSON-able dict."""
+    import pyopencl as cl
+
+    ctx = cl.Context([device])
+    queue = cl.CommandQueue(ctx)
+    prof_queue = cl.CommandQueue(ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
+    result = {"device": device.name, "platform": device.platform.name, "op": op, "rows": []}
+    result["copy_gbps"] = round(copy_bandwidth(prof_queue, max_bytes), 1)
+    result["host_copy_gbps"] = round(host_copy_bandwidth(max_bytes), 1)
+    log(f"# {device.platform.name} / {device.name}: device copy {result['copy_gbps']} GB/s, "
+        f"host memcpy {result['host_copy_gbps']} GB/s (read+write)")
+    rng = np.random.default_rng(0)
+    for rows, k in shapes:
+        r, kk = scaled_shape(rows, k, max_bytes)
+        row = bench_shape(queue, prof_queue, r, kk, op, repeat, peers, rng)
+        row["seed_shape"] = [rows, k]
+        result["rows"].append(row)
+        g = row["gbps"]
+        peers_text = "  ".join(f"{n} {g[n]:.2f}" for n in peers if n in g)
+        log(f"{r:>9}x{kk:<10} public {g['public']:6.2f}  device {g['device']:6.2f}  kernel {g['kernel']:6.2f}  "
+            f"| {peers_text}  GB/s  {'ok ' if row['correct'] else 'BAD'} {row['plan']}")
+    result["axes"] = bench_axes(queue, max_bytes=max_bytes, repeat=repeat)
+    a = result["axes"]
+    log(f"# axes {a['shape'][0]}x{a['shape'][1]} sum: axis=-1 {a['axis=-1']['gbps']} GB/s, axis=0 "
+        f"{a['axis=0']['gbps']} GB/s (ratio {a['ratio']})")
+    if calls:
+        result["per_call_us"] = per_call(queue, calls)
+        log("# per call (1x128 float32, us): " + ", ".join(f"{n} {v}" for n, v in result["per_call_us"].items()))
+    return result
+
+
+def run(devices=None, op: str = "mean", max_bytes: int = 256 << 20, repeat: int = 7, json_path=None,
+        peers=PEERS, calls: int = 2000, shapes=SHAPES, log=print) -> dict:
     """Benchmark every OpenCL device (or ``devices``); optionally write JSON."""
     from .backends import opencl
+    from .bench_peers import host_threads
 
     devices = devices if devices is not None else opencl.all_devices()
     report = {"date": date.today().isoformat(), "host": platform.processor() or platform.machine(),
-              "numpy": np.__version__, "op": op, "max_bytes": max_bytes, "devices": [], "axes": []}
+              "host_threads": host_threads(), "numpy": np.__version__, "op": op, "max_bytes": max_bytes,
+              "repeat": repeat, "peers": list(peers), "versions": _versions(peers), "devices": []}
     for device in devices:
-        report["devices"].append(bench_device(device, op=op, max_bytes=max_bytes, repeat=repeat, log=log))
-        report["axes"].append(bench_axes(device, max_bytes=max_bytes, repeat=repeat, log=log))
+        report["devices"].append(bench_device(device, op=op, max_bytes=max_bytes, repeat=repeat, shapes=shapes,
+                                              peers=peers, calls=calls, log=log))
     if json_path:
         with open(json_path, "w") as fh:
             json.dump(report, fh, indent=1)
     return report
 
 
+def _versions(peers) -> dict:
+    import importlib.metadata as md
+
+    versions = {}
+    for dist in ("numpy", "pyopencl", "torch", "onnxruntime"):
+        try:
+            versions[dist] = md.version(dist)
+        except md.PackageNotFoundError:
+            pass
+    return versions
+
+
+_COLUMNS = ("public", "device", "kernel")
+
+
 def markdown(report: dict) -> str:
-    """A README table: one row per shape, a column pair per device."""
-    devs = report["devices"]
-    head = "| shape (rows x K) | numpy GB/s | " + " | ".join(f"{d['platform'].split()[0]} clreduce GB/s" for d in devs) + " | best plan |"
-    lines = [head, "|" + "---|" * (3 + len(devs))]
-    for i, row in enumerate(devs[0]["rows"]):
-        numpy_best = max(d["rows"][i]["numpy_gbps"] for d in devs)
-        cells = [f"{d['rows'][i]['clreduce_gbps']:.2f}" for d in devs]
-        best = max(devs, key=lambda d: d["rows"][i]["clreduce_gbps"])
-        lines.append(f"| {row['shape'][0]} x {row['shape'][1]} | {numpy_best:.2f} | " + " | ".join(cells)
-                     + f" | {best['rows'][i]['plan']} |")
-    copies = ", ".join(f"{d['platform'].split()[0]} {d['copy_gbps']} GB/s" for d in devs)
-    lines.append("")
-    lines.append(f"Device copy bandwidth (read+write) in the same run: {copies}.")
-    if report.get("axes"):
-        lines += ["", "| device | shape | axis=-1 GB/s | axis=0 GB/s | axis=0 / axis=-1 |", "|---|---|---|---|---|"]
-        for a in report["axes"]:
-            lines.append(f"| {a['platform'].split()[0]} | {a['shape'][0]} x {a['shape'][1]} ({a['op']}) | "
-                         f"{a['axis=-1']['gbps']:.2f} | {a['axis=0']['gbps']:.2f} | {a['ratio']:.2f} |")
-    return "\n".join(lines)
+    """README tables: per device, one row per shape, GB/s of every implementation."""
+    peers = report.get("peers", [])
+    lines = []
+    for d in report["devices"]:
+        lines += [f"**{d['platform']} / {d['device']}** ({report['op']}, GB/s read; device copy "
+                  f"{d['copy_gbps']} GB/s, host memcpy {d['host_copy_gbps']} GB/s, read+write)", ""]
+        head = ["shape", "MB", "clreduce numpy in", "clreduce device array", "kernel", *peers,
+                "numpy in / best peer", "plan"]
+        lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for row in d["rows"]:
+            g = row["gbps"]
+            cells = [f"{row['shape'][0]}×{row['shape'][1]}", f"{row['bytes'] / 2**20:.0f}"]
+            cells += [f"{g[c]:.2f}" for c in _COLUMNS]
+            cells += [f"{g[p]:.2f}" if p in g else "—" for p in peers]
+            cells += [f"{row.get('public_vs_best_peer', float('nan')):.2f} ({row.get('best_peer', '—')})",
+                      row["plan"] + ("" if row["correct"] else " **WRONG**")]
+            lines.append("| " + " | ".join(cells) + " |")
+        a = d.get("axes")
+        if a:
+            lines += ["", f"axis=0 vs axis=-1, {a['shape'][0]}×{a['shape'][1]} sum, public call: "
+                      f"{a['axis=0']['gbps']} vs {a['axis=-1']['gbps']} GB/s (ratio {a['ratio']}; numpy "
+                      f"{a['axis=0']['numpy_gbps']} / {a['axis=-1']['numpy_gbps']})."]
+        if d.get("per_call_us"):
+            lines += ["", "Per call, 1×128 float32 (µs): "
+                      + ", ".join(f"{n} {v}" for n, v in d["per_call_us"].items()) + "."]
+        unavailable = {n: why for row in d["rows"] for n, why in row["unavailable"].items()}
+        if unavailable:
+            lines += ["", "Not measured: " + "; ".join(f"{n}: {why}" for n, why in unavailable.items()) + "."]
+        lines.append("")
+    return "\n".join(lines).rstrip()
+
+
+def plot(report: dict, path: str) -> None:
+    """GB/s against row length K, one series per implementation, the copy bandwidth as a
+    line; one panel per device. Needs matplotlib (extra ``[plot]``)."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise RuntimeError("--plot needs matplotlib: pip install 'clreduce[plot]'") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    devices = report["devices"]
+    fig, axes = plt.subplots(1, len(devices), figsize=(7 * len(devices), 5), squeeze=False)
+    for ax, d in zip(axes[0], devices):
+        rows = sorted(d["rows"], key=lambda r: r["shape"][1])
+        ks = [r["shape"][1] for r in rows]
+        for name in (*_COLUMNS, *report.get("peers", [])):
+            ys = [r["gbps"].get(name) for r in rows]
+            if any(y is not None for y in ys):
+                label = {"public": "clreduce (numpy in/out)", "device": "clreduce (device array)",
+                         "kernel": "clreduce kernel events"}.get(name, name)
+                ax.plot(ks, [float("nan") if y is None else y for y in ys], marker="o", label=label)
+        ax.axhline(d["copy_gbps"], color="grey", linestyle="--", label="device copy (read+write GB/s)")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("row length K (reduced axis)")
+        ax.set_ylabel("GB/s read")
+        ax.set_title(f"{report['op']} — {d['platform']}\n{d['device']}", fontsize=9)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -459,14 +459,91 @@ def cmd_bench(args) -> int:
             devices = [_select_device(cl, backend, args.device)]
         except backend.NoOpenCLDevice as exc:
             raise CliError(str(exc)) from None
-    report = bench.run(devices=devices, op=args.op, max_bytes=args.max_mb << 20, repeat=args.runs, json_path=args.json)
+    peers = [p for p in args.peers.split(",") if p] if args.peers else []
+    unknown = sorted(set(peers) - set(bench.PEERS))
+    if unknown:
+        raise CliError(f"unknown peers {unknown}; known: {', '.join(bench.PEERS)}", status=2)
+    shapes = bench.SHAPES
+    if args.shapes:
+        try:
+            shapes = [parse_shape(s) for s in args.shapes.split(";") if s]
+        except argparse.ArgumentTypeError as exc:
+            raise CliError(f"--shapes: {exc}", status=2) from None
+        if not shapes or any(len(s) != 2 for s in shapes):
+            raise CliError("--shapes takes ROWS,K pairs separated by ';'", status=2)
+    report = bench.run(devices=devices, op=args.op, max_bytes=args.max_mb << 20, repeat=args.runs,
+                       json_path=args.json, peers=peers, calls=args.calls, shapes=shapes)
     print()
     print(bench.markdown(report))
+    if args.plot:
+        bench.plot(report, args.plot)
+        print(f"\nplot written to {args.plot}")
     bad = [r["shape"] for d in report["devices"] for r in d["rows"] if not r["correct"]]
-    bad += [a["shape"] for a in report["axes"] if not (a["axis=0"]["correct"] and a["axis=-1"]["correct"])]
+    bad += [d["axes"]["shape"] for d in report["devices"]
+            if not (d["axes"]["axis=0"]["correct"] and d["axes"]["axis=-1"]["correct"])]
     if bad:
         print(f"FAIL: results outside tolerance for shapes {bad}")
         return 1
+    return 0
+
+
+def cmd_tune(args) -> int:
+    from . import tuning
+
+    if args.clear:
+        removed = tuning.clear()
+        print(f"removed {len(removed)} tune file(s) from {tuning.cache_dir()}")
+        return 0
+    if args.show:
+        files = tuning.show()
+        if args.json:
+            print(json.dumps(files, indent=1))
+            return 0
+        if not files:
+            print(f"no tune files in {tuning.cache_dir()}")
+        for f in files:
+            if "error" in f:
+                print(f"{f['path']}: unreadable ({f['error']})")
+                continue
+            fp = f["fingerprint"] or {}
+            state = "current" if f["current"] else "stale (other clreduce version or kernels): ignored"
+            print(f"{f['path']}: {fp.get('platform')} / {fp.get('name')} [{fp.get('driver_version')}], {state}")
+            for key, entry in f["entries"].items():
+                forced = ", ".join(f"{k}={v}" for k, v in entry["force"].items() if v is not None)
+                print(f"  {key}: {forced}  ->  {entry.get('plan')} ({entry.get('gbps')} GB/s, "
+                      f"{tuning.speedup(entry):.2f}x the default)")
+        return 0
+
+    cl, backend = _opencl()
+    if not _indexed_devices(cl):
+        raise CliError(getattr(backend, "INSTALL_HINT", _INSTALL_HINT_FALLBACK))
+    from . import bench, tuner
+    from .ops import SUPPORTED_DTYPES
+    from .plan import Problem
+
+    if args.dtype not in SUPPORTED_DTYPES:
+        raise CliError(f"unsupported dtype {args.dtype!r}; supported: {', '.join(SUPPORTED_DTYPES)}", 2)
+    try:
+        device = _select_device(cl, backend, args.device) if args.device else backend.default_queue().device
+    except backend.NoOpenCLDevice as exc:
+        raise CliError(str(exc)) from None
+    if args.shapes:
+        try:
+            shapes = [parse_shape(s) for s in args.shapes.split(";") if s]
+        except argparse.ArgumentTypeError as exc:
+            raise CliError(f"--shapes: {exc}", status=2) from None
+    else:
+        shapes = bench.SHAPES
+    itemsize = np.dtype(args.dtype).itemsize
+    problems = []
+    for shape in shapes:
+        if len(shape) != 2:
+            raise CliError("--shapes takes ROWS,K pairs separated by ';'", status=2)
+        rows, k = bench.scaled_shape(*shape, args.max_mb << 20, itemsize)
+        problems.append(Problem(rows=rows, row_len=k, dtype=args.dtype, op=args.op))
+    print(f"tuning {args.op} {args.dtype} on {device.platform.name.strip()} / {device.name.strip()}, "
+          f"{len(problems)} shape(s) of at most {args.max_mb} MB")
+    tuner.tune(device, problems, runs=args.runs)
     return 0
 
 
@@ -534,17 +611,46 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--warmup", type=int, default=3, help="untimed runs first (default 3)")
     p.set_defaults(func=cmd_demo)
 
-    p = sub.add_parser("bench", help="benchmark the DESIGN.md shape list against numpy on each OpenCL device",
+    p = sub.add_parser("bench", help="wall time of the public call on the DESIGN.md shapes, beside numpy, torch, "
+                       "onnxruntime and the copy bandwidth, on each OpenCL device",
                        description="Fixed float32 shapes (rows scaled so each array is about --max-mb), "
-                       "reduced over the last axis; GB/s = bytes read / kernel time (median of OpenCL "
-                       "profiling events after a warm-up) beside numpy in the same process and the "
-                       "device's buffer-copy bandwidth; plus axis=0 against axis=-1 on a 65536x1024 array.")
+                       "reduced over the last axis. Per shape: the wall time of the public call with numpy "
+                       "in and out, with a device-resident pyopencl array, and the kernel's profiling-event "
+                       "time, beside the peers (numpy; torch eager and torch.compile and onnxruntime with "
+                       "every core, where installed) and the device's and host's copy bandwidth; GB/s = "
+                       "bytes read / median time after a warm-up. Also axis=0 against axis=-1 and the "
+                       "per-call cost on a tiny array. Exit status 1 if any clreduce result is wrong.")
     p.add_argument("--op", default="mean", choices=["sum", "mean", "max", "min"])
     p.add_argument("--max-mb", type=int, default=256, help="array size cap in MB (default 256)")
     p.add_argument("--device", default=None, metavar="SELECTOR", help="one device (default: every device)")
-    p.add_argument("--runs", type=int, default=7, help="timed runs per shape (median; default 7)")
+    p.add_argument("--runs", type=int, default=7, help="timed runs per figure (median; default 7)")
+    p.add_argument("--peers", default=",".join(("numpy", "torch", "torch.compile", "onnxruntime")),
+                   metavar="LIST", help="comma-separated peers to time (default: all; '' for none)")
+    p.add_argument("--shapes", default=None, metavar="R,K;R,K",
+                   help="shapes instead of the DESIGN.md list (rows still scaled to --max-mb)")
+    p.add_argument("--calls", type=int, default=2000, help="calls in the per-call loop (0 skips it; default 2000)")
     p.add_argument("--json", default=None, metavar="FILE", help="also write the full report as JSON")
+    p.add_argument("--plot", default=None, metavar="FILE.png",
+                   help="also plot GB/s against K per implementation with the copy line (needs matplotlib)")
     p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("tune", help="search plan variants per shape on a device and keep the winners",
+                       description="Coordinate-descent search over sub-group mode and width, strategy, "
+                       "work-group size and vector width for each shape (DESIGN.md list scaled to --max-mb, "
+                       "or --shapes), timed from OpenCL events after a warm-up and checked against numpy. "
+                       "Winners go to the tune cache (CLREDUCE_TUNE_DIR, else the user cache directory), "
+                       "keyed by device, driver, clreduce version and kernel sources; later calls of the "
+                       "same shape bucket use them unless CLREDUCE_TUNE=0 or a plan is forced.")
+    p.add_argument("--op", default="mean", choices=sorted(OPS), help="reduction (default mean)")
+    p.add_argument("--dtype", default="float32", help="numpy dtype name (default float32)")
+    p.add_argument("--shapes", default=None, metavar="R,K;R,K", help="shapes (default: the DESIGN.md list)")
+    p.add_argument("--max-mb", type=int, default=64, help="array size cap in MB (default 64)")
+    p.add_argument("--device", default=None, metavar="SELECTOR", help="device (default: the default device)")
+    p.add_argument("--runs", type=int, default=5, help="timed runs per candidate (median; default 5)")
+    p.add_argument("--show", action="store_true", help="list the stored winners instead of tuning")
+    p.add_argument("--clear", action="store_true", help="delete every stored winner")
+    p.add_argument("--json", action="store_true", help="with --show: print JSON")
+    p.set_defaults(func=cmd_tune)
     return parser
 
 

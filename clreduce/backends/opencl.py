@@ -19,7 +19,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.cltypes  # noqa: F401  (cl.cltypes.make_long8)
 
-from .. import config
+from .. import config, tuning
 from ..caps import DeviceCaps, normalize_implementation
 from ..kernels import read_source, source_hash
 from ..lru import LRU
@@ -368,11 +368,26 @@ def plan_for(queue: cl.CommandQueue, problem: Problem, force: Force | None = Non
     force = (force or Force()).merged(config.forced_plan())
     ctx = queue.context
     device = queue.device
-    key = (ctx.int_ptr, device.int_ptr, problem, force)
+    key = (ctx.int_ptr, device.int_ptr, problem, force, tuning.enabled() and tuning.generation())
     hit = _plan_cache.get(key)
     if hit is not None:
         return hit
     caps = caps_of(device)
+    tuned = tuning.tuned_force(caps, problem, force)  # a stored winner, when nothing is forced
+    if tuned is not None and tuned != force:
+        try:
+            hit = _plan_and_build(ctx, device, caps, problem, tuned)
+        except Exception as exc:  # noqa: BLE001 - a stale winner must never fail a call
+            warnings.warn(f"tuned plan {tuned} no longer runs on {device.name!r} ({exc}); using the planner's "
+                          "plan (re-run `clreduce tune`)", RuntimeWarning, stacklevel=3)
+        else:
+            _plan_cache[key] = hit
+            return hit
+    _plan_cache[key] = hit = _plan_and_build(ctx, device, caps, problem, force)
+    return hit
+
+
+def _plan_and_build(ctx, device, caps: DeviceCaps, problem: Problem, force: Force):
     user_forced_mode = force.sg_mode is not None
     attempt_force = force
     for _ in range(8):  # at most: 2 re-plans for fit + 2 mode fallbacks, with margin
@@ -389,8 +404,7 @@ def plan_for(queue: cl.CommandQueue, problem: Problem, force: Force | None = Non
         for cached in kernels:
             replan_caps = replan_caps or _kernel_fits(cached.kernel, device, launch_plan, caps)
         if replan_caps is None:
-            _plan_cache[key] = hit = (launch_plan, kernels)
-            return hit
+            return launch_plan, kernels
         if force.wg_size is None and replan_caps != caps:
             caps = replan_caps
             continue
