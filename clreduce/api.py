@@ -193,6 +193,13 @@ def loop_dtype(name: str, in_dtype: np.dtype, dtype=None, out_dtype=None) -> np.
     return None
 
 
+def _keeps_order(src: np.dtype, dst: np.dtype) -> bool:
+    """Whether casting ``src`` to ``dst`` is monotone, so max/min commute with it."""
+    if src.kind == "b" or dst.kind == "f":
+        return True  # rounding to a float type never reorders values
+    return dst.kind in "iu" and np.can_cast(src, dst, casting="safe")
+
+
 _EMPTY_ERRORS = {
     "max": "zero-size array to reduction operation maximum which has no identity",
     "min": "zero-size array to reduction operation minimum which has no identity",
@@ -295,8 +302,8 @@ def _compute(call: _Call, name: str, loop, result_dtype: np.dtype, out_dtype, dt
     if name in ("mean", "nanmean"):
         container = out_dtype if out_dtype is not None else loop
         nan_aware = name == "nanmean" and in_dtype.kind == "f"
-        if loop.kind == "f" and container == loop and not nan_aware and not boolean and not (
-                loop == np.float16 and in_dtype != np.float16):
+        # (a float16 loop is numpy's float16 total, which overflows past 65504: sum, then divide)
+        if loop.kind == "f" and loop != np.float16 and container == loop and not nan_aware and not boolean:
             # the kernel's mean divides in the loop dtype, as numpy's true_divide does
             default = loop == loop_dtype("mean", in_dtype)
             return call.run("mean", None if default else loop, fallback_ok=from_out)
@@ -307,6 +314,9 @@ def _compute(call: _Call, name: str, loop, result_dtype: np.dtype, out_dtype, dt
         if loop.kind != "f":
             raise TypeError(f"clreduce.{name} with dtype={loop} is not supported: numpy truncates the "
                             "mean and squares in that integer type; pass a float dtype")
+        if out_dtype is not None and out_dtype.kind in "biu":
+            raise TypeError(f"clreduce.{name} into an out= of dtype {out_dtype} is not supported: numpy "
+                            "casts the float sum of squares into it before dividing; pass a float out=")
         if boolean:
             ones = _host(call.run("count_nonzero")).astype(np.float64)
             dof = builtins.max(call.k - ddof, 0)
@@ -314,11 +324,26 @@ def _compute(call: _Call, name: str, loop, result_dtype: np.dtype, out_dtype, dt
                 result = ones * (call.k - ones) / (call.k * dof)  # exact moments of 0/1 data
             return np.sqrt(result) if name == "std" else result
         default = loop == in_dtype or (in_dtype.kind in "biu" and loop == np.float64)
-        return call.run(name, None if default else loop, ddof, fallback_ok=from_out)
+        if out_dtype is None or np.finfo(out_dtype).max >= np.finfo(loop).max:
+            return call.run(name, None if default else loop, ddof, fallback_ok=from_out)
+        # numpy stores the sum of squares in a narrower out= before dividing (it overflows
+        # there first): the same steps on the variance times the degrees of freedom
+        variance = _host(call.run("var", None if default else loop, ddof, fallback_ok=from_out))
+        dof = builtins.max(call.k - ddof, 0)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            squares = (variance.astype(np.float64) * dof).astype(out_dtype)
+            result = np.true_divide(squares, dof, out=squares, casting="unsafe")
+            return np.sqrt(result) if name == "std" else result
     if name in ("argmax", "argmin") and boolean:
         # no element map in the arg kernels: canonicalise (a one-byte-per-element copy)
         return call.run(name, x=call.x.view(np.uint8) != 0)
     op = _BOOL_AS.get(name, name) if boolean else name
+    if name in ("max", "min", "nanmax", "nanmin") and out_dtype is not None and not _keeps_order(in_dtype, out_dtype):
+        # numpy keeps the running max in out= itself, cast back to out's dtype after every
+        # step; when that cast reorders values (signed -> unsigned, narrowing, float -> int)
+        # the answer depends on the order of the fold, which no parallel reduction follows
+        raise TypeError(f"clreduce.{name} into an out= of dtype {out_dtype} is not supported for "
+                        f"{in_dtype} input (the cast reorders values); reduce, then cast the result")
     result = call.run(op)
     if loop is not None and result_dtype.kind != "b" and result.dtype != loop:
         result = result.astype(loop)  # numpy's loop dtype, then the cast to out= (same rounding)

@@ -167,9 +167,10 @@ def dtype_rule(op: Op, dtype, requested=None) -> DtypeRule:
 
 def _wide_int(want: np.dtype, source: np.dtype) -> str:
     # Float elements truncate toward zero as they convert (numpy's cast). A negative float
-    # converted to an unsigned type is undefined in OpenCL C, so floats travel through int64
-    # unless the target is uint64 (whose large values int64 cannot hold).
-    if want.kind == "u" and (source.kind != "f" or want.itemsize == 8):
+    # converted to an unsigned type is undefined in OpenCL C (the Intel CPU runtime turns
+    # -3.5 into 3), so floats travel through int64: numpy's x86 casts go through a signed
+    # conversion too (-3.5 -> 2**64 - 3).
+    if want.kind == "u" and source.kind != "f":
         return "uint64"
     return "int64"
 
