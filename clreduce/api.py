@@ -238,6 +238,19 @@ def _host(values):
     return values if isinstance(values, np.ndarray) else values.get()
 
 
+def _cast(values, dtype):
+    """``values.astype(dtype)`` for numpy and device arrays; through the host where the array
+    library cannot cast (pyopencl has no bool casts); a no-op when the dtype already matches."""
+    if values.dtype == dtype:
+        return values
+    if isinstance(values, np.ndarray):
+        return values.astype(dtype)
+    try:
+        return values.astype(dtype)
+    except (TypeError, ValueError):
+        return _host(values).astype(dtype)
+
+
 class _Call:
     """One reduction's resolved input, axes and device run (shared by every public function)."""
 
@@ -275,13 +288,12 @@ def _sum_in(call: _Call, name: str, loop: np.dtype, from_out: bool):
                             "(numpy drops NaN, then ORs); use clreduce.any(x[~isnan(x)])")
         return call.run("all" if product else "any")
     if in_dtype.kind == "b":
-        return call.run("all" if product else "count_nonzero").astype(loop)
+        return _cast(call.run("all" if product else "count_nonzero"), loop)
     if loop == np.float16 and in_dtype != np.float16:
         # numpy rounds every element to float16 first; so do we (a float16 copy of the input)
-        return call.run(name, x=x.astype(np.float16))
+        return call.run(name, x=_cast(x, np.dtype(np.float16)))
     default = loop == _default_sum_dtype(in_dtype) or (in_dtype == np.float16 and loop == np.float16)
-    result = call.run(name, None if default else loop, fallback_ok=from_out)
-    return result if result.dtype == loop else result.astype(loop)
+    return _cast(call.run(name, None if default else loop, fallback_ok=from_out), loop)
 
 
 def _divide(total, count, dtype: np.dtype):
@@ -345,8 +357,8 @@ def _compute(call: _Call, name: str, loop, result_dtype: np.dtype, out_dtype, dt
         raise TypeError(f"clreduce.{name} into an out= of dtype {out_dtype} is not supported for "
                         f"{in_dtype} input (the cast reorders values); reduce, then cast the result")
     result = call.run(op)
-    if loop is not None and result_dtype.kind != "b" and result.dtype != loop:
-        result = result.astype(loop)  # numpy's loop dtype, then the cast to out= (same rounding)
+    if loop is not None and result_dtype.kind != "b":
+        result = _cast(result, loop)  # numpy's loop dtype, then the cast to out= (same rounding)
     return result
 
 
@@ -396,9 +408,8 @@ def _reduce(op_name: str, a, axis=None, *, dtype=None, out=None, keepdims=False,
     elif op_name.startswith("norm") and in_dtype.kind == "b":
         result = _host(result).astype(np.float64)
         result = np.sqrt(result) if op_name == "norm2" else result
-    if result.dtype != final:
-        with np.errstate(invalid="ignore", over="ignore"):
-            result = result.astype(final)
+    with np.errstate(invalid="ignore", over="ignore"):
+        result = _cast(result, final)
     if tuple(result.shape) != out_shape:
         result = result.reshape(out_shape)
     return _deliver(chosen, x, result, out, back_to_caller, where)
