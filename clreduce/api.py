@@ -8,6 +8,8 @@ axes last (documented in the README).
 
 from __future__ import annotations
 
+import builtins
+import functools
 import math
 import operator
 import warnings
@@ -16,8 +18,8 @@ import numpy as np
 
 from . import config
 from .backends import backend_for
-from .ops import OPS, dtype_rule
-from .plan import Force, Problem
+from .ops import OPS, check_dtype, dtype_rule
+from .plan import Force, Problem, UnsupportedOnDevice
 
 try:  # numpy >= 1.25
     from numpy.exceptions import AxisError
@@ -41,6 +43,8 @@ def normalize_axis(axis, ndim: int, *, single: bool = False) -> tuple[int, ...]:
     axes = axis if isinstance(axis, tuple) else (axis,)
     out = []
     for ax in axes:
+        if isinstance(ax, (bool, np.bool_)):
+            raise TypeError("an integer is required for the axis (not a bool)")  # numpy's TypeError
         try:
             ax = operator.index(ax)
         except TypeError:
@@ -61,11 +65,47 @@ def _to_force(force) -> Force | None:
     raise TypeError(f"force must be a clreduce.Force or a dict, not {type(force).__name__}")
 
 
+def _as_flag(value, name: str) -> bool:
+    """numpy's keepdims check: an int-like (True, False, 1, 0); None and strings are TypeErrors."""
+    if isinstance(value, bool):
+        return value
+    try:
+        return bool(operator.index(value))
+    except TypeError:
+        raise TypeError(f"'{type(value).__name__}' object cannot be interpreted as an integer ({name}=)") from None
+
+
+# Keywords each backend takes beside the public arguments (``**where``).
+_BACKEND_OPTIONS = {"opencl": ("device", "queue"), "cuda": ("device", "stream")}
+
+
+def _check_options(chosen, public: str, where: dict) -> None:
+    known = _BACKEND_OPTIONS.get(chosen.name)
+    if known is not None:
+        unknown = sorted(set(where) - set(known))
+        if unknown:
+            raise TypeError(f"clreduce.{public}() got an unexpected keyword argument {unknown[0]!r} "
+                            f"(the {chosen.name} backend takes: {', '.join(known)})")
+    queue = where.get("queue")
+    if chosen.name == "opencl" and queue is not None:
+        import pyopencl as cl
+
+        if not isinstance(queue, cl.CommandQueue):
+            raise TypeError(f"queue must be a pyopencl.CommandQueue, not {type(queue).__name__}")
+
+
+def _out_dtype(out) -> np.dtype | None:
+    if out is None:
+        return None
+    if not hasattr(out, "shape") or not hasattr(out, "dtype"):
+        raise TypeError(f"out must be an array, not {type(out).__name__}")
+    return _numpy_dtype(out.dtype)
+
+
 def _check_out(out, shape: tuple, dtype: np.dtype, op_name: str):
     if out is None:
         return
-    if not hasattr(out, "shape") or not hasattr(out, "dtype"):
-        raise TypeError(f"out must be an array, not {type(out).__name__}")
+    _out_dtype(out)
     if tuple(out.shape) != tuple(shape):
         raise ValueError(f"out has shape {tuple(out.shape)}, but {op_name} gives shape {tuple(shape)}")
     if not np.can_cast(dtype, _numpy_dtype(out.dtype), casting="same_kind"):
@@ -78,6 +118,86 @@ def _numpy_dtype(dtype) -> np.dtype:
         return np.dtype(dtype)
     except TypeError:
         return np.dtype(str(dtype).removeprefix("torch."))
+
+
+# ---- numpy's type rules, asked of numpy itself ---------------------------------------------
+
+_NUMPY_FUNCS = {"sum": np.sum, "mean": np.mean, "prod": np.prod, "max": np.max, "min": np.min,
+                "any": np.any, "all": np.all, "nansum": np.nansum, "nanmean": np.nanmean,
+                "nanmax": np.nanmax, "nanmin": np.nanmin, "var": np.var, "std": np.std,
+                "argmax": np.argmax, "argmin": np.argmin}
+
+
+def _numpy_call(name: str, in_dtype: np.dtype, dtype, out_dtype):
+    sample = np.ones(2, in_dtype)
+    if name == "nanmean" and in_dtype.kind == "f":
+        sample[1] = np.nan  # numpy's NaN path has the stricter rules; we apply them always (README)
+    kwargs = {} if dtype is None else {"dtype": dtype}
+    if out_dtype is not None:
+        kwargs["out"] = np.empty((), out_dtype)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return np.dtype(_NUMPY_FUNCS[name](sample, **kwargs).dtype)
+
+
+@functools.lru_cache(maxsize=4096)
+def numpy_result_dtype(name: str, in_dtype: np.dtype, dtype=None, out_dtype=None) -> np.dtype | None:
+    """The dtype numpy's ``name`` returns for this signature, or numpy's exception.
+
+    The rules (which ``dtype=``/``out=`` pairs numpy accepts, and what it returns) are
+    numpy's by construction: numpy runs the same call on a two-element array once per
+    signature. An ``out=`` numpy refuses raises ``OutDtypeError`` (a TypeError, as numpy's).
+    None for reductions numpy does not have.
+    """
+    if name not in _NUMPY_FUNCS:
+        return None
+    try:
+        result = _numpy_call(name, in_dtype, dtype, None)
+    except TypeError as exc:
+        raise TypeError(f"clreduce.{name}: {exc}") from None
+    if out_dtype is None:
+        return result
+    try:
+        _numpy_call(name, in_dtype, dtype, out_dtype)
+    except (TypeError, ValueError) as exc:
+        raise OutDtypeError(f"clreduce.{name} cannot write into out of dtype {out_dtype}: {exc}") from None
+    return out_dtype
+
+
+def _default_sum_dtype(in_dtype: np.dtype) -> np.dtype:
+    if in_dtype.kind in "bi" and in_dtype.itemsize < 8:
+        return np.dtype(np.int64)
+    if in_dtype.kind == "u" and in_dtype.itemsize < 8:
+        return np.dtype(np.uint64)
+    return in_dtype
+
+
+def loop_dtype(name: str, in_dtype: np.dtype, dtype=None, out_dtype=None) -> np.dtype | None:
+    """The dtype numpy reduces in (its ufunc loop), which decides the value.
+
+    ``dtype=`` wins; else numpy's default (integers sum in 64 bits, integer means in float64,
+    float16 means in float32); else, where numpy's reduction takes its loop from ``out=``
+    (``add.reduce(a, out=o)`` promotes ``o.dtype`` with ``a.dtype``), that promotion.
+    """
+    if dtype is not None:
+        return np.dtype(dtype)
+    if name in ("sum", "prod", "nansum"):
+        return np.result_type(out_dtype, in_dtype) if out_dtype is not None else _default_sum_dtype(in_dtype)
+    if name in ("mean", "nanmean", "var", "std"):
+        if in_dtype.kind in "biu":
+            return np.dtype(np.float64)
+        if in_dtype == np.float16 and (name == "mean" or (name == "nanmean" and out_dtype is None)):
+            return np.dtype(np.float32)  # numpy's mean (and, by our choice, nanmean: README)
+    if name in ("mean", "nanmean", "var", "std", "max", "min", "nanmax", "nanmin"):
+        return np.result_type(out_dtype, in_dtype) if out_dtype is not None else in_dtype
+    return None
+
+
+def _keeps_order(src: np.dtype, dst: np.dtype) -> bool:
+    """Whether casting ``src`` to ``dst`` is monotone, so max/min commute with it."""
+    if src.kind == "b" or dst.kind == "f":
+        return True  # rounding to a float type never reorders values
+    return dst.kind in "iu" and np.can_cast(src, dst, casting="safe")
 
 
 _EMPTY_ERRORS = {
@@ -99,41 +219,197 @@ def _empty_result(op, shape, dtype):
     if op.empty == "nan":
         message = "Mean of empty slice." if op.finalize == "mean" else "Degrees of freedom <= 0 for slice"
         warnings.warn(message, RuntimeWarning, stacklevel=4)
-        return np.full(shape, np.nan, dtype=dtype)
+        with np.errstate(invalid="ignore"):
+            return np.full(shape, np.nan).astype(dtype)
     fill = {"identity": 1 if op.combine == "prod" else 0, "zero": 0, "one": 1}[op.empty]
     return np.full(shape, fill, dtype=dtype)
 
 
+# Non-canonical bools (any nonzero byte is True, numpy's rule): every op on bool input runs
+# as an op whose element map or combine already treats a byte as zero / nonzero, so the
+# caller's array is never copied to canonicalise it (argmax/argmin excepted: README).
+_BOOL_AS = {"sum": "count_nonzero", "nansum": "count_nonzero", "mean": "count_nonzero",
+            "nanmean": "count_nonzero", "prod": "all", "max": "any", "nanmax": "any", "min": "all",
+            "nanmin": "all", "var": "count_nonzero", "std": "count_nonzero", "logsumexp": "count_nonzero",
+            "norm1": "count_nonzero", "norm2": "count_nonzero", "norminf": "any", "normneginf": "all"}
+
+
+def _host(values):
+    return values if isinstance(values, np.ndarray) else values.get()
+
+
+def _cast(values, dtype):
+    """``values.astype(dtype)`` for numpy and device arrays; through the host where the array
+    library cannot cast (pyopencl has no bool casts); a no-op when the dtype already matches."""
+    if values.dtype == dtype:
+        return values
+    if isinstance(values, np.ndarray):
+        return values.astype(dtype)
+    try:
+        return values.astype(dtype)
+    except (TypeError, ValueError):
+        return _host(values).astype(dtype)
+
+
+class _Call:
+    """One reduction's resolved input, axes and device run (shared by every public function)."""
+
+    def __init__(self, chosen, x, axes, force, where):
+        self.chosen, self.x, self.axes, self.where = chosen, x, axes, where
+        self.force = _to_force(force)
+        self.k = math.prod(x.shape[i] for i in axes)
+
+    def run(self, op_name: str, requested=None, ddof: float = 0.0, x=None, fallback_ok: bool = False):
+        """The device's flat result of ``op_name`` (``requested``: the loop dtype, None = default)."""
+        x = self.x if x is None else x
+        src, outer, k, inner = self.chosen.layout(x, self.axes, **self.where)
+        problem = Problem(rows=outer, row_len=k, inner=inner, dtype=np.dtype(x.dtype).name, op=op_name,
+                          acc_dtype=None if requested is None else np.dtype(requested).name, param=float(ddof))
+        try:
+            result = self.chosen.reduce(src, problem, force=self.force, **self.where)
+        except UnsupportedOnDevice:
+            if not fallback_ok:
+                raise
+            # float64 only because out= is float64: the device lacks fp64, so the loop runs
+            # in the input's own float type and the result is cast (README, dtype rules)
+            return self.run(op_name, None, ddof, x)
+        if dtype_rule(OPS[op_name], np.dtype(x.dtype), requested).host_divide:
+            result = result.astype(np.float64) / k  # exact 64-bit integer sum, float64 divide
+        return result
+
+
+def _sum_in(call: _Call, name: str, loop: np.dtype, from_out: bool):
+    """``sum``/``prod``/``nansum`` of the input accumulated as numpy's ``loop`` dtype does."""
+    x, in_dtype = call.x, np.dtype(call.x.dtype)
+    product = name == "prod"
+    if loop.kind == "b":
+        if name == "nansum" and in_dtype.kind == "f":
+            raise TypeError("clreduce.nansum with dtype=bool on float input is not supported "
+                            "(numpy drops NaN, then ORs); use clreduce.any(x[~isnan(x)])")
+        return call.run("all" if product else "any")
+    if in_dtype.kind == "b":
+        return _cast(call.run("all" if product else "count_nonzero"), loop)
+    if loop == np.float16 and in_dtype != np.float16:
+        # numpy rounds every element to float16 first; so do we (a float16 copy of the input)
+        return call.run(name, x=_cast(x, np.dtype(np.float16)))
+    default = loop == _default_sum_dtype(in_dtype) or (in_dtype == np.float16 and loop == np.float16)
+    return _cast(call.run(name, None if default else loop, fallback_ok=from_out), loop)
+
+
+def _divide(total, count, dtype: np.dtype):
+    """numpy's ``true_divide(total, count, out=total, casting='unsafe')`` in ``dtype``."""
+    total = np.array(_host(total), dtype=dtype)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.true_divide(total, _host(count) if not np.isscalar(count) else count, out=total,
+                              casting="unsafe")
+
+
+def _compute(call: _Call, name: str, loop, result_dtype: np.dtype, out_dtype, dtype, ddof: float):
+    """The flat result of public reduction ``name`` in some dtype that casts to the result's."""
+    in_dtype = np.dtype(call.x.dtype)
+    from_out = dtype is None and out_dtype is not None
+    boolean = in_dtype.kind == "b"
+    if name in ("sum", "prod", "nansum"):
+        return _sum_in(call, name, loop, from_out)
+    if name in ("mean", "nanmean"):
+        container = out_dtype if out_dtype is not None else loop
+        nan_aware = name == "nanmean" and in_dtype.kind == "f"
+        # (a float16 loop is numpy's float16 total, which overflows past 65504: sum, then divide)
+        if loop.kind == "f" and loop != np.float16 and container == loop and not nan_aware and not boolean:
+            # the kernel's mean divides in the loop dtype, as numpy's true_divide does
+            default = loop == loop_dtype("mean", in_dtype)
+            return call.run("mean", None if default else loop, fallback_ok=from_out)
+        total = _sum_in(call, "nansum" if nan_aware else "sum", loop, from_out)
+        count = call.run("count_notnan") if nan_aware else call.k
+        return _divide(total, count, container)
+    if name in ("var", "std"):
+        if loop.kind != "f":
+            raise TypeError(f"clreduce.{name} with dtype={loop} is not supported: numpy truncates the "
+                            "mean and squares in that integer type; pass a float dtype")
+        if out_dtype is not None and out_dtype.kind in "biu":
+            raise TypeError(f"clreduce.{name} into an out= of dtype {out_dtype} is not supported: numpy "
+                            "casts the float sum of squares into it before dividing; pass a float out=")
+        if boolean:
+            ones = _host(call.run("count_nonzero")).astype(np.float64)
+            dof = builtins.max(call.k - ddof, 0)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                result = ones * (call.k - ones) / (call.k * dof)  # exact moments of 0/1 data
+            return np.sqrt(result) if name == "std" else result
+        default = loop == in_dtype or (in_dtype.kind in "biu" and loop == np.float64)
+        if out_dtype is None or np.finfo(out_dtype).max >= np.finfo(loop).max:
+            return call.run(name, None if default else loop, ddof, fallback_ok=from_out)
+        # numpy stores the sum of squares in a narrower out= before dividing (it overflows
+        # there first): the same steps on the variance times the degrees of freedom
+        variance = _host(call.run("var", None if default else loop, ddof, fallback_ok=from_out))
+        dof = builtins.max(call.k - ddof, 0)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            squares = (variance.astype(np.float64) * dof).astype(out_dtype)
+            result = np.true_divide(squares, dof, out=squares, casting="unsafe")
+            return np.sqrt(result) if name == "std" else result
+    if name in ("argmax", "argmin") and boolean:
+        # no element map in the arg kernels: canonicalise (a one-byte-per-element copy)
+        return call.run(name, x=call.x.view(np.uint8) != 0)
+    op = _BOOL_AS.get(name, name) if boolean else name
+    if name in ("max", "min", "nanmax", "nanmin") and out_dtype is not None and not _keeps_order(in_dtype, out_dtype):
+        # numpy keeps the running max in out= itself, cast back to out's dtype after every
+        # step; when that cast reorders values (signed -> unsigned, narrowing, float -> int)
+        # the answer depends on the order of the fold, which no parallel reduction follows
+        raise TypeError(f"clreduce.{name} into an out= of dtype {out_dtype} is not supported for "
+                        f"{in_dtype} input (the cast reorders values); reduce, then cast the result")
+    result = call.run(op)
+    if loop is not None and result_dtype.kind != "b":
+        result = _cast(result, loop)  # numpy's loop dtype, then the cast to out= (same rounding)
+    return result
+
+
 def _reduce(op_name: str, a, axis=None, *, dtype=None, out=None, keepdims=False, ddof=0.0,
-            single_axis=False, backend=None, force=None, where=None):
+            single_axis=False, backend=None, force=None, where=None, public=None):
     """The shared body of every public reduction."""
+    public = public or op_name
     op = OPS[op_name]
     where = where or {}
     chosen = backend_for(a, backend, config.default_backend())
+    _check_options(chosen, public, where)
     x, back_to_caller = chosen.to_native(a)
-    rule = dtype_rule(op, x.dtype, dtype)  # TypeError for unsupported dtypes, first
+    in_dtype = check_dtype(x.dtype)  # TypeError for unsupported dtypes, first
+    if dtype is not None:
+        dtype = check_dtype(dtype, "requested")
+    keepdims = _as_flag(keepdims, "keepdims")
     axes = normalize_axis(axis, x.ndim, single=single_axis)
     kept = [d for i, d in enumerate(x.shape) if i not in axes]
     out_shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape)) if keepdims else tuple(kept)
     k = math.prod(x.shape[i] for i in axes)
-    out_dtype = np.dtype(rule.out)
-    _check_out(out, out_shape, out_dtype, op_name)
+    out_dtype = _out_dtype(out)
+    result_dtype = numpy_result_dtype(public, in_dtype, dtype, None)
+    if result_dtype is None:
+        if dtype is not None and op.result in ("bool", "intp"):
+            raise TypeError(f"clreduce.{public} does not take dtype=")
+        result_dtype = np.dtype(dtype_rule(op, in_dtype, dtype).out)
+    if out is not None:
+        if tuple(out.shape) != out_shape:
+            raise ValueError(f"out has shape {tuple(out.shape)}, but {public} gives shape {out_shape}")
+        if numpy_result_dtype(public, in_dtype, dtype, out_dtype) is None:
+            _check_out(out, out_shape, result_dtype, public)
+    final = out_dtype if out_dtype is not None else result_dtype
 
     if k == 0 or math.prod(kept) == 0:
-        host = _empty_result(op, out_shape, out_dtype) if k == 0 else np.empty(out_shape, out_dtype)
+        host = _empty_result(op, out_shape, final) if k == 0 else np.empty(out_shape, final)
         return _deliver(chosen, x, host, out, back_to_caller, where)
     if op.finalize in ("var", "std") and k - ddof <= 0:
         warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=3)
 
-    src, outer, k, inner = chosen.layout(x, axes, **where)
-    problem = Problem(rows=outer, row_len=k, inner=inner, dtype=x.dtype.name, op=op_name,
-                      acc_dtype=None if dtype is None else np.dtype(dtype).name, param=float(ddof))
-    result = chosen.reduce(src, problem, force=_to_force(force), **where)
-    if rule.host_divide:
-        # Integer mean: exact 64-bit sum on the device, the float64 divide after (numpy's way).
-        result = result.astype(np.float64) / k
-    if result.dtype != out_dtype:
-        result = result.astype(out_dtype)
+    call = _Call(chosen, x, axes, force, where)
+    loop = loop_dtype(public, in_dtype, dtype, out_dtype)
+    result = _compute(call, "nanmean" if public == "nanmean" else op_name, loop, result_dtype, out_dtype,
+                      dtype, ddof)
+    if op_name == "logsumexp" and in_dtype.kind == "b":
+        ones = _host(result).astype(np.float64)
+        result = np.log(k + ones * (np.e - 1))  # log(c*e + (k - c)): 0/1 data in closed form
+    elif op_name.startswith("norm") and in_dtype.kind == "b":
+        result = _host(result).astype(np.float64)
+        result = np.sqrt(result) if op_name == "norm2" else result
+    with np.errstate(invalid="ignore", over="ignore"):
+        result = _cast(result, final)
     if tuple(result.shape) != out_shape:
         result = result.reshape(out_shape)
     return _deliver(chosen, x, result, out, back_to_caller, where)
@@ -162,7 +438,11 @@ def _warn_if_nan(result, message: str):
 # ---- public functions --------------------------------------------------------------------
 
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, *, backend=None, force=None, **where):
-    """Sum over the given axes; float16 accumulates in float32, integers in 64 bits."""
+    """Sum over the given axes, with numpy's dtype and ``out=`` rules.
+
+    float16 accumulates in float32; integers in 64 bits (``dtype=``/``out=`` of a narrower
+    integer type wrap as numpy's do); bool counts the nonzero bytes.
+    """
     return _reduce("sum", a, axis, dtype=dtype, out=out, keepdims=keepdims, backend=backend, force=force, where=where)
 
 
@@ -220,49 +500,56 @@ def nanmin(a, axis=None, out=None, keepdims=False, *, backend=None, force=None, 
 
 
 def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, backend=None, force=None, **where):
-    """Mean ignoring NaN: ``nansum / count of non-NaN``; an all-NaN slice gives NaN."""
-    x = a if hasattr(a, "dtype") else np.asarray(a)
-    if np.dtype(x.dtype).kind != "f":
-        return mean(a, axis, dtype=dtype, out=out, keepdims=keepdims, backend=backend, force=force, **where)
-    kw = dict(keepdims=keepdims, backend=backend, force=force, where=where)
-    # float16 totals stay in float32 until after the divide: a float16 sum overflows at 65504
-    sum_dtype = np.float32 if dtype is None and np.dtype(x.dtype) == np.float16 else dtype
-    total = _reduce("nansum", a, axis, dtype=sum_dtype, **kw)
-    count = _reduce("count_notnan", a, axis, **kw)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        result = total / count
-    result_dtype = np.dtype(dtype) if dtype is not None else np.dtype(x.dtype)
-    result = result.astype(result_dtype) if hasattr(result, "astype") else result_dtype.type(result)
-    if isinstance(count, (np.ndarray, np.integer)) and np.any(np.asarray(count) == 0):
+    """Mean ignoring NaN: ``nansum / count of non-NaN``; an all-NaN slice gives NaN.
+
+    Float input follows numpy's NaN-path rules whether or not the data hold a NaN
+    (``dtype=``/``out=`` must be inexact); float16 totals stay in float32 (README).
+    """
+    result = _reduce("mean", a, axis, dtype=dtype, out=out, keepdims=keepdims, backend=backend, force=force,
+                     where=where, public="nanmean")
+    values = result if isinstance(result, np.ndarray) or np.isscalar(result) else None
+    if values is not None and np.asarray(values).dtype.kind == "f" and np.any(np.isnan(values)):
         warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=2)
-    if out is not None:
-        _check_out(out, np.shape(result), np.dtype(result_dtype), "nanmean")
-        out[...] = result
-        return out
     return result
 
 
-def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, backend=None, force=None, **where):
-    """Variance in one pass (Welford per lane, Chan's merge across lanes and groups)."""
-    return _reduce("var", a, axis, dtype=dtype, out=out, keepdims=keepdims, ddof=ddof, backend=backend,
-                   force=force, where=where)
+def _ddof(ddof, correction) -> float:
+    """numpy's ``ddof``/``correction`` pair (the array-API spelling is ``correction``)."""
+    if correction is not None:
+        if ddof != 0:
+            raise ValueError("ddof and correction can't be provided simultaneously.")
+        ddof = correction
+    if isinstance(ddof, (bool, np.bool_)) or not isinstance(ddof, (int, float, np.integer, np.floating)):
+        raise TypeError(f"ddof must be a real number, not {type(ddof).__name__}")
+    return float(ddof)
 
 
-def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, backend=None, force=None, **where):
-    """Standard deviation: ``sqrt(var)``, same one-pass algorithm."""
-    return _reduce("std", a, axis, dtype=dtype, out=out, keepdims=keepdims, ddof=ddof, backend=backend,
-                   force=force, where=where)
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None, backend=None,
+        force=None, **where):
+    """Variance in one pass (Welford per lane, Chan's merge across lanes and groups).
+
+    ``correction`` is the array-API name of ``ddof`` (give one of them, as numpy).
+    """
+    return _reduce("var", a, axis, dtype=dtype, out=out, keepdims=keepdims, ddof=_ddof(ddof, correction),
+                   backend=backend, force=force, where=where)
+
+
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None, backend=None,
+        force=None, **where):
+    """Standard deviation: ``sqrt(var)``, same one-pass algorithm; ``correction`` as in ``var``."""
+    return _reduce("std", a, axis, dtype=dtype, out=out, keepdims=keepdims, ddof=_ddof(ddof, correction),
+                   backend=backend, force=force, where=where)
 
 
 def argmax(a, axis=None, out=None, *, keepdims=False, backend=None, force=None, **where):
     """Index of the maximum (first on ties, first NaN wins); a flat index when axis is None."""
-    return _reduce("argmax", a, axis, out=out, keepdims=keepdims, single_axis=True, backend=backend,
+    return _reduce("argmax", a, axis, out=out, keepdims=bool(keepdims), single_axis=True, backend=backend,
                    force=force, where=where)
 
 
 def argmin(a, axis=None, out=None, *, keepdims=False, backend=None, force=None, **where):
     """Index of the minimum (first on ties, first NaN wins); a flat index when axis is None."""
-    return _reduce("argmin", a, axis, out=out, keepdims=keepdims, single_axis=True, backend=backend,
+    return _reduce("argmin", a, axis, out=out, keepdims=bool(keepdims), single_axis=True, backend=backend,
                    force=force, where=where)
 
 
@@ -288,12 +575,15 @@ def norm(x, ord=None, axis=None, keepdims=False, *, backend=None, force=None, **
     if isinstance(axis, tuple) and len(axis) != 1:
         raise ValueError("matrix norms (two axes) are not supported: pass one axis")
     if ord == 0:
-        count = _reduce("count_nonzero", x, axis, keepdims=keepdims, backend=backend, force=force, where=where)
+        count = _reduce("count_nonzero", x, axis, keepdims=keepdims, backend=backend, force=force, where=where,
+                        public="norm")
         return count.astype(np.float64 if np.dtype(arr.dtype).kind != "f" else arr.dtype)
     if ord is None:
         ord = 2
     if ord not in _NORM_OPS:
         raise ValueError(f"ord={ord!r} is not supported (supported: None, 1, 2, inf, -inf, 0)")
-    if np.dtype(arr.dtype).kind != "f":
+    if np.dtype(arr.dtype).kind not in "fb":
         x = arr.astype(np.float64)  # numpy.linalg.norm converts integers to float first
-    return _reduce(_NORM_OPS[ord], x, axis, keepdims=keepdims, backend=backend, force=force, where=where)
+    # bool input runs as a count / any / all of nonzero bytes (no float copy; _BOOL_AS)
+    return _reduce(_NORM_OPS[ord], x, axis, keepdims=keepdims, backend=backend, force=force, where=where,
+                   public="norm")

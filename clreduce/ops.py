@@ -132,13 +132,18 @@ def dtype_rule(op: Op, dtype, requested=None) -> DtypeRule:
     dtype = check_dtype(dtype)
     name = dtype.name
     if requested is not None:
-        want = check_dtype(requested, "requested").name
+        want = check_dtype(requested, "requested")
         if op.result in ("bool", "intp") or op.kind == "arg":
             raise TypeError(f"{op.name} does not take dtype=")
-        if op.finalize in ("mean", "var", "std") and np.dtype(want).kind != "f":
-            # numpy: integer accumulation, float64 divide on the host, cast to dtype
-            return DtypeRule(acc=want, device_out=want, out=want, host_divide=True)
-        return DtypeRule(acc=_float_acc(want), device_out=want, out=want)
+        if want.kind == "b":
+            raise TypeError(f"{op.name} with dtype=bool runs as any/all in clreduce.api, not as a kernel")
+        if want.kind in "iu":
+            # numpy casts each element to the integer type and accumulates with wraparound.
+            # Sums and products modulo 2**64 reduce to the same value modulo 2**8/16/32, so
+            # the device accumulates in 64 bits and the host's cast to ``want`` wraps.
+            acc = _wide_int(want, dtype)
+            return DtypeRule(acc=acc, device_out=acc, out=want.name, host_divide=op.finalize == "mean")
+        return DtypeRule(acc=_float_acc(want.name), device_out=want.name, out=want.name)
     if op.result == "bool":
         return DtypeRule(acc="uint32", device_out="bool", out="bool")
     if op.result == "intp":
@@ -158,6 +163,16 @@ def dtype_rule(op: Op, dtype, requested=None) -> DtypeRule:
             return DtypeRule(acc=wide, device_out=wide, out="float64", host_divide=True)
         return DtypeRule(acc="float64", device_out="float64", out="float64")
     return DtypeRule(acc=name if dtype.itemsize >= 4 else _narrow_acc(dtype), device_out=name, out=name)
+
+
+def _wide_int(want: np.dtype, source: np.dtype) -> str:
+    # Float elements truncate toward zero as they convert (numpy's cast). A negative float
+    # converted to an unsigned type is undefined in OpenCL C (the Intel CPU runtime turns
+    # -3.5 into 3), so floats travel through int64: numpy's x86 casts go through a signed
+    # conversion too (-3.5 -> 2**64 - 3).
+    if want.kind == "u" and source.kind != "f":
+        return "uint64"
+    return "int64"
 
 
 def _narrow_acc(dtype: np.dtype) -> str:

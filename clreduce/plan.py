@@ -67,6 +67,23 @@ class Force:
     wg_size: int | None = None
     vec: int | None = None
 
+    def __post_init__(self):
+        # Checked when built, so a typo such as sg_size=0 fails instead of meaning "planner's".
+        for name in ("sg_size", "wg_size", "vec"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise TypeError(f"Force.{name} must be an int or None, not {type(value).__name__}")
+            if value < 1 or value & (value - 1):
+                raise ValueError(f"Force.{name}={value} must be a positive power of two")
+        if self.vec is not None and self.vec > 16:
+            raise ValueError(f"Force.vec={self.vec} must be 1, 2, 4, 8 or 16")
+        for name, known in (("sg_mode", SG_MODES + ("shuffle",)), ("strategy", STRATEGIES)):
+            value = getattr(self, name)
+            if value is not None and value not in known:
+                raise ValueError(f"unknown {name} {value!r}; known: {', '.join(known)}")
+
     def merged(self, other: Force) -> Force:
         """Fields of ``self``, falling back to ``other``'s where ``self`` has None."""
         return Force(**{f.name: getattr(self, f.name) if getattr(self, f.name) is not None

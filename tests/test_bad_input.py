@@ -194,7 +194,7 @@ def test_forcing_a_width_the_device_does_not_run(cl_device, cl_caps):
     x = np.ones((4, 64), np.float32)
     if not cl_caps.subgroups:
         pytest.skip("no sub-groups: widths cannot be forced at all")
-    bad = next(w for w in (3, 2, 128, 256, 512) if w not in cl_caps.subgroup_sizes)
+    bad = next(w for w in (2, 128, 256, 512) if w not in cl_caps.subgroup_sizes)
     with pytest.raises(UnsupportedOnDevice, match=str(bad)):
         clreduce.sum(x, axis=1, device=cl_device, force=Force(sg_mode="shuffle", sg_size=bad))
 
@@ -205,6 +205,13 @@ def test_forcing_a_width_the_device_does_not_run(cl_device, cl_caps):
     ({"wg_size": 100}, ValueError),
     ({"wg_size": 1 << 20}, ValueError),
     ({"vec": 3}, ValueError),
+    ({"vec": 32}, ValueError),
+    ({"sg_size": 0}, ValueError),   # was silently "planner's choice" (issue 8 item 6)
+    ({"sg_size": 3}, ValueError),
+    ({"wg_size": 0}, ValueError),
+    ({"wg_size": -64}, ValueError),
+    ({"sg_size": "8"}, TypeError),
+    ({"vec": True}, TypeError),
     ({"bogus": 1}, TypeError),
     ("builtin", TypeError),
 ])
@@ -301,3 +308,58 @@ def test_problem_rejects_empty(kwargs):
 def test_problem_rejects_unknown_op():
     with pytest.raises(ValueError, match="median"):
         Problem(rows=1, row_len=1, dtype="float32", op="median")
+
+
+# ---- argument checking as numpy (issue 8 item 6) ----------------------------------------------
+
+def _numpy_error(call):
+    try:
+        call()
+    except Exception as exc:  # noqa: BLE001 - the reference's own exception type
+        return exc
+    raise AssertionError("numpy accepted the call")
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"axis": True}, {"axis": (True,)}, {"axis": np.True_}, {"axis": 1.0}, {"axis": "0"},
+    {"keepdims": None}, {"keepdims": "yes"}, {"keepdims": np.True_},
+])
+@pytest.mark.parametrize("op", ["sum", "mean", "max", "var", "nanmean"])
+def test_bad_axis_and_keepdims_raise_numpys_type(cl_device, op, kwargs):
+    x = np.ones((2, 3), np.float32)
+    assert isinstance(_numpy_error(lambda: getattr(np, op)(x, **kwargs)), TypeError)
+    with pytest.raises(TypeError):
+        getattr(clreduce, op)(x, device=cl_device, **kwargs)
+
+
+def test_argmax_keepdims_is_truthiness_as_numpy(cl_device):
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    assert clreduce.argmax(x, axis=1, keepdims=None, device=cl_device).shape == np.argmax(x, axis=1, keepdims=None).shape
+    with pytest.raises(TypeError):
+        clreduce.argmax(x, axis=True, device=cl_device)
+
+
+@pytest.mark.parametrize("op", ["sum", "mean", "var", "argmax", "nanmean", "count_nonzero", "logsumexp", "norm"])
+def test_unknown_keyword_names_the_public_function(cl_device, op):
+    with pytest.raises(TypeError, match=rf"clreduce\.{op}\(\) got an unexpected keyword argument 'bogus'"):
+        getattr(clreduce, op)(np.ones(4, np.float32), device=cl_device, bogus=1)
+
+
+def test_queue_of_the_wrong_type_is_type_error():
+    with pytest.raises(TypeError, match="CommandQueue"):
+        clreduce.sum(np.ones(4, np.float32), queue="q")
+
+
+@pytest.mark.parametrize("op", ["var", "std"])
+def test_correction_is_ddof(cl_device, op):
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((3, 50)).astype(np.float32)
+    got = getattr(clreduce, op)(x, axis=1, correction=1, device=cl_device)
+    want = getattr(np, op)(x, axis=1, correction=1)
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    np.testing.assert_allclose(got, getattr(clreduce, op)(x, axis=1, ddof=1, device=cl_device), rtol=0)
+    # both given: numpy's ValueError and message
+    with pytest.raises(ValueError, match="ddof and correction can't be provided simultaneously"):
+        getattr(clreduce, op)(x, axis=1, ddof=1, correction=1, device=cl_device)
+    with pytest.raises(TypeError):
+        getattr(clreduce, op)(x, ddof=None, device=cl_device)
