@@ -107,6 +107,9 @@ def _empty_result(op, shape, dtype):
 def _reduce(op_name: str, a, axis=None, *, dtype=None, out=None, keepdims=False, ddof=0.0,
             single_axis=False, backend=None, force=None, where=None):
     """The shared body of every public reduction."""
+    if _is_dask(a):
+        return _dask().reduce(op_name, a, axis, dtype=dtype, out=out, keepdims=keepdims, ddof=ddof,
+                              backend=backend, force=force, where=where)
     op = OPS[op_name]
     where = where or {}
     chosen = backend_for(a, backend, config.default_backend())
@@ -137,6 +140,17 @@ def _reduce(op_name: str, a, axis=None, *, dtype=None, out=None, keepdims=False,
     if tuple(result.shape) != out_shape:
         result = result.reshape(out_shape)
     return _deliver(chosen, x, result, out, back_to_caller, where)
+
+
+def _is_dask(a) -> bool:
+    # by type name: asking must not import dask (an optional extra)
+    return type(a).__module__.partition(".")[0] == "dask" and hasattr(a, "chunks")
+
+
+def _dask():
+    from . import dask_array
+
+    return dask_array
 
 
 def _deliver(chosen, x, result, out, back_to_caller, where):
@@ -221,6 +235,9 @@ def nanmin(a, axis=None, out=None, keepdims=False, *, backend=None, force=None, 
 
 def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, backend=None, force=None, **where):
     """Mean ignoring NaN: ``nansum / count of non-NaN``; an all-NaN slice gives NaN."""
+    if _is_dask(a):
+        return _dask().reduce("nanmean", a, axis, dtype=dtype, out=out, keepdims=keepdims, backend=backend,
+                              force=force, where=where)
     x = a if hasattr(a, "dtype") else np.asarray(a)
     if np.dtype(x.dtype).kind != "f":
         return mean(a, axis, dtype=dtype, out=out, keepdims=keepdims, backend=backend, force=force, **where)
@@ -280,6 +297,9 @@ def norm(x, ord=None, axis=None, keepdims=False, *, backend=None, force=None, **
     ``ord`` may be None or 2 (Euclidean), 1, inf, -inf or 0 (count of nonzeros). Matrix
     norms (two axes, or axis=None with ``ord`` on a 2-D input) raise ValueError.
     """
+    if _is_dask(x):
+        return _dask().reduce("norm", x, axis, ord=ord, keepdims=keepdims, backend=backend, force=force,
+                              where=where)
     arr = x if hasattr(x, "dtype") else np.asarray(x)
     if axis is None and ord is not None and arr.ndim == 0:
         raise ValueError("Improper number of dimensions to norm.")
