@@ -281,7 +281,8 @@ def _block_state(block, spec: _Spec):
         if op == "norm0":  # an exact count: api.norm's ord=0 count comes back in the input's float dtype
             state["s"] = _clr("count_nonzero", src, spec, axis=axes)
         else:
-            ord_ = {"norm1": 1, "norm2": 2, "norminf": np.inf, "normneginf": -np.inf}[op]
+            # ord=None, not 2: over every axis of an n-d block, 2 would ask for a matrix norm
+            ord_ = {"norm1": 1, "norm2": None, "norminf": np.inf, "normneginf": -np.inf}[op]
             state["s"] = _clr("norm", src, spec, ord=ord_, axis=one_axis)
     else:  # max, min, any, all, count_nonzero
         state["s"] = _clr(op, block, spec, axis=axes)
