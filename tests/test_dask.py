@@ -5,9 +5,13 @@ Every result is compared with numpy on the computed array by test_differential's
 order, hence for any tree of partial states). Chunkings: uneven blocks everywhere, one
 block, blocks only along the reduced axes, only across them, and a zero-length block.
 
-Sampling: by default each op meets every chunking once on the threaded scheduler (dtype,
-axis and keepdims rotate) and runs once on the cluster; ``--slow`` runs every dtype x axis
-x chunking x keepdims on the threaded scheduler and every op x chunking on the cluster.
+Sampling: building OpenCL programs for each new (op, dtype, block shape) is where this file's
+time goes, so by default each op runs once on the threaded scheduler on PoCL (chunking,
+dtype, axis and keepdims rotate: every chunking meets 3-4 ops), then the same cells on the
+cluster's PoCL workers, which find those programs in pyopencl's disk cache; the focused
+tests below add ties, NaNs, deep trees, dtype=, ddof, empties.
+``--slow`` runs every op x chunking x dtype on the threaded scheduler and every op x
+chunking on the cluster (axis and keepdims rotating).
 """
 
 from __future__ import annotations
@@ -75,8 +79,16 @@ def _case(op, dtype, axis, keepdims, chunking, seed, specials="mixed", shape=SHA
     return x, da.from_array(x, chunks=chunks), axis
 
 
-def _run(op, darr, axis, keepdims, compute, ord_=None):
+# The threaded cases name PoCL (a selector string, passed to every block's call) and the
+# cluster's default cases are the same cells on PoCL workers, so the workers find the
+# programs in pyopencl's on-disk cache instead of building them again, twice.
+_POCL = "pocl" if any(d.id == "pocl" for d in DEVICES) else None
+
+
+def _run(op, darr, axis, keepdims, compute, ord_=None, device=None):
     kwargs = dict(axis=axis, keepdims=keepdims)
+    if device is not None:
+        kwargs["device"] = device
     if op == "norm":
         kwargs["ord"] = ord_
     lazy = getattr(clreduce, op)(darr, **kwargs)
@@ -92,29 +104,44 @@ def _threads(lazy):
 
 # ---- the threaded scheduler: every op over the chunkings ----------------------------------------
 
+# the default run's dtypes: each new (op, dtype, block shape) builds OpenCL programs, which is
+# what this file's time goes into; --slow adds test_differential's full DTYPES list
+_DEFAULT_DTYPES = ("float32", "int32", "float16", "float64", "bool", "uint8")
+
+
+def _ord(op, seed):
+    return {0: None, 1: 1, 2: np.inf, 3: -np.inf, 4: 0}[seed % 5] if op == "norm" else None
+
+
+def _default_cell(oi, ci, dtype, ai, keepdims) -> bool:
+    # one cell per op; chunking, dtype, axis and keepdims rotate
+    return (ci == oi % len(CHUNKINGS) and dtype == _DEFAULT_DTYPES[oi % len(_DEFAULT_DTYPES)]
+            and ai == (oi // 2) % len(AXES) and keepdims == bool(oi % 2))
+
+
 def _threaded_params():
+    # --slow: every op x chunking x dtype, axis and keepdims rotating (810 cells)
     params = []
-    dtypes = [d for d in DTYPES]
     for oi, op in enumerate(OPS):
         for ci, chunking in enumerate(CHUNKINGS):
-            for di, dtype in enumerate(dtypes):
+            for di, dtype in enumerate(DTYPES):
                 for ai, axis in enumerate(AXES):
                     for keepdims in (False, True):
-                        # default: one cell per (op, chunking), dtype and axis walking diagonally
-                        default = (di == (oi + ci) % len(dtypes) and ai == (oi + 2 * ci) % len(AXES)
-                                   and keepdims == bool((oi + ci) % 2))
-                        params.append(pytest.param(op, chunking, dtype, axis, keepdims,
-                                                   id=f"{op}-{chunking}-{dtype}-{axis}-{'keep' if keepdims else 'drop'}",
-                                                   marks=() if default else (_SLOW,)))
+                        default = _default_cell(oi, ci, dtype, ai, keepdims)
+                        slow = ai == (oi + ci + di) % len(AXES) and keepdims == bool((oi + ci + di) % 2)
+                        if default or slow:
+                            params.append(pytest.param(op, chunking, dtype, axis, keepdims,
+                                                       id=f"{op}-{chunking}-{dtype}-{axis}-{'keep' if keepdims else 'drop'}",
+                                                       marks=() if default else (_SLOW,)))
     return params
 
 
 @pytest.mark.parametrize("op, chunking, dtype, axis, keepdims", _threaded_params())
 def test_threaded_matches_numpy(op, chunking, dtype, axis, keepdims):
     seed = seed_for(op, chunking, dtype, axis, keepdims)
-    ord_ = {0: None, 1: 1, 2: np.inf, 3: -np.inf, 4: 0}[seed % 5] if op == "norm" else None
+    ord_ = _ord(op, seed)
     x, darr, axis = _case(op, dtype, axis, keepdims, chunking, seed)
-    got = _run(op, darr, axis, keepdims, _threads, ord_)
+    got = _run(op, darr, axis, keepdims, _threads, ord_, device=_POCL)
     _check(op, x, got, axis, keepdims, ord_)
 
 
@@ -140,6 +167,19 @@ def test_deep_tree_split_every(op):
     lazy = getattr(clreduce, op)(darr, axis=0, split_every=2)
     assert len(lazy.dask.layers) >= 5, "expected a multi-level tree"
     _check(op, x, _threads(lazy), 0, False, None)
+
+
+@pytest.mark.parametrize("ord_, axis", [(None, None), (None, (1,)), (2, 0), (1, 1), (np.inf, 0), (-np.inf, 1),
+                                         (0, 0)])
+def test_norm_forms(ord_, axis):
+    # axis=None with ord=None is the 2-norm of the flattened array; a 1-tuple is one axis
+    x = _make(np.dtype("float32"), (17, 12), 9, "none", "norm")
+    x[3, 4] = 0.0
+    darr = da.from_array(x, chunks=(5, 7))
+    got = _threads(clreduce.norm(darr, ord=ord_, axis=axis))
+    _check("norm", x, got, axis, False, ord_)
+    with pytest.raises(ValueError, match="matrix norms"):
+        clreduce.norm(darr, ord=1)
 
 
 @pytest.mark.parametrize("op", ["sum", "mean", "prod", "nansum", "nanmean", "var", "std"])
@@ -278,23 +318,31 @@ def test_cluster_workers_chose_pocl_from_their_environment(client):
 
 
 def _cluster_params():
-    dtypes = ["float32", "int32", "float64", "float16", "bool", "uint8"]
+    # default: the threaded default cells again (their programs are in the disk cache by now);
+    # --slow: every op x chunking, dtype/axis rotating
     params = []
     for oi, op in enumerate(OPS):
         for ci, chunking in enumerate(CHUNKINGS):
-            default = ci == oi % len(CHUNKINGS)
-            params.append(pytest.param(op, chunking, dtypes[(oi + ci) % len(dtypes)], AXES[(oi + ci) % len(AXES)],
-                                       id=f"{op}-{chunking}", marks=() if default else (_SLOW,)))
+            for dtype in _DEFAULT_DTYPES:
+                for ai, axis in enumerate(AXES):
+                    for keepdims in (False, True):
+                        default = _default_cell(oi, ci, dtype, ai, keepdims)
+                        slow = (dtype == _DEFAULT_DTYPES[(oi + ci) % len(_DEFAULT_DTYPES)]
+                                and ai == (oi + ci) % len(AXES) and not keepdims)
+                        if default or slow:
+                            params.append(pytest.param(op, chunking, dtype, axis, keepdims,
+                                                       id=f"{op}-{chunking}-{dtype}-{axis}-{'keep' if keepdims else 'drop'}",
+                                                       marks=() if default else (_SLOW,)))
     return params
 
 
-@pytest.mark.parametrize("op, chunking, dtype, axis", _cluster_params())
-def test_cluster_matches_numpy(client, op, chunking, dtype, axis):
-    seed = seed_for(op, chunking, "cluster")
-    ord_ = None if op != "norm" else (1, None, np.inf)[seed % 3]
-    x, darr, axis = _case(op, dtype, axis, False, chunking, seed)
-    got = _run(op, darr, axis, False, _on(client), ord_)
-    _check(op, x, got, axis, False, ord_)
+@pytest.mark.parametrize("op, chunking, dtype, axis, keepdims", _cluster_params())
+def test_cluster_matches_numpy(client, op, chunking, dtype, axis, keepdims):
+    seed = seed_for(op, chunking, dtype, axis, keepdims)
+    ord_ = _ord(op, seed)
+    x, darr, axis = _case(op, dtype, axis, keepdims, chunking, seed)
+    got = _run(op, darr, axis, keepdims, _on(client), ord_)  # the workers' own default: PoCL
+    _check(op, x, got, axis, keepdims, ord_)
 
 
 def test_worker_without_device_fails_naming_the_worker(client):
