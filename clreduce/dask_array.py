@@ -41,8 +41,8 @@ from . import api
 from .ops import OPS, check_dtype, dtype_rule
 from .plan import Force
 
-# public name -> the op whose dtype rule and empty rule it follows
-_RULE_OP = {"nanmean": "nansum", "norm": None}
+# public name -> the op whose dtype rule it follows, where that is another op
+_RULE_OP = {"nanmean": "nansum"}
 _INDEX_NONE = np.iinfo(np.int64).max  # index of an empty block: loses every tie
 _EMPTY_ERROR = {
     "max": "zero-size array to reduction operation maximum which has no identity",
