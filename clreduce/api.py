@@ -366,6 +366,9 @@ def _reduce(op_name: str, a, axis=None, *, dtype=None, out=None, keepdims=False,
             single_axis=False, backend=None, force=None, where=None, public=None):
     """The shared body of every public reduction."""
     public = public or op_name
+    if _is_dask(a):
+        return _dask().reduce(public, a, axis, dtype=dtype, out=out, keepdims=keepdims, ddof=ddof,
+                              backend=backend, force=force, where=where)
     op = OPS[op_name]
     where = where or {}
     chosen = backend_for(a, backend, config.default_backend())
@@ -413,6 +416,17 @@ def _reduce(op_name: str, a, axis=None, *, dtype=None, out=None, keepdims=False,
     if tuple(result.shape) != out_shape:
         result = result.reshape(out_shape)
     return _deliver(chosen, x, result, out, back_to_caller, where)
+
+
+def _is_dask(a) -> bool:
+    # by type name: asking must not import dask (an optional extra)
+    return type(a).__module__.partition(".")[0] == "dask" and hasattr(a, "chunks")
+
+
+def _dask():
+    from . import dask_array
+
+    return dask_array
 
 
 def _deliver(chosen, x, result, out, back_to_caller, where):
@@ -567,6 +581,9 @@ def norm(x, ord=None, axis=None, keepdims=False, *, backend=None, force=None, **
     ``ord`` may be None or 2 (Euclidean), 1, inf, -inf or 0 (count of nonzeros). Matrix
     norms (two axes, or axis=None with ``ord`` on a 2-D input) raise ValueError.
     """
+    if _is_dask(x):
+        return _dask().reduce("norm", x, axis, ord=ord, keepdims=keepdims, backend=backend, force=force,
+                              where=where)
     arr = x if hasattr(x, "dtype") else np.asarray(x)
     if axis is None and ord is not None and arr.ndim == 0:
         raise ValueError("Improper number of dimensions to norm.")
