@@ -21,7 +21,7 @@ import pyopencl.cltypes  # noqa: F401  (cl.cltypes.make_long8)
 from .. import config
 from ..caps import DeviceCaps, normalize_implementation
 from ..kernels import read_source, source_hash
-from ..plan import Force, LaunchPlan, Problem, plan
+from ..plan import Force, LaunchPlan, Problem, UnsupportedOnDevice, plan
 from .opencl_probe import probe_device
 
 INSTALL_HINT = (
@@ -219,6 +219,11 @@ def plan_for(queue: cl.CommandQueue, problem: Problem, force: Force | None = Non
         if attempt == 0 and force.wg_size is None:
             caps = replan_caps
             continue
+        if force.wg_size is not None:
+            # e.g. rusticl on llvmpipe: CL_DEVICE_MAX_WORK_GROUP_SIZE 1024, a built kernel less
+            raise UnsupportedOnDevice(
+                f"forced wg_size={force.wg_size}: the compiled kernel on {device.name!r} allows at most "
+                f"{replan_caps.max_work_group_size} work-items per group")
         raise RuntimeError(f"compiled kernel cannot run plan {launch_plan} on {device.name!r}")
     raise AssertionError("unreachable")
 
