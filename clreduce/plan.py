@@ -358,6 +358,15 @@ def _plan_columns(caps: DeviceCaps, problem: Problem, force: Force, op, rule) ->
     vec = force.vec or min(_default_vec(caps, itemsize), _pow2_floor(problem.inner))
     if problem.dtype == "float16" and op.kind != "scalar":
         vec = 1  # reduce_state.cl reads half one element at a time (vload_half)
+    if op.kind != "scalar" and caps.implementation == "rusticl":
+        # Mesa rusticl 22.3.6 on llvmpipe: the first launch after a kernel is compiled loses
+        # the identity stores into a private state_t[VEC] array (VEC > 1) in the first 8
+        # work-items each worker thread runs; they start from zeros, so argmax of all-negative
+        # columns gave index 0 (README, Supported devices; tests/test_caps.py reproduces it).
+        if vec != 1 and force.vec is not None:
+            raise UnsupportedOnDevice(f"vec={vec} for {op.name} along a strided axis is miscompiled by "
+                                      f"rusticl ({caps.name!r}): only vec=1 runs correctly there")
+        vec = 1
     # CPUs: one work-item streams a whole span of up to 4 KB of columns (see reduce_cols)
     nblk = 1
     if caps.device_type == "cpu" and op.kind == "scalar":

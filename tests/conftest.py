@@ -32,6 +32,14 @@ Sampling (``--slow`` / ``CLREDUCE_SLOW=1`` runs everything)
 
     Everything else is generated too but marked ``slow`` and deselected by default.
 
+Devices that cannot run a case (``pytest_runtest_makereport``)
+    A case that fails only with ``UnsupportedOnDevice`` is reported as skipped, with the
+    error as the reason, when (a) its device lacks fp64 and the error names fp64 (float64
+    input on rusticl), or (b) it runs a forced plan variant the device refuses for this
+    problem (a forced work-group larger than the compiled kernel allows, a vector width a
+    driver bug rules out). The ``auto`` plan of a supported dtype never skips this way.
+    The summary counts passed / skipped / failed per device.
+
 Tolerances
     One place: ``TOLERANCE`` and ``assert_reduction`` below (fixture ``assert_reduction``).
 """
@@ -95,7 +103,8 @@ class FoundDevice:
 
 DEVICES: list[FoundDevice] = []
 DISCOVERY_ERROR: str | None = None
-_STATE = {"t0": None, "durations": defaultdict(float), "counts": defaultdict(int), "kernels_dropped": 0}
+_STATE = {"t0": None, "durations": defaultdict(float), "counts": defaultdict(int), "kernels_dropped": 0,
+          "by_device": defaultdict(lambda: defaultdict(int)), "device_secs": defaultdict(float)}
 
 
 def device_id(caps) -> str:
@@ -247,6 +256,51 @@ def pytest_runtest_teardown(item, nextitem):
             getattr(opencl, "_plan_cache", {}).clear()
 
 
+def _item_device(item) -> FoundDevice | None:
+    """The device a test item runs on: its ``cl_device`` or ``device_index`` parameter."""
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    if "cl_device" in params:
+        return next((d for d in DEVICES if d.device == params["cl_device"]), None)
+    if isinstance(params.get("device_index"), int) and params["device_index"] < len(DEVICES):
+        return DEVICES[params["device_index"]]
+    return None
+
+
+def unsupported_skip_reason(item, exc) -> str | None:
+    """Why a case that raised ``exc`` counts as skipped, or None (module docstring)."""
+    from clreduce.plan import UnsupportedOnDevice
+
+    if not isinstance(exc, UnsupportedOnDevice):
+        return None
+    found = _item_device(item)
+    if found is None:
+        return None
+    if not found.caps.fp64 and "fp64" in str(exc):
+        return f"{found.id} has no fp64: {exc}"
+    variant = getattr(getattr(item, "callspec", None), "params", {}).get("variant")
+    if isinstance(variant, Variant) and variant.force is not None:
+        return f"{found.id} cannot run forced variant {variant.id} here: {exc}"
+    return None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed and call.when == "call" and call.excinfo is not None:
+        reason = unsupported_skip_reason(item, call.excinfo.value)
+        if reason is not None:
+            report.outcome = "skipped"
+            report.longrepr = (str(item.path), (item.location[1] or 0) + 1, f"Skipped: {reason}")
+    found = _item_device(item)
+    key = found.id if found is not None else "(no device)"
+    _STATE["device_secs"][key] += report.duration
+    if call.when == "call" or report.outcome != "passed":
+        if call.when != "teardown" or report.failed:
+            outcome_name = "error" if report.failed and call.when != "call" else report.outcome
+            _STATE["by_device"][key][outcome_name] += 1
+
+
 def pytest_runtest_logreport(report):
     path = report.nodeid.split("::")[0]
     _STATE["durations"][path] += report.duration
@@ -265,6 +319,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         tr.write_line(f"!!! MISSING OpenCL runtimes: {', '.join(missing)}")
     for path, secs in sorted(_STATE["durations"].items(), key=lambda kv: -kv[1]):
         tr.write_line(f"  {secs:8.1f} s  {_STATE['counts'][path]:6d} tests  {path}")
+    tr.write_line("per device (test time, outcomes):")
+    for key, secs in sorted(_STATE["device_secs"].items(), key=lambda kv: -kv[1]):
+        counts = _STATE["by_device"][key]
+        tally = ", ".join(f"{counts[k]} {k}" for k in ("passed", "skipped", "failed", "error") if counts.get(k))
+        tr.write_line(f"  {secs:8.1f} s  {key:12s}  {tally}")
     try:
         import sys
 

@@ -23,7 +23,7 @@ from .. import config, tuning
 from ..caps import DeviceCaps, normalize_implementation
 from ..kernels import read_source, source_hash
 from ..lru import LRU
-from ..plan import Force, LaunchPlan, Problem, plan
+from ..plan import Force, LaunchPlan, Problem, UnsupportedOnDevice, plan
 from . import cl_fallback as fallback
 from . import cl_host as host_buffers
 from .cl_cache_lock import CompilerCacheLocked, check_compiler_cache_lock  # noqa: F401 (re-exported)
@@ -408,6 +408,11 @@ def _plan_and_build(ctx, device, caps: DeviceCaps, problem: Problem, force: Forc
         if force.wg_size is None and replan_caps != caps:
             caps = replan_caps
             continue
+        if force.wg_size is not None:
+            # e.g. rusticl on llvmpipe: CL_DEVICE_MAX_WORK_GROUP_SIZE 1024, a built kernel less
+            raise UnsupportedOnDevice(
+                f"forced wg_size={force.wg_size}: the compiled kernel allows at most "
+                f"{replan_caps.max_work_group_size} work-items per group [{describe(device, problem, launch_plan)}]")
         raise RuntimeError(f"compiled kernel cannot run plan [{describe(device, problem, launch_plan)}]")
     raise RuntimeError(f"no buildable plan [{describe(device, problem)}]")
 
