@@ -204,11 +204,14 @@ inline state_t st_merge(state_t x, state_t y) {
 #elif OPK == OPK_ARG
 /* First occurrence wins ties, and a NaN beats every number (numpy's argmax/argmin). */
 typedef struct { ACC_T v; ulong i; } state_t;
+/* beats() is a function, not a macro: on an H100 the macro's branch layout made float32
+ * argmax rows 4 % slower (PTX and timings in benchmarks/cuda_single_source_h100_2026-11-23.md). */
 #if defined(ARG_MAX)
-#define BEATS(a, b) ((a) > (b))
+inline bool beats(const ACC_T a, const ACC_T b) { return a > b; }
 #else
-#define BEATS(a, b) ((a) < (b))
+inline bool beats(const ACC_T a, const ACC_T b) { return a < b; }
 #endif
+#define BEATS(a, b) beats((a), (b))
 /* IDENTITY is the losing extreme (-inf / INT_MIN for argmax); its index loses every tie. */
 inline state_t st_identity(void) { state_t s; s.v = IDENTITY; s.i = ULONG_MAX; return s; }
 inline state_t st_merge(state_t x, state_t y) {
