@@ -433,8 +433,7 @@ void reduce_rows_state(IN_PTR in, const ulong in_offset, OUT_PTR out, const ulon
             st = lane_partial(in + in_offset + row * row_stride + start, start, stop - start, lane);
         }
 
-#if LANES > 1
-#if SG_MODE == SG_LOCAL
+#if LANES > 1 && SG_MODE == SG_LOCAL
         scratch[lid] = st;
         barrier(CLK_LOCAL_MEM_FENCE);
         for (uint s = LANES >> 1; s > 0; s >>= 1) {
@@ -442,9 +441,10 @@ void reduce_rows_state(IN_PTR in, const ulong in_offset, OUT_PTR out, const ulon
             barrier(CLK_LOCAL_MEM_FENCE);
         }
         st = scratch[lid];
-#elif LANES <= SG_SIZE
+#elif LANES > 1 && LANES <= SG_SIZE
         st = st_butterfly(st, LANES);
-#else
+#elif LANES > 1
+        /* work-group per row: sub-group partials through local memory */
         st = st_butterfly(st, SG_SIZE);
         if (get_sub_group_local_id() == 0) scratch[get_sub_group_id()] = st;
         barrier(CLK_LOCAL_MEM_FENCE);
@@ -456,7 +456,6 @@ void reduce_rows_state(IN_PTR in, const ulong in_offset, OUT_PTR out, const ulon
             st = st_butterfly(part, SG_SIZE);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
-#endif
 #endif
         if (lane == 0 && task < n_tasks) {
 #if OUT_STATES
