@@ -12,9 +12,17 @@
  * sub-group collectives are always reached by the whole group / sub-group; teams past
  * the last row take part with the identity.
  *
+ * One source for OpenCL and CUDA: the backend puts cl_dialect_opencl.h or cl_dialect_cuda.h
+ * in front of this file; both define the portable words used here (KERNEL_WG_SIZE, LOAD_RO,
+ * VLOAD_ARRAY, VLOAD_HEAD, UNROLL_LOOP, ...). Vector loads fill private arrays, so the
+ * algorithm needs no vector types.
+ *
  * Required macros (see cl_kernels/README.md): one of OP_SUM, OP_PROD, OP_MAX, OP_MIN,
  * OP_NANMAX, OP_NANMIN; MAP, IN_T, ACC_T, OUT_T, ACC_IS_FLOAT, ACC_BYTES, IDENTITY, WG_SIZE,
  * LANES, VEC, SPLIT, SG_MODE, SG_SIZE, REQD_SG, FINALIZE, IN_HALF, OUT_HALF.
+ * Optional: UNROLL (vector loads in flight per work-item, default UNROLL_DEFAULT: 1 on
+ * OpenCL, 4 on CUDA), MIN_BLOCKS (groups per compute unit the register allocator plans
+ * for, CUDA's __launch_bounds__; default 1), NBLK (reduce_cols: vectors per work-item).
  */
 
 #define SG_LOCAL 0
@@ -92,12 +100,37 @@
 #ifndef OUT_HALF
 #error "OUT_HALF (0/1) is required"
 #endif
+#ifndef UNROLL
+#define UNROLL UNROLL_DEFAULT
+#endif
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS 1
+#endif
+#ifndef NBLK
+#define NBLK 1
+#endif
+
 
 #if (WG_SIZE % LANES) != 0 || (LANES & (LANES - 1)) != 0
 #error "LANES must be a power of two dividing WG_SIZE"
 #endif
+#if VEC != 1 && VEC != 2 && VEC != 4 && VEC != 8 && VEC != 16
+#error "VEC must be 1, 2, 4, 8 or 16"
+#endif
+#if UNROLL < 1 || UNROLL > 8
+#error "UNROLL must be 1..8"
+#endif
 #if SG_MODE != SG_LOCAL && (WG_SIZE % SG_SIZE) != 0
 #error "WG_SIZE must be a multiple of SG_SIZE"
+#endif
+#if SG_MODE != SG_LOCAL && FIXED_SG_SIZE && SG_SIZE != FIXED_SG_SIZE
+#error "this API has one sub-group width (FIXED_SG_SIZE): SG_SIZE must equal it"
+#endif
+#if SG_MODE == SG_SHUFFLE_QCOM && !HAS_QCOM_SHUFFLE
+#error "SG_MODE 3 (cl_qcom_subgroup_shuffle) has no meaning on this API: use 1 or 2"
+#endif
+#if REQD_SG != REQD_SG_NONE && !HAS_REQD_SG_ATTRS
+#error "this API cannot request a sub-group width: REQD_SG must be 0"
 #endif
 #if SG_MODE == SG_BUILTIN && LANES > 1 && LANES < SG_SIZE
 #error "built-in sub-group reduce covers whole sub-groups: use a shuffle mode for LANES < SG_SIZE"
@@ -105,25 +138,6 @@
 #if SG_MODE == SG_BUILTIN && (defined(OP_PROD) || defined(OP_NANMAX) || defined(OP_NANMIN))
 #error "no sub-group built-in for prod, and built-in max/min leave NaN unspecified: use a shuffle mode"
 #endif
-
-#if ACC_BYTES == 8 && ACC_IS_FLOAT
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
-#endif
-#if SG_MODE != SG_LOCAL && defined(cl_khr_subgroups)
-#pragma OPENCL EXTENSION cl_khr_subgroups : enable
-#endif
-#if SG_MODE == SG_SHUFFLE_KHR
-#pragma OPENCL EXTENSION cl_khr_subgroup_shuffle : enable
-#endif
-#if SG_MODE == SG_SHUFFLE_QCOM
-#pragma OPENCL EXTENSION cl_qcom_subgroup_shuffle : enable
-#endif
-#if REQD_SG == REQD_SG_QCOM_HALF || REQD_SG == REQD_SG_QCOM_FULL
-#pragma OPENCL EXTENSION cl_qcom_reqd_sub_group_size : enable
-#endif
-
-#define CAT_(a, b) a##b
-#define CAT(a, b) CAT_(a, b)
 
 #if REQD_SG == REQD_SG_INTEL
 #define SG_ATTR __attribute__((intel_reqd_sub_group_size(SG_SIZE)))
@@ -135,101 +149,102 @@
 #define SG_ATTR
 #endif
 
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+
 /* ---- the op ------------------------------------------------------------------------ */
-/* max/min propagate NaN like numpy (fmax/fmin would drop it). Scalars use ?:; vectors use
- * select(), whose vector mask is the sign bit that relational built-ins set. */
+/* max/min propagate NaN like numpy (fmax/fmin would drop it); nanmax/nanmin are fmax/fmin.
+ * combine() is a function so each argument is evaluated once: a shuffle inside a ?: would
+ * run only in the lanes that take that branch (wrong values on CUDA, undefined in OpenCL). */
 #if defined(OP_SUM)
-#define COMBINE(a, b) ((a) + (b))
-#define COMBINE_V(a, b) ((a) + (b))
+#define COMBINE_EXPR(a, b) ((a) + (b))
 #elif defined(OP_PROD)
-#define COMBINE(a, b) ((a) * (b))
-#define COMBINE_V(a, b) ((a) * (b))
+#define COMBINE_EXPR(a, b) ((a) * (b))
 #elif defined(OP_NANMAX)
-#define COMBINE(a, b) fmax((a), (b))
-#define COMBINE_V(a, b) fmax((a), (b))
+#define COMBINE_EXPR(a, b) fmax((a), (b))
 #elif defined(OP_NANMIN)
-#define COMBINE(a, b) fmin((a), (b))
-#define COMBINE_V(a, b) fmin((a), (b))
+#define COMBINE_EXPR(a, b) fmin((a), (b))
 #elif ACC_IS_FLOAT && defined(OP_MAX)
-#define COMBINE(a, b) ((isnan(a) || (a) > (b)) ? (a) : (b))
-#define COMBINE_V(a, b) select((b), (a), isgreater((a), (b)) | isnan(a))
+#define COMBINE_EXPR(a, b) ((isnan(a) || (a) > (b)) ? (a) : (b))
 #elif ACC_IS_FLOAT && defined(OP_MIN)
-#define COMBINE(a, b) ((isnan(a) || (a) < (b)) ? (a) : (b))
-#define COMBINE_V(a, b) select((b), (a), isless((a), (b)) | isnan(a))
+#define COMBINE_EXPR(a, b) ((isnan(a) || (a) < (b)) ? (a) : (b))
 #elif defined(OP_MAX)
-#define COMBINE(a, b) max((a), (b))
-#define COMBINE_V(a, b) max((a), (b))
+#define COMBINE_EXPR(a, b) max((a), (b))
 #else
-#define COMBINE(a, b) min((a), (b))
-#define COMBINE_V(a, b) min((a), (b))
+#define COMBINE_EXPR(a, b) min((a), (b))
+#endif
+inline ACC_T combine(const ACC_T a, const ACC_T b) { return COMBINE_EXPR(a, b); }
+#define COMBINE(a, b) combine((a), (b))
+#if defined(OP_MAX)
+#define BUILTIN_MAXMIN(v) sub_group_reduce_max(v)
+#else
+#define BUILTIN_MAXMIN(v) sub_group_reduce_min(v)
 #endif
 
-/* ---- loads: IN_T -> mapped -> ACC_T, VEC elements at a time --------------------------- */
-/* vloadn/vload_halfn need only element alignment, so rows starting anywhere are fine.
- * MAP runs on the loaded type (float for half input) before the conversion to ACC_T, so
+/* ---- loads: IN_T -> mapped -> ACC_T ------------------------------------------------- */
+/* MAP runs on the loaded type (float for half input) before the conversion to ACC_T, so
  * "nonzero" sees 0.5 as nonzero even when ACC_T is an integer. */
 #if IN_HALF
 #define RAW_T float
-#define LOAD_RAW_1(p) vload_half(0, (p))
-#define LOAD_RAW_V(p) CAT(vload_half, VEC)(0, (p))
+#define LOAD_RAW_1(p) LOAD_RO_HALF(p)
+#define VLOAD_RAW(p, d) VLOAD_HALF_ARRAY(VEC, (p), (d))
 #else
 #define RAW_T IN_T
-#define LOAD_RAW_1(p) (*(p))
-#define LOAD_RAW_V(p) CAT(vload, VEC)(0, (p))
+#define LOAD_RAW_1(p) LOAD_RO(p)
+#define VLOAD_RAW(p, d) VLOAD_ARRAY(VEC, (p), (d))
 #endif
-#define RAW_V CAT(RAW_T, VEC)
 
 #if MAP == MAP_NONE
 #define MAP_1(x) (x)
-#define MAP_V(x) (x)
 #elif MAP == MAP_ABS
 #define MAP_1(x) fabs(x)
-#define MAP_V(x) fabs(x)
 #elif MAP == MAP_SQUARE
 #define MAP_1(x) ((x) * (x))
-#define MAP_V(x) ((x) * (x))
 #elif MAP == MAP_NONZERO
 #define MAP_1(x) ((x) != (RAW_T)0 ? (RAW_T)1 : (RAW_T)0)
-#define MAP_V(x) select((RAW_V)0, (RAW_V)1, (x) != (RAW_V)0)
 #elif MAP == MAP_NOTNAN
 #define MAP_1(x) (isnan(x) ? (RAW_T)0 : (RAW_T)1)
-#define MAP_V(x) select((RAW_V)1, (RAW_V)0, isnan(x))
 #elif MAP == MAP_NAN_TO_ZERO
 #define MAP_1(x) (isnan(x) ? (RAW_T)0 : (x))
-#define MAP_V(x) select((x), (RAW_V)0, isnan(x))
 #elif MAP == MAP_ONE
 #define MAP_1(x) ((RAW_T)1)
-#define MAP_V(x) ((RAW_V)1)
 #endif
 
-#define LOAD_1(p) ((ACC_T)MAP_1(LOAD_RAW_1(p)))
-#if VEC == 1
-#define ACC_V ACC_T
-#define LOAD_V(p) LOAD_1(p)
-#define HREDUCE(v) (v)
-#undef COMBINE_V
-#define COMBINE_V(a, b) COMBINE(a, b)  /* select() has no scalar double/int overload */
-#else
-#define ACC_V CAT(ACC_T, VEC)
-#define LOAD_V(p) CAT(convert_, ACC_V)(MAP_V(LOAD_RAW_V(p)))
-#endif
+inline ACC_T load_1(__global const IN_T *p) { return (ACC_T)MAP_1(LOAD_RAW_1(p)); }
 
-#if VEC == 2
-#define HREDUCE(v) COMBINE((v).s0, (v).s1)
-#elif VEC == 4
-#define HREDUCE(v) hreduce4(v)
-#elif VEC == 8
-#define HREDUCE(v) hreduce4(COMBINE_V((v).lo, (v).hi))
-#elif VEC == 16
-#define HREDUCE(v) hreduce4(COMBINE_V(COMBINE_V((v).lo.lo, (v).lo.hi), COMBINE_V((v).hi.lo, (v).hi.hi)))
-#endif
-#if VEC >= 4
-inline ACC_T hreduce4(CAT(ACC_T, 4) v) {
-    return COMBINE(COMBINE(v.s0, v.s1), COMBINE(v.s2, v.s3));
+/* Fold VEC loaded elements into VEC accumulators. p must satisfy VLOAD_ALIGNED. */
+inline void fold_vec(ACC_T *acc, __global const IN_T *p) {
+    RAW_T raw[VEC];
+    VLOAD_RAW(p, raw);
+    UNROLL_LOOP
+    for (int j = 0; j < VEC; ++j) {
+        acc[j] = COMBINE(acc[j], (ACC_T)MAP_1(raw[j]));
+    }
 }
-#endif
 
-/* ---- sub-group steps ---------------------------------------------------------------- */
+/* Horizontal combine of VEC accumulators; pairs j, j + 4, j + 8, j + 12 first. */
+inline ACC_T hreduce(const ACC_T *v) {
+#if VEC == 1
+    return v[0];
+#elif VEC == 2
+    return COMBINE(v[0], v[1]);
+#else
+    ACC_T w[4];
+    UNROLL_LOOP
+    for (int j = 0; j < 4; ++j) {
+#if VEC == 4
+        w[j] = v[j];
+#elif VEC == 8
+        w[j] = COMBINE(v[j], v[j + 4]);
+#else
+        w[j] = COMBINE(COMBINE(v[j], v[j + 4]), COMBINE(v[j + 8], v[j + 12]));
+#endif
+    }
+    return COMBINE(COMBINE(w[0], w[1]), COMBINE(w[2], w[3]));
+#endif
+}
+
+/* ---- sub-group steps: one helper per SG_MODE behind sg_reduce (and butterfly) ------- */
 #if SG_MODE == SG_SHUFFLE_KHR
 inline ACC_T shuffle_xor(ACC_T v, uint mask) { return sub_group_shuffle_xor(v, mask); }
 #elif SG_MODE == SG_SHUFFLE_QCOM
@@ -249,31 +264,24 @@ inline ACC_T shuffle_xor(ACC_T v, uint mask) {
 #if SG_MODE == SG_SHUFFLE_KHR || SG_MODE == SG_SHUFFLE_QCOM
 /* Butterfly over aligned groups of `width` lanes: xor masks below `width` never leave the
  * group, so several rows can share one sub-group. Every lane ends with its group's value. */
-inline ACC_T butterfly(ACC_T v, uint width) {
+inline ACC_T butterfly(ACC_T v, const uint width) {
+    UNROLL_LOOP
     for (uint m = width >> 1; m > 0; m >>= 1) {
         v = COMBINE(v, shuffle_xor(v, m));
     }
     return v;
 }
-#define SG_REDUCE(v) butterfly((v), SG_SIZE)
+inline ACC_T sg_reduce(ACC_T v) { return butterfly(v, SG_SIZE); }
+#elif SG_MODE == SG_BUILTIN && defined(OP_SUM)
+inline ACC_T sg_reduce(ACC_T v) { return sub_group_reduce_add(v); }
+#elif SG_MODE == SG_BUILTIN && !ACC_IS_FLOAT
+inline ACC_T sg_reduce(ACC_T v) { return BUILTIN_MAXMIN(v); }
 #elif SG_MODE == SG_BUILTIN
-#if defined(OP_SUM)
-#define SG_REDUCE_RAW(v) sub_group_reduce_add(v)
-#elif defined(OP_MAX)
-#define SG_REDUCE_RAW(v) sub_group_reduce_max(v)
-#else
-#define SG_REDUCE_RAW(v) sub_group_reduce_min(v)
-#endif
-#if ACC_IS_FLOAT && !defined(OP_SUM)
 /* The built-in max/min leave NaN handling unspecified; numpy propagates it. */
 inline ACC_T sg_reduce(ACC_T v) {
-    ACC_T r = SG_REDUCE_RAW(v);
+    const ACC_T r = BUILTIN_MAXMIN(v);
     return sub_group_any(isnan(v)) ? (ACC_T)NAN : r;
 }
-#define SG_REDUCE(v) sg_reduce(v)
-#else
-#define SG_REDUCE(v) SG_REDUCE_RAW(v)
-#endif
 #endif
 
 /* ---- the kernel --------------------------------------------------------------------- */
@@ -284,16 +292,61 @@ inline ACC_T sg_reduce(ACC_T v) {
 #define SCRATCH_LEN (WG_SIZE / SG_SIZE)
 #endif
 
-__kernel SG_ATTR __attribute__((reqd_work_group_size(WG_SIZE, 1, 1)))
+/* One lane's share of elements [0, len) at p: a scalar head up to VLOAD_ALIGNED (none on
+ * OpenCL), lane-strided VEC-element loads with UNROLL of them in flight, a scalar tail. */
+inline ACC_T lane_partial(__global const IN_T *p, ulong len, const uint lane) {
+    ACC_T acc = IDENTITY;
+    const ulong head = min((ulong)VLOAD_HEAD(p, VEC), len);
+    NO_UNROLL
+    for (ulong i = lane; i < head; i += LANES) {
+        acc = COMBINE(acc, load_1(p + i));
+    }
+    p += head;
+    len -= head;
+    const ulong full = len - len % VEC;
+    const ulong step = (ulong)LANES * VEC;
+    ACC_T accv[VEC];
+    UNROLL_LOOP
+    for (int j = 0; j < VEC; ++j) {
+        accv[j] = IDENTITY;
+    }
+    ulong i = (ulong)lane * VEC;
+    NO_UNROLL
+    for (; i + (UNROLL - 1) * step < full; i += UNROLL * step) {
+        UNROLL_LOOP
+        for (int u = 0; u < UNROLL; ++u) {
+            fold_vec(accv, p + i + u * step);
+        }
+    }
+#if UNROLL > 1
+    NO_UNROLL
+    for (; i < full; i += step) {
+        fold_vec(accv, p + i);
+    }
+#endif
+    acc = COMBINE(acc, hreduce(accv));
+    NO_UNROLL
+    for (i = full + lane; i < len; i += LANES) {
+        acc = COMBINE(acc, load_1(p + i));
+    }
+    return acc;
+}
+
+/* reduce_rows: out[out_offset + t] = the reduction of task t (row t / SPLIT, chunk t % SPLIT).
+ * Launch: 1-D, local size WG_SIZE exactly, global size any multiple of it (grid stride over
+ * n_rows * SPLIT tasks, TEAMS per group per trip); offsets, sizes and strides in elements;
+ * chunk_len = row_len when SPLIT == 1; mean_count divides for FINALIZE 1. Output is OUT_T
+ * (ACC_T partials laid out (n_rows, SPLIT) when SPLIT > 1). */
+__kernel SG_ATTR KERNEL_WG_SIZE(WG_SIZE)
 void reduce_rows(__global const IN_T *restrict in, const ulong in_offset,
                  __global OUT_T *restrict out, const ulong out_offset,
                  const ulong n_rows, const ulong row_len, const ulong row_stride,
                  const ulong chunk_len, const ulong mean_count)
 {
-#if LANES > 1
+#if LANES > 1 && (SG_MODE == SG_LOCAL || LANES > SG_SIZE)
     __local ACC_T scratch[SCRATCH_LEN];
 #endif
-    const uint lid = get_local_id(0);
+    const uint lid = (uint)get_local_id(0);
 #if SG_MODE != SG_LOCAL && LANES <= SG_SIZE
     /* Teams are aligned lane groups of one sub-group, named by sub-group ids so that the
      * butterfly's partners are exactly the team's lanes. */
@@ -314,25 +367,11 @@ void reduce_rows(__global const IN_T *restrict in, const ulong in_offset,
             const ulong row = task / SPLIT;
             const ulong start = (task % SPLIT) * chunk_len;
             const ulong stop = min(start + chunk_len, row_len);
-            const ulong len = stop - start;  /* start < row_len: the planner never makes an empty chunk */
-            __global const IN_T *p = in + in_offset + row * row_stride + start;
-#if VEC > 1
-            const ulong full = len - len % VEC;
-            ACC_V accv = (ACC_V)(IDENTITY);
-            for (ulong i = (ulong)lane * VEC; i < full; i += (ulong)LANES * VEC) {
-                accv = COMBINE_V(accv, LOAD_V(p + i));
-            }
-            acc = HREDUCE(accv);
-#else
-            const ulong full = 0;
-#endif
-            for (ulong i = full + lane; i < len; i += LANES) {
-                acc = COMBINE(acc, LOAD_1(p + i));
-            }
+            /* start < row_len: the planner never makes an empty chunk */
+            acc = lane_partial(in + in_offset + row * row_stride + start, stop - start, lane);
         }
 
-#if LANES > 1
-#if SG_MODE == SG_LOCAL
+#if LANES > 1 && SG_MODE == SG_LOCAL
         scratch[lid] = acc;
         barrier(CLK_LOCAL_MEM_FENCE);
         for (uint s = LANES >> 1; s > 0; s >>= 1) {
@@ -342,14 +381,14 @@ void reduce_rows(__global const IN_T *restrict in, const ulong in_offset,
             barrier(CLK_LOCAL_MEM_FENCE);
         }
         acc = scratch[lid];
-#elif LANES < SG_SIZE
+#elif LANES > 1 && LANES < SG_SIZE
         acc = butterfly(acc, LANES);
-#elif LANES == SG_SIZE
-        acc = SG_REDUCE(acc);
-#else
+#elif LANES > 1 && LANES == SG_SIZE
+        acc = sg_reduce(acc);
+#elif LANES > 1
         /* Work-group per row: each sub-group reduces, lane 0 parks the partial, the team's
          * first sub-group folds the partials (strided, so any LANES / SG_SIZE works). */
-        acc = SG_REDUCE(acc);
+        acc = sg_reduce(acc);
         if (get_sub_group_local_id() == 0) {
             scratch[get_sub_group_id()] = acc;
         }
@@ -360,11 +399,10 @@ void reduce_rows(__global const IN_T *restrict in, const ulong in_offset,
             for (uint j = lane; j < LANES / SG_SIZE; j += SG_SIZE) {
                 part = COMBINE(part, scratch[team * (LANES / SG_SIZE) + j]);
             }
-            acc = SG_REDUCE(part);
+            acc = sg_reduce(part);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
 #endif
-#endif /* LANES > 1 */
 
         if (lane == 0 && task < n_tasks) {
 #if FINALIZE == FIN_MEAN
@@ -383,16 +421,13 @@ void reduce_rows(__global const IN_T *restrict in, const ulong in_offset,
 
 /* ---- the strided axis ------------------------------------------------------------------ */
 /* (outer, K, inner) with inner > 1: each work-item owns a tile of NBLK * VEC adjacent
- * columns of one outer slice (or of one K chunk of it, SPLIT > 1) and walks K with one
- * vector accumulator per VEC columns.
+ * columns of one outer slice (or of one K chunk of it, SPLIT > 1) and walks K with VEC
+ * accumulators per block of VEC columns.
  *   GPUs: NBLK 1, so at every k neighbouring work-items read neighbouring addresses.
  *   CPUs: NBLK covers a whole row span (up to 4 KB), so each work-item streams through
  *   memory; one VEC-wide strip per work-item stepping 4 KB per k defeated the hardware
  *   prefetchers (page-crossing strides) and ran 3-10x slower.
  * Compiled beside reduce_rows; the row macros are then given neutral values. */
-#ifndef NBLK
-#define NBLK 1
-#endif
 #if FINALIZE == FIN_MEAN
 #define FINISH(a) ((a) / (ACC_T)count)
 #elif FINALIZE == FIN_SQRT
@@ -400,20 +435,33 @@ void reduce_rows(__global const IN_T *restrict in, const ulong in_offset,
 #else
 #define FINISH(a) (a)
 #endif
-#if OUT_HALF
-#define STORE_1(v, p) vstore_half((v), 0, (p))
-#else
-#define STORE_1(v, p) (*(p) = (OUT_T)(v))
-#endif
-#if VEC == 1
-#define STORE_V(v, p) STORE_1(v, p)
-#elif OUT_HALF
-#define STORE_V(v, p) CAT(vstore_half, VEC)((v), 0, (p))
-#else
-#define STORE_V(v, p) CAT(vstore, VEC)(CAT(convert_, CAT(OUT_T, VEC))(v), 0, (p))
-#endif
 
-__kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1)))
+inline void store_1(__global OUT_T *p, ACC_T v) {
+#if OUT_HALF
+    vstore_half(v, 0, p);
+#else
+    *p = (OUT_T)v;
+#endif
+}
+
+/* Fold one block of VEC columns at q: vector loads where VLOAD_ALIGNED held for every k
+ * (`aligned`, uniform), else one element at a time. */
+inline void fold_block(ACC_T *acc, __global const IN_T *q, const int aligned) {
+    if (aligned) {
+        fold_vec(acc, q);
+    } else {
+        UNROLL_LOOP
+        for (int j = 0; j < VEC; ++j) {
+            acc[j] = COMBINE(acc[j], load_1(q + j));
+        }
+    }
+}
+
+/* reduce_cols: out[out_offset + (o * SPLIT + chunk) * inner + c] = the reduction over
+ * k in the chunk of in[in_offset + o * outer_stride + k * k_stride + c].
+ * Launch: 1-D, local size WG_SIZE, any global size (grid stride over
+ * outer * SPLIT * ceil(inner / (NBLK * VEC)) items); count divides for FINALIZE 1. */
+__kernel KERNEL_WG_SIZE(WG_SIZE)
 void reduce_cols(__global const IN_T *restrict in, const ulong in_offset,
                  __global OUT_T *restrict out, const ulong out_offset,
                  const ulong outer, const ulong k_len, const ulong inner,
@@ -434,16 +482,39 @@ void reduce_cols(__global const IN_T *restrict in, const ulong in_offset,
         const uint rem = (uint)(width % VEC);       /* columns after them */
         __global const IN_T *p = in + in_offset + o * outer_stride + col;
         __global OUT_T *dst = out + out_offset + task * inner + col;   /* (outer, SPLIT, inner) */
-        ACC_V acc[NBLK];
+        /* every k's row start is aligned when the first one and the stride are */
+        const int aligned = VLOAD_ALIGNED(p, VEC) && VLOAD_ALIGNED(p + k_stride, VEC);
+        ACC_T acc[NBLK][VEC];
         ACC_T tail[VEC];
-        for (uint b = 0; b < NBLK; ++b) acc[b] = (ACC_V)(IDENTITY);
-        for (uint j = 0; j < VEC; ++j) tail[j] = IDENTITY;
-        for (ulong k = k0; k < k1; ++k) {
-            __global const IN_T *q = p + k * k_stride;
-            for (uint b = 0; b < full; ++b) acc[b] = COMBINE_V(acc[b], LOAD_V(q + b * VEC));
-            for (uint j = 0; j < rem; ++j) tail[j] = COMBINE(tail[j], LOAD_1(q + full * VEC + j));
+        for (uint b = 0; b < NBLK; ++b) {
+            UNROLL_LOOP
+            for (int j = 0; j < VEC; ++j) acc[b][j] = IDENTITY;
         }
-        for (uint b = 0; b < full; ++b) STORE_V(FINISH(acc[b]), dst + b * VEC);
-        for (uint j = 0; j < rem; ++j) STORE_1(FINISH(tail[j]), dst + full * VEC + j);
+        UNROLL_LOOP
+        for (int j = 0; j < VEC; ++j) tail[j] = IDENTITY;
+        ulong k = k0;
+        NO_UNROLL
+        for (; k + (UNROLL - 1) < k1; k += UNROLL) {
+            for (uint b = 0; b < full; ++b) {
+                UNROLL_LOOP
+                for (int u = 0; u < UNROLL; ++u) fold_block(acc[b], p + (k + u) * k_stride + b * VEC, aligned);
+            }
+            for (uint j = 0; j < rem; ++j) {
+                UNROLL_LOOP
+                for (int u = 0; u < UNROLL; ++u) tail[j] = COMBINE(tail[j], load_1(p + (k + u) * k_stride + full * VEC + j));
+            }
+        }
+#if UNROLL > 1
+        NO_UNROLL
+        for (; k < k1; ++k) {
+            for (uint b = 0; b < full; ++b) fold_block(acc[b], p + k * k_stride + b * VEC, aligned);
+            for (uint j = 0; j < rem; ++j) tail[j] = COMBINE(tail[j], load_1(p + k * k_stride + full * VEC + j));
+        }
+#endif
+        for (uint b = 0; b < full; ++b) {
+            UNROLL_LOOP
+            for (int j = 0; j < VEC; ++j) store_1(dst + b * VEC + j, FINISH(acc[b][j]));
+        }
+        for (uint j = 0; j < rem; ++j) store_1(dst + full * VEC + j, FINISH(tail[j]));
     }
 }

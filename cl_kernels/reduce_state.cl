@@ -10,10 +10,13 @@
  * Both can write partial states (OUT_STATES) for a split over K and read them back in a
  * second pass (IN_STATES).
  *
+ * One source for OpenCL and CUDA: the backend puts cl_dialect_opencl.h or cl_dialect_cuda.h
+ * in front of this file (see reduce_rows.cl and cl_kernels/README.md).
+ *
  * Required macros (cl_kernels/README.md): ENTRY, OPK, IN_T, ACC_T, OUT_T, ACC_IS_FLOAT,
  * ACC_BYTES, IN_HALF, OUT_HALF, FINALIZE, IN_STATES, OUT_STATES, WG_SIZE, VEC, SPLIT;
  * OPK_SCALAR: one OP_*, MAP, IDENTITY; OPK_ARG: ARG_MAX or ARG_MIN, IDENTITY;
- * ENTRY_ROWS: LANES, SG_MODE, SG_SIZE, REQD_SG.
+ * ENTRY_ROWS: LANES, SG_MODE, SG_SIZE, REQD_SG. Optional: MIN_BLOCKS (default 1).
  */
 
 #define ENTRY_ROWS 1
@@ -94,20 +97,17 @@
 #error "a pass over partial states reads one state at a time (VEC 1)"
 #endif
 
-#if ACC_BYTES == 8 && ACC_IS_FLOAT
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS 1
 #endif
-#if ENTRY == ENTRY_ROWS && SG_MODE != SG_LOCAL && defined(cl_khr_subgroups)
-#pragma OPENCL EXTENSION cl_khr_subgroups : enable
+#if ENTRY == ENTRY_ROWS && SG_MODE != SG_LOCAL && FIXED_SG_SIZE && SG_SIZE != FIXED_SG_SIZE
+#error "this API has one sub-group width (FIXED_SG_SIZE): SG_SIZE must equal it"
 #endif
-#if ENTRY == ENTRY_ROWS && SG_MODE == SG_SHUFFLE_KHR
-#pragma OPENCL EXTENSION cl_khr_subgroup_shuffle : enable
+#if ENTRY == ENTRY_ROWS && SG_MODE == SG_SHUFFLE_QCOM && !HAS_QCOM_SHUFFLE
+#error "SG_MODE 3 (cl_qcom_subgroup_shuffle) has no meaning on this API: use 2"
 #endif
-#if ENTRY == ENTRY_ROWS && SG_MODE == SG_SHUFFLE_QCOM
-#pragma OPENCL EXTENSION cl_qcom_subgroup_shuffle : enable
-#endif
-#if ENTRY == ENTRY_ROWS && (REQD_SG == 2 || REQD_SG == 3)
-#pragma OPENCL EXTENSION cl_qcom_reqd_sub_group_size : enable
+#if ENTRY == ENTRY_ROWS && REQD_SG != 0 && !HAS_REQD_SG_ATTRS
+#error "this API cannot request a sub-group width: REQD_SG must be 0"
 #endif
 
 #define CAT_(a, b) a##b
@@ -116,10 +116,12 @@
 /* ---- loads: element -> mapped -> ACC_T ------------------------------------------------- */
 #if IN_HALF
 #define RAW_T float
-#define LOAD_RAW(p) vload_half(0, (p))
+#define LOAD_RAW(p) LOAD_RO_HALF(p)
+#define VLOAD_RAW(p, d) VLOAD_HALF_ARRAY(VEC, (p), (d))
 #else
 #define RAW_T IN_T
-#define LOAD_RAW(p) (*(p))
+#define LOAD_RAW(p) LOAD_RO(p)
+#define VLOAD_RAW(p, d) VLOAD_ARRAY(VEC, (p), (d))
 #endif
 
 #if OPK != OPK_SCALAR || MAP == MAP_NONE
@@ -139,6 +141,14 @@
 #endif
 #define LOAD_ACC(p) ((ACC_T)MAPPED(LOAD_RAW(p)))
 
+/* VEC elements at p (VLOAD_ALIGNED) as mapped ACC_T values */
+inline void load_vec(__global const IN_T *p, ACC_T *v) {
+    RAW_T raw[VEC];
+    VLOAD_RAW(p, raw);
+    UNROLL_LOOP
+    for (int j = 0; j < VEC; ++j) v[j] = (ACC_T)MAPPED(raw[j]);
+}
+
 #if ACC_IS_FLOAT
 #define IS_NAN(x) isnan(x)
 #else
@@ -149,18 +159,20 @@
 #if OPK == OPK_SCALAR
 typedef struct { ACC_T a; } state_t;
 #if defined(OP_SUM)
-#define COMBINE(a, b) ((a) + (b))
+#define COMBINE_EXPR(a, b) ((a) + (b))
 #elif defined(OP_PROD)
-#define COMBINE(a, b) ((a) * (b))
+#define COMBINE_EXPR(a, b) ((a) * (b))
 #elif defined(OP_NANMAX)
-#define COMBINE(a, b) fmax((a), (b))
+#define COMBINE_EXPR(a, b) fmax((a), (b))
 #elif defined(OP_NANMIN)
-#define COMBINE(a, b) fmin((a), (b))
+#define COMBINE_EXPR(a, b) fmin((a), (b))
 #elif defined(OP_MAX)
-#define COMBINE(a, b) ((IS_NAN(a) || (a) > (b)) ? (a) : (b))
+#define COMBINE_EXPR(a, b) ((IS_NAN(a) || (a) > (b)) ? (a) : (b))
 #else
-#define COMBINE(a, b) ((IS_NAN(a) || (a) < (b)) ? (a) : (b))
+#define COMBINE_EXPR(a, b) ((IS_NAN(a) || (a) < (b)) ? (a) : (b))
 #endif
+inline ACC_T combine(const ACC_T a, const ACC_T b) { return COMBINE_EXPR(a, b); }
+#define COMBINE(a, b) combine((a), (b))
 inline state_t st_identity(void) { state_t s; s.a = IDENTITY; return s; }
 inline state_t st_push(state_t s, ACC_T v, ulong k) { s.a = COMBINE(s.a, v); return s; }
 inline state_t st_merge(state_t x, state_t y) { x.a = COMBINE(x.a, y.a); return x; }
@@ -192,19 +204,24 @@ inline state_t st_merge(state_t x, state_t y) {
 #elif OPK == OPK_ARG
 /* First occurrence wins ties, and a NaN beats every number (numpy's argmax/argmin). */
 typedef struct { ACC_T v; ulong i; } state_t;
+/* beats() is a function, not a macro: on an H100 the macro's branch layout made float32
+ * argmax rows 4 % slower (PTX and timings in benchmarks/cuda_single_source_h100_2026-11-23.md). */
 #if defined(ARG_MAX)
-#define BEATS(a, b) ((a) > (b))
+inline bool beats(const ACC_T a, const ACC_T b) { return a > b; }
 #else
-#define BEATS(a, b) ((a) < (b))
+inline bool beats(const ACC_T a, const ACC_T b) { return a < b; }
 #endif
+#define BEATS(a, b) beats((a), (b))
 /* IDENTITY is the losing extreme (-inf / INT_MIN for argmax); its index loses every tie. */
 inline state_t st_identity(void) { state_t s; s.v = IDENTITY; s.i = ULONG_MAX; return s; }
 inline state_t st_merge(state_t x, state_t y) {
-    const int xn = IS_NAN(x.v), yn = IS_NAN(y.v);
+#if ACC_IS_FLOAT
+    const bool xn = isnan(x.v), yn = isnan(y.v);
     if (xn || yn) {
         if (xn && yn) return x.i < y.i ? x : y;
         return xn ? x : y;
     }
+#endif
     if (BEATS(x.v, y.v)) return x;
     if (BEATS(y.v, x.v)) return y;
     return x.i < y.i ? x : y;
@@ -291,15 +308,14 @@ inline void st_write(__global OUT_T *out, ulong idx, state_t s, ulong count, ACC
 #define SG_ATTR
 #endif
 
-#if SG_MODE != SG_LOCAL
-inline uint shfl_u32(uint v, uint m) {
 #if SG_MODE == SG_SHUFFLE_KHR
-    return sub_group_shuffle_xor(v, m);
-#else
-    return qcom_sub_group_shuffle_xor(v, m, CLK_SUB_GROUP_SHUFFLE_WIDTH_WAVE_SIZE_QCOM, 0u);
-#endif
-}
+inline ACC_T shfl_acc(ACC_T v, uint m) { return sub_group_shuffle_xor(v, m); }
+inline ulong shfl_u64(ulong v, uint m) { return sub_group_shuffle_xor(v, m); }
+#elif SG_MODE == SG_SHUFFLE_QCOM
 /* Fields move as 32-bit words: the qcom shuffle takes 32-bit values only. */
+inline uint shfl_u32(uint v, uint m) {
+    return qcom_sub_group_shuffle_xor(v, m, CLK_SUB_GROUP_SHUFFLE_WIDTH_WAVE_SIZE_QCOM, 0u);
+}
 inline ACC_T shfl_acc(ACC_T v, uint m) {
 #if ACC_BYTES == 8
     uint2 u = as_uint2(v);
@@ -316,6 +332,8 @@ inline ulong shfl_u64(ulong v, uint m) {
     u.y = shfl_u32(u.y, m);
     return as_ulong(u);
 }
+#endif
+#if SG_MODE != SG_LOCAL
 inline state_t st_shuffle_xor(state_t s, uint m) {
 #if OPK == OPK_SCALAR
     s.a = shfl_acc(s.a, m);
@@ -328,7 +346,8 @@ inline state_t st_shuffle_xor(state_t s, uint m) {
 #endif
     return s;
 }
-inline state_t st_butterfly(state_t s, uint width) {
+inline state_t st_butterfly(state_t s, const uint width) {
+    UNROLL_LOOP
     for (uint m = width >> 1; m > 0; m >>= 1) {
         s = st_merge(s, st_shuffle_xor(s, m));
     }
@@ -338,19 +357,60 @@ inline state_t st_butterfly(state_t s, uint width) {
 
 #define TEAMS (WG_SIZE / LANES)
 
-__kernel SG_ATTR __attribute__((reqd_work_group_size(WG_SIZE, 1, 1)))
+/* One lane's share of elements [0, len) of a row chunk starting at element `start`: a scalar
+ * head up to VLOAD_ALIGNED (none on OpenCL), lane-strided VEC-element loads, a scalar tail.
+ * Indices pushed into arg states are the elements' own, whatever the order of loads. */
+inline state_t lane_partial(IN_PTR p, const ulong start, const ulong len, const uint lane) {
+    state_t st = st_identity();
+#if IN_STATES
+    NO_UNROLL
+    for (ulong i = lane; i < len; i += LANES) st = st_merge(st, p[i]);
+#else
+    const ulong head = min((ulong)VLOAD_HEAD(p, VEC), len);
+    NO_UNROLL
+    for (ulong i = lane; i < head; i += LANES) st = st_push(st, LOAD_ACC(p + i), start + i);
+    __global const IN_T *q = p + head;
+    const ulong rest = len - head;
+    const ulong full = rest - rest % VEC;
+    NO_UNROLL
+    for (ulong i = (ulong)lane * VEC; i < full; i += (ulong)LANES * VEC) {
+        ACC_T v[VEC];
+        load_vec(q + i, v);
+#if OPK == OPK_WELFORD && VEC > 1
+        /* a whole vector enters as one (mean, m2, VEC) state: one divide per VEC */
+        ACC_T sum = 0;
+        UNROLL_LOOP
+        for (int j = 0; j < VEC; ++j) sum += v[j];
+        state_t c; c.mean = sum / (ACC_T)VEC; c.m2 = 0; c.n = VEC;
+        UNROLL_LOOP
+        for (int j = 0; j < VEC; ++j) { const ACC_T d = v[j] - c.mean; c.m2 += d * d; }
+        st = st_merge(st, c);
+#else
+        UNROLL_LOOP
+        for (int j = 0; j < VEC; ++j) st = st_push(st, v[j], start + head + i + j);
+#endif
+    }
+    NO_UNROLL
+    for (ulong i = full + lane; i < rest; i += LANES) st = st_push(st, LOAD_ACC(q + i), start + head + i);
+#endif
+    return st;
+}
+
+/* reduce_rows_state: the reduce_rows launch contract (reduce_rows.cl), with state merges.
+ * Launch: 1-D, local size WG_SIZE, global size any multiple of it (grid stride over
+ * n_rows * SPLIT tasks); writes OUT_T results, or states (OUT_STATES) laid out (n_rows, SPLIT);
+ * count divides for FINALIZE 1, param is ddof for var/std. */
+__kernel SG_ATTR KERNEL_WG_SIZE(WG_SIZE)
 void reduce_rows_state(IN_PTR in, const ulong in_offset, OUT_PTR out, const ulong out_offset,
                        const ulong n_rows, const ulong row_len, const ulong row_stride,
                        const ulong chunk_len, const ulong count, const ACC_T param)
 {
-#if LANES > 1
-#if SG_MODE == SG_LOCAL
+#if LANES > 1 && SG_MODE == SG_LOCAL
     __local state_t scratch[WG_SIZE];
-#else
+#elif LANES > 1 && LANES > SG_SIZE
     __local state_t scratch[WG_SIZE / SG_SIZE];
 #endif
-#endif
-    const uint lid = get_local_id(0);
+    const uint lid = (uint)get_local_id(0);
 #if SG_MODE != SG_LOCAL && LANES <= SG_SIZE
     const uint sg_lid = get_sub_group_local_id();
     const uint lane = sg_lid % LANES;
@@ -369,37 +429,11 @@ void reduce_rows_state(IN_PTR in, const ulong in_offset, OUT_PTR out, const ulon
             const ulong row = task / SPLIT;
             const ulong start = (task % SPLIT) * chunk_len;
             const ulong stop = min(start + chunk_len, row_len);
-            const ulong len = stop - start;  /* start < row_len: the planner never makes an empty chunk */
-            IN_PTR p = in + in_offset + row * row_stride + start;
-#if VEC > 1
-            const ulong full = len - len % VEC;
-            for (ulong i = (ulong)lane * VEC; i < full; i += (ulong)LANES * VEC) {
-#if OPK == OPK_WELFORD
-                /* a whole vector enters as one (mean, m2, VEC) state: one divide per VEC */
-                ACC_T v[VEC];
-                ACC_T sum = 0;
-                for (uint j = 0; j < VEC; ++j) { v[j] = LOAD_ACC(p + i + j); sum += v[j]; }
-                state_t c; c.mean = sum / (ACC_T)VEC; c.m2 = 0; c.n = VEC;
-                for (uint j = 0; j < VEC; ++j) { const ACC_T d = v[j] - c.mean; c.m2 += d * d; }
-                st = st_merge(st, c);
-#else
-                for (uint j = 0; j < VEC; ++j) st = st_push(st, LOAD_ACC(p + i + j), start + i + j);
-#endif
-            }
-#else
-            const ulong full = 0;
-#endif
-            for (ulong i = full + lane; i < len; i += LANES) {
-#if IN_STATES
-                st = st_merge(st, p[i]);
-#else
-                st = st_push(st, LOAD_ACC(p + i), start + i);
-#endif
-            }
+            /* start < row_len: the planner never makes an empty chunk */
+            st = lane_partial(in + in_offset + row * row_stride + start, start, stop - start, lane);
         }
 
-#if LANES > 1
-#if SG_MODE == SG_LOCAL
+#if LANES > 1 && SG_MODE == SG_LOCAL
         scratch[lid] = st;
         barrier(CLK_LOCAL_MEM_FENCE);
         for (uint s = LANES >> 1; s > 0; s >>= 1) {
@@ -407,9 +441,10 @@ void reduce_rows_state(IN_PTR in, const ulong in_offset, OUT_PTR out, const ulon
             barrier(CLK_LOCAL_MEM_FENCE);
         }
         st = scratch[lid];
-#elif LANES <= SG_SIZE
+#elif LANES > 1 && LANES <= SG_SIZE
         st = st_butterfly(st, LANES);
-#else
+#elif LANES > 1
+        /* work-group per row: sub-group partials through local memory */
         st = st_butterfly(st, SG_SIZE);
         if (get_sub_group_local_id() == 0) scratch[get_sub_group_id()] = st;
         barrier(CLK_LOCAL_MEM_FENCE);
@@ -421,7 +456,6 @@ void reduce_rows_state(IN_PTR in, const ulong in_offset, OUT_PTR out, const ulon
             st = st_butterfly(part, SG_SIZE);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
-#endif
 #endif
         if (lane == 0 && task < n_tasks) {
 #if OUT_STATES
@@ -436,9 +470,11 @@ void reduce_rows_state(IN_PTR in, const ulong in_offset, OUT_PTR out, const ulon
 
 /* ---- columns --------------------------------------------------------------------------- */
 #if ENTRY == ENTRY_COLS
-/* Work item -> (outer index, K chunk, block of VEC columns); columns vary fastest so a
- * sub-group/warp reads one contiguous span of the inner axis at each k. */
-__kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1)))
+/* reduce_cols: work item -> (outer index, K chunk, block of VEC columns); columns vary
+ * fastest so a sub-group reads one contiguous span of the inner axis at each k.
+ * Launch: 1-D, local size WG_SIZE, any global size (grid stride over
+ * outer * SPLIT * ceil(inner / VEC) items); results or states laid out (outer, SPLIT or 1, inner). */
+__kernel KERNEL_WG_SIZE(WG_SIZE)
 void reduce_cols(IN_PTR in, const ulong in_offset, OUT_PTR out, const ulong out_offset,
                  const ulong outer, const ulong k_len, const ulong inner,
                  const ulong outer_stride, const ulong k_stride,
@@ -456,23 +492,29 @@ void reduce_cols(IN_PTR in, const ulong in_offset, OUT_PTR out, const ulong out_
         const uint ncols = (uint)min((ulong)VEC, inner - col);
         IN_PTR p = in + in_offset + o * outer_stride + col;
         state_t st[VEC];
-        for (uint j = 0; j < VEC; ++j) st[j] = st_identity();
-        for (ulong k = k0; k < k1; ++k) {
-            IN_PTR q = p + k * k_stride;
+        UNROLL_LOOP
+        for (int j = 0; j < VEC; ++j) st[j] = st_identity();
 #if IN_STATES
-            for (uint j = 0; j < ncols; ++j) st[j] = st_merge(st[j], q[j]);
-#elif VEC > 1 && !IN_HALF
-            if (ncols == VEC) {
-                IN_T v[VEC];
-                CAT(vstore, VEC)(CAT(vload, VEC)(0, q), 0, v);
-                for (uint j = 0; j < VEC; ++j) st[j] = st_push(st[j], (ACC_T)MAPPED((RAW_T)v[j]), k);
+        NO_UNROLL
+        for (ulong k = k0; k < k1; ++k) {
+            for (uint j = 0; j < ncols; ++j) st[j] = st_merge(st[j], p[k * k_stride + j]);
+        }
+#else
+        /* vector loads when every k's address is aligned (uniform per work-item) */
+        const int vector = ncols == VEC && VLOAD_ALIGNED(p, VEC) && VLOAD_ALIGNED(p + k_stride, VEC);
+        NO_UNROLL
+        for (ulong k = k0; k < k1; ++k) {
+            __global const IN_T *q = p + k * k_stride;
+            if (vector) {
+                ACC_T v[VEC];
+                load_vec(q, v);
+                UNROLL_LOOP
+                for (int j = 0; j < VEC; ++j) st[j] = st_push(st[j], v[j], k);
             } else {
                 for (uint j = 0; j < ncols; ++j) st[j] = st_push(st[j], LOAD_ACC(q + j), k);
             }
-#else
-            for (uint j = 0; j < ncols; ++j) st[j] = st_push(st[j], LOAD_ACC(q + j), k);
-#endif
         }
+#endif
         /* partial states and results are laid out (outer, SPLIT or 1, inner) */
         const ulong dst = task * inner + col;
         for (uint j = 0; j < ncols; ++j) {

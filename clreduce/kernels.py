@@ -1,4 +1,9 @@
-"""Where kernel sources live, their hashes, and the one function that writes build options."""
+"""Where kernel sources live, their hashes, and the one function that writes build options.
+
+A kernel family is one ``.cl`` file in ``cl_kernels/``; both backends compile that text, each
+behind its dialect header (``cl_dialect_opencl.h`` or ``cl_dialect_cuda.h``), which gives the
+portable words the kernels use their meaning on that API (see ``cl_kernels/README.md``).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,12 @@ import hashlib
 from pathlib import Path
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
+
+DIALECT_HEADERS = {"opencl": "cl_dialect_opencl.h", "cuda": "cl_dialect_cuda.h"}
+
+# Options every CUDA build gets beside the -D list. -lineinfo costs nothing at run time and
+# lets ncu point at source lines.
+CUDA_BASE_OPTIONS = ("--std=c++17", "-lineinfo")
 
 
 def kernel_dirs() -> list[Path]:
@@ -18,32 +29,64 @@ def kernel_dirs() -> list[Path]:
     return ([Path(override)] if override else []) + [_PACKAGE_DIR / "cl_kernels", _PACKAGE_DIR.parent / "cl_kernels"]
 
 
-def read_source(filename: str) -> str:
-    """Text of a kernel file (``reduce_rows.cl``), from the package data or the repo."""
-    return _read_source(filename, tuple(kernel_dirs()))
+def kernel_path(filename: str) -> Path:
+    """Path of a kernel file or dialect header (``reduce_rows.cl``, ``cl_dialect_cuda.h``)."""
+    return _kernel_path(filename, tuple(kernel_dirs()))
 
 
-@functools.lru_cache(maxsize=64)
-def _read_source(filename: str, dirs: tuple[Path, ...]) -> str:
+def _kernel_path(filename: str, dirs: tuple[Path, ...]) -> Path:
     for folder in dirs:
         path = folder / filename
         if path.is_file():
-            return path.read_text(encoding="utf-8")
-    searched = ", ".join(str(d) for d in kernel_dirs())
+            return path
+    searched = ", ".join(str(d) for d in dirs)
     raise FileNotFoundError(f"kernel source {filename!r} not found (searched {searched})")
+
+
+@functools.lru_cache(maxsize=64)
+def _read(filename: str, dirs: tuple[Path, ...]) -> str:
+    return _kernel_path(filename, dirs).read_text(encoding="utf-8")
+
+
+def read_source(filename: str, api: str = "opencl") -> str:
+    """Program text for ``api`` ("opencl" or "cuda"): the dialect header, then the kernel file.
+
+    Read once per (file, folder list): CLREDUCE_KERNEL_DIR changes which copy is read.
+    """
+    return _read_source(filename, api, tuple(kernel_dirs()))
+
+
+@functools.lru_cache(maxsize=64)
+def _read_source(filename: str, api: str, dirs: tuple[Path, ...]) -> str:
+    """Program text for ``api`` ("opencl" or "cuda"): the dialect header, then the kernel file.
+
+    The header travels as text rather than through an include path, so the source hash (and
+    CuPy's on-disk kernel cache, keyed by source) changes when the header does. ``#line``
+    keeps compiler messages on the kernel file's own line numbers.
+    """
+    if api not in DIALECT_HEADERS:
+        raise ValueError(f"unknown kernel API {api!r}; expected one of {sorted(DIALECT_HEADERS)}")
+    return f"{_read(DIALECT_HEADERS[api], dirs)}\n#line 1\n{_read(filename, dirs)}"
 
 
 def source_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def build_options(defines: dict[str, object] | tuple[tuple[str, str], ...], cl_std: str | None = None) -> tuple[str, ...]:
-    """Compiler options for a kernel build: ``-DNAME=VALUE`` sorted by name, then ``-cl-std``.
+def build_options(defines: dict[str, object] | tuple[tuple[str, str], ...], cl_std: str | None = None,
+                  api: str = "opencl") -> tuple[str, ...]:
+    """Compiler options for a kernel build, for either API.
 
-    Sorting makes equal plans produce equal option strings, so program caches key stably.
+    ``-DNAME=VALUE`` sorted by name, then for OpenCL ``-cl-std`` (when given), for CUDA the
+    NVRTC options every build gets. Sorting makes equal plans produce equal option strings,
+    so program caches key stably.
     """
     items = defines.items() if isinstance(defines, dict) else defines
     options = [f"-D{name}={value}" for name, value in sorted((str(k), str(v)) for k, v in items)]
+    if api == "cuda":
+        return tuple(options) + CUDA_BASE_OPTIONS
+    if api != "opencl":
+        raise ValueError(f"unknown kernel API {api!r}; expected 'opencl' or 'cuda'")
     if cl_std:
         options.append(f"-cl-std={cl_std}")
     return tuple(options)

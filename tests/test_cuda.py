@@ -29,7 +29,8 @@ import pytest
 import clreduce
 from clreduce.backends import REGISTRY, get_backend
 from clreduce.backends.cuda import probe as cuda_probe
-from clreduce.backends.cuda.launch import CUDA_DIR, cuda_file_for, nvrtc_options
+from clreduce.backends.cuda.launch import cuda_source, nvrtc_options
+from clreduce.kernels import kernel_path
 from clreduce.backends.cuda.tune import cuda_plan, custom_plan, defines_of, scalar
 from clreduce.ops import OPS
 from clreduce.plan import Force, Problem, UnsupportedOnDevice
@@ -111,7 +112,7 @@ def _check_launch(launch, problem):
     assert launch.local_size == wg and launch.global_size % wg == 0 and launch.global_size >= wg
     assert launch.global_size // wg < 2**31
     assert launch.options == nvrtc_options(launch.defines)
-    assert (CUDA_DIR / cuda_file_for(launch.kernel_file)).is_file() or launch.kernel_file != "reduce_rows.cl"
+    assert launch.kernel_file.endswith(".cl") and kernel_path(launch.kernel_file).is_file()
     if launch.entry in ("reduce_rows", "reduce_rows_state"):
         lanes = int(d["LANES"])
         assert lanes & (lanes - 1) == 0 and wg % lanes == 0
@@ -168,9 +169,10 @@ def test_ptx_builds_and_a_bad_variant_fails(tmp_path):
     good = cuda_plan(H100, Problem(1000, 33, "float16", "mean")).passes[0]
     bad_defines = tuple((k, "3" if k == "VEC" else v) for k, v in good.defines)
     results = {}
+    src = tmp_path / "reduce_rows.cu"
+    src.write_text(cuda_source("reduce_rows.cl"))  # what NVRTC gets: the dialect header, then the .cl file
     for label, defines in (("good", good.defines), ("bad", bad_defines)):
-        cmd = tool.nvcc_command("nvcc", "sm_80", CUDA_DIR / "reduce_rows.cu", nvrtc_options(defines),
-                                tmp_path / f"{label}.ptx")
+        cmd = tool.nvcc_command("nvcc", "sm_80", src, nvrtc_options(defines), tmp_path / f"{label}.ptx")
         results[label] = subprocess.run(cmd, capture_output=True, text=True)
     assert results["good"].returncode == 0, results["good"].stderr
     assert results["bad"].returncode != 0 and "VEC must be" in results["bad"].stderr
@@ -178,7 +180,7 @@ def test_ptx_builds_and_a_bad_variant_fails(tmp_path):
     variants = [(i, nvrtc_options(cuda_plan(H100, Problem(r, k, "float32", "max")).passes[0].defines))
                 for i, (r, k) in enumerate(((7, 3), (10, 33), (3, 4099)))]
     src = tmp_path / "batch.cu"
-    src.write_text(tool.batch_source("reduce_rows.cu", variants))
+    src.write_text(tool.batch_source("reduce_rows.cl", variants))
     proc = subprocess.run(tool.nvcc_command("nvcc", "sm_80", src, (), tmp_path / "batch.ptx"),
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
@@ -542,13 +544,10 @@ def test_explicit_stream_option():
 def test_bad_input_table():
     cp = _cupy()
     x = cp.ones((4, 8), cp.float32)
-    try:
-        import pyopencl  # noqa: F401  (clreduce depends on it; the GPU test machine may lack it)
-    except ImportError:
-        pass
-    else:
-        with pytest.raises(TypeError, match="another device"):
-            clreduce.sum(x, axis=-1, backend="opencl")
+    # Refused before pyopencl is imported, so the same message whether or not it is installed
+    # (the old test expected the generic "another device" text and failed where it was).
+    with pytest.raises(TypeError, match="is a CUDA array and backend='opencl'"):
+        clreduce.sum(x, axis=-1, backend="opencl")
     with pytest.raises(ValueError, match="device"):
         clreduce.sum(x, axis=-1, device=x.device.id + 1)
     with pytest.raises(TypeError, match="unexpected options"):

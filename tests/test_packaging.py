@@ -33,13 +33,35 @@ def test_there_are_kernel_files():
     assert "reduce_rows.cl" in KERNEL_FILES
 
 
+@pytest.mark.parametrize("api", ["opencl", "cuda"])
 @pytest.mark.parametrize("name", KERNEL_FILES)
-def test_read_source_finds_every_kernel_file(name):
-    text = kernels.read_source(name)
-    assert text == (ROOT / "cl_kernels" / name).read_text(encoding="utf-8")
-    assert "__kernel" in text
-    # self-contained: programs are built from one source string, no sibling #include
-    assert not re.search(r'^\s*#\s*include\s*"', text, re.M), f"{name} #includes a sibling file"
+def test_read_source_finds_every_kernel_file(name, api):
+    text = kernels.read_source(name, api)
+    own = (ROOT / "cl_kernels" / name).read_text(encoding="utf-8")
+    header = (ROOT / "cl_kernels" / kernels.DIALECT_HEADERS[api]).read_text(encoding="utf-8")
+    # the program is the API's dialect header, then the kernel file, as one string
+    assert text.startswith(header) and text.endswith(own)
+    assert "__kernel" in own
+    # self-contained: no #include (the dialect header travels as text)
+    assert not re.search(r'^\s*#\s*include\s*"', own, re.M), f"{name} #includes a file"
+
+
+@pytest.mark.parametrize("name", KERNEL_FILES)
+def test_kernels_hold_no_api_conditionals(name):
+    # one source for both APIs: divergence lives in the dialect headers, not in a kernel
+    own = (ROOT / "cl_kernels" / name).read_text(encoding="utf-8")
+    assert not re.search(r"__CUDA|__OPENCL|CL_DIALECT|#\s*pragma", own), name
+
+
+def test_no_cuda_twins_remain():
+    assert not list((ROOT / "clreduce").rglob("*.cu"))
+
+
+def test_unknown_api_is_refused():
+    with pytest.raises(ValueError, match="metal"):
+        kernels.read_source("reduce_rows.cl", "metal")
+    with pytest.raises(ValueError, match="metal"):
+        kernels.build_options({"A": 1}, api="metal")
 
 
 def test_kernel_dirs_search_the_package_copy_first():
@@ -55,8 +77,7 @@ def test_wheel_force_includes_cl_kernels_into_the_package(pyproject):
     wheel = pyproject["tool"]["hatch"]["build"]["targets"]["wheel"]
     assert wheel["force-include"] == {"cl_kernels": "clreduce/cl_kernels"}
     assert wheel["packages"] == ["clreduce"]
-    # .cu sources of the CUDA backend ship with the package even if git ignores them
-    assert any(a.endswith(".cu") and a.startswith("clreduce/backends/cuda/") for a in wheel["artifacts"])
+    assert (ROOT / "cl_kernels" / kernels.DIALECT_HEADERS["cuda"]).is_file()  # shipped by the force-include
     # the destination is exactly where kernels.kernel_dirs() looks first
     package = Path(kernels.__file__).resolve().parent
     assert kernels.kernel_dirs()[0].relative_to(package.parent).as_posix() == wheel["force-include"]["cl_kernels"]

@@ -17,6 +17,15 @@ times H100's 50 MB L2), so small shapes are not timed out of L2. GB/s = bytes re
 
     python tools/bench_cuda.py --out benchmarks            # writes cuda_<gpu>_<date>.{md,json}
     python tools/bench_cuda.py --sweep --out /tmp/sweep    # plan-variant sweep (tuning)
+
+Before/after a kernel change (the same GPU, one session): ``--ops`` times the kernels alone
+(PreparedReduction.run) for several ops and writes JSON; run it with each tree first on
+``sys.path`` (this file may be copied into the old tree), then ``--compare`` renders the
+table of after/before ratios:
+
+    python tools/bench_cuda.py --ops mean,max,argmax,var --json before.json   # in the old tree
+    python tools/bench_cuda.py --ops mean,max,argmax,var --json after.json
+    python tools/bench_cuda.py --compare before.json after.json > compare.md
 """
 
 from __future__ import annotations
@@ -396,6 +405,95 @@ def profile_api(shape, dtype, calls: int = 2000) -> None:
     pstats.Stats(prof).sort_stats("tottime").print_stats(22)
 
 
+# ---- before/after: kernels alone, several ops ---------------------------------------------------
+def _reference(x, op: str):
+    import cupy
+
+    x64 = x.astype(cupy.float64)
+    if op == "mean":
+        return cupy.mean(x64, axis=-1)
+    if op == "max":
+        return cupy.max(x64, axis=-1)
+    if op == "argmax":
+        return cupy.argmax(x, axis=-1)
+    if op == "var":
+        return cupy.var(x64, axis=-1)
+    raise ValueError(op)
+
+
+def bench_ops(shapes, dtypes, ops, *, rotate_bytes: int, batches: int, log=print, json_path=None) -> dict:
+    """Kernel time (PreparedReduction.run) of each op on each shape, results checked first.
+    With ``json_path``, the report so far is written after every shape (a run cut short keeps them)."""
+    import cupy
+
+    import clreduce
+    from clreduce.backends.cuda import PreparedReduction
+    from clreduce.plan import Problem
+
+    info = gpu_info()
+    info["clreduce"] = str(Path(clreduce.__file__).resolve().parent)
+    log(f"# {info['gpu']}; clreduce from {info['clreduce']}")
+    rows_out = []
+    report = {"info": info, "date": _dt.date.today().isoformat(), "rows": rows_out}
+    for dtype in dtypes:
+        for rows, k in shapes:
+            xs = make_inputs(rows, k, dtype, rotate_bytes)
+            for op in ops:
+                got = cupy.asarray(getattr(clreduce, op)(xs[0], axis=-1))
+                ref = _reference(xs[0], op)
+                if op == "argmax":
+                    err = float(cupy.mean((got != ref).astype(cupy.float64)))
+                else:
+                    scale = cupy.maximum(cupy.abs(ref), 1e-3)
+                    err = float(cupy.max(cupy.abs(got.astype(cupy.float64) - ref) / scale))
+                prepared = [PreparedReduction(x, Problem(rows, k, dtype, op)) for x in xs]
+                t = time_batches(lambda p: p.run(), prepared, batches=batches)
+                gbps = xs[0].nbytes / (t["ms"] * 1e-3) / 1e9
+                rows_out.append({"dtype": dtype, "rows": rows, "k": k, "op": op, "ms": t["ms"], "gbps": gbps,
+                                 "err": err, "plan": _plan_summary(prepared[0])})
+                log(f"{dtype:8s} {rows:>9d} x {k:<9d} {op:7s} {gbps:7.0f} GB/s  err {err:.1e}")
+                del prepared
+            del xs
+            cupy.get_default_memory_pool().free_all_blocks()
+            if json_path:
+                Path(json_path).write_text(json.dumps(report, indent=1))
+    return report
+
+
+def _fastest(reports: list[dict]) -> dict:
+    """One report from several runs of the same tree: each row's fastest run."""
+    key = lambda r: (r["dtype"], r["rows"], r["k"], r["op"])  # noqa: E731
+    best: dict = {}
+    for rep in reports:
+        for r in rep["rows"]:
+            if key(r) not in best or r["ms"] < best[key(r)]["ms"]:
+                best[key(r)] = r
+    return {"info": reports[-1]["info"], "date": reports[-1]["date"],
+            "rows": [best[key(r)] for r in reports[0]["rows"] if key(r) in best]}
+
+
+def compare(before: dict, after: dict) -> str:
+    """Markdown table: kernel GB/s before and after, and after / before."""
+    key = lambda r: (r["dtype"], r["rows"], r["k"], r["op"])  # noqa: E731
+    old = {key(r): r for r in before["rows"]}
+    lines = [f"Kernel time (PreparedReduction.run, median of batch means) on {after['info']['gpu']}, "
+             f"{after['date']}; GB/s = bytes read / time.", "",
+             "| dtype | shape | op | before GB/s | after GB/s | after / before | max err after | plan |",
+             "|---|---|---|---:|---:|---:|---:|---|"]
+    worst = None
+    for r in after["rows"]:
+        b = old.get(key(r))
+        if b is None:
+            continue
+        ratio = b["ms"] / r["ms"]
+        worst = ratio if worst is None else min(worst, ratio)
+        p = r["plan"]
+        lines.append(f"| {r['dtype']} | {r['rows']}×{r['k']} | {r['op']} | {b['gbps']:.0f} | {r['gbps']:.0f} | "
+                     f"{ratio:.3f} | {r['err']:.1e} | {p.get('strategy')}, lanes {p.get('lanes')} |")
+    lines += ["", f"Slowest shape: after / before = {worst:.3f}." if worst is not None else ""]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default=None, help="folder for the .md/.json results")
@@ -407,7 +505,16 @@ def main(argv=None) -> int:
     ap.add_argument("--stage2", action="store_true", help="sweep: also block size, register cap and grid")
     ap.add_argument("--profile-api", action="store_true", help="host time per call of each path, and a cProfile")
     ap.add_argument("--from-json", default=None, help="re-render the markdown of a saved JSON report (no GPU)")
+    ap.add_argument("--ops", default=None, help="before/after mode: ops to time, e.g. mean,max,argmax,var")
+    ap.add_argument("--json", default=None, help="before/after mode: file for the results")
+    ap.add_argument("--compare", nargs=2, default=None, metavar=("BEFORE", "AFTER"),
+                    help="render the table of two --ops JSON files (no GPU); comma-separated files of "
+                         "repeated runs keep each row's fastest")
     args = ap.parse_args(argv)
+    if args.compare:
+        runs = [_fastest([json.loads(Path(f).read_text()) for f in arg.split(",")]) for arg in args.compare]
+        print(compare(*runs), end="")
+        return 0
     shapes = SHAPES if not args.shapes else [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
     dtypes = [d for d in args.dtypes.split(",") if d]
     out = Path(args.out) if args.out else None
@@ -425,6 +532,11 @@ def main(argv=None) -> int:
         if out:
             (out / "cuda_sweep.json").write_text(json.dumps(report, indent=1))
         print(f"sweep took {time.time() - t0:.0f} s")
+        return 0
+    if args.ops:
+        report = bench_ops(shapes, dtypes, [o for o in args.ops.split(",") if o],
+                           rotate_bytes=args.rotate_bytes, batches=args.batches, json_path=args.json)
+        print(f"bench took {time.time() - t0:.0f} s")
         return 0
     if args.profile_api:
         profile_api(shapes[0], dtypes[0])

@@ -1,4 +1,5 @@
-"""CUDA backend: the shared plans run as CUDA kernels (``reduce_rows.cu``) through CuPy.
+"""CUDA backend: the shared plans run through CuPy as CUDA kernels: the ``cl_kernels/*.cl``
+files behind ``cl_dialect_cuda.h``.
 
 Arrays: cupy arrays and CUDA torch tensors are used in place (DLPack, no copy); results
 come back as the input's kind, on the input's device, ordered on the input's stream

@@ -7,36 +7,22 @@ machines without a GPU); everything else imports CuPy inside the function.
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 
 from ... import config
-from ...kernels import source_hash
+from ...kernels import build_options, read_source, source_hash
 from ...lru import LRU
 
-CUDA_DIR = Path(__file__).resolve().parent
-
-# Options every build gets, beside the -D list. -lineinfo costs nothing at run time and
-# lets ncu point at source lines.
-BASE_OPTIONS = ("--std=c++17", "-lineinfo")
-
-
-def cuda_file_for(kernel_file: str) -> str:
-    """``reduce_rows.cl`` -> ``reduce_rows.cu``: CUDA twins keep the OpenCL file's stem."""
-    return Path(kernel_file).stem + ".cu"
+CUDA_API = "cuda"
 
 
 def cuda_source(kernel_file: str) -> str:
-    """Text of the CUDA twin of ``kernel_file`` (package folder of this module)."""
-    path = CUDA_DIR / cuda_file_for(kernel_file)
-    if not path.is_file():
-        raise FileNotFoundError(f"no CUDA kernel {path.name} beside {__file__} for {kernel_file}")
-    return path.read_text(encoding="utf-8")
+    """``kernel_file`` (``reduce_rows.cl``) as CUDA: cl_dialect_cuda.h, then the file itself."""
+    return read_source(kernel_file, CUDA_API)
 
 
 def nvrtc_options(defines) -> tuple[str, ...]:
-    """``-DNAME=VALUE`` for every define, sorted, then BASE_OPTIONS (stable cache keys)."""
-    items = defines.items() if isinstance(defines, dict) else defines
-    return tuple(f"-D{k}={v}" for k, v in sorted((str(k), str(v)) for k, v in items)) + BASE_OPTIONS
+    """``-DNAME=VALUE`` for every define, sorted, then the NVRTC base options (stable cache keys)."""
+    return build_options(defines, api=CUDA_API)
 
 
 _lock = threading.Lock()  # one NVRTC build at a time; lookups take only the LRU's own lock
@@ -65,7 +51,7 @@ def get_kernel(device_id: int, kernel_file: str, entry: str, defines):
                         raw.compile()
                     except cupy.cuda.compiler.CompileException as exc:
                         raise RuntimeError(
-                            f"building {cuda_file_for(kernel_file)} with {' '.join(options)} failed:\n{exc}"
+                            f"building {kernel_file} as CUDA with {' '.join(options)} failed:\n{exc}"
                         ) from exc
                 kernel = _kernels.put(key, raw)
     return kernel

@@ -8,7 +8,7 @@ makes sensible CUDA plans:
 * ``extensions=("cl_khr_subgroup_shuffle", ...)``: the planner then picks "builtin" for
   one-warp and one-block-per-row teams (``__reduce_*_sync`` for 32-bit integers,
   else the ``__shfl_xor_sync`` butterfly) and "shuffle_khr" (``__shfl_xor_sync``) for
-  several rows per warp; ``reduce_rows.cu`` maps SG_MODE 1/2 to those;
+  several rows per warp; ``cl_dialect_cuda.h`` maps SG_MODE 1/2 to those;
 * ``compute_units`` = SM count, ``max_work_group_size`` = max threads per block,
   ``local_mem_size`` = static shared memory per block, ``warp_size`` = 32;
 * the facts the planner has no field for (threads, registers and blocks per SM, L2 size,
@@ -66,7 +66,7 @@ def caps_from_properties(props: dict, *, driver_version: int | None = None,
     notes.append("sub-group = warp (32): SG_MODE builtin -> __reduce_*_sync (32-bit ints, sm_80+) "
                  "or __shfl_xor_sync butterfly; shuffle_khr -> __shfl_xor_sync")
     if warp != 32:
-        notes.append(f"warpSize {warp} reported; reduce_rows.cu assumes 32")
+        notes.append(f"warpSize {warp} reported; the kernels assume 32")
     total = int(props.get("totalGlobalMem", 0) or 0)
     return DeviceCaps(
         backend="cuda",

@@ -72,7 +72,7 @@ def relaunch(launch: KernelLaunch, *, groups: int | None = None, max_groups: int
         if wg % lanes or lanes & (lanes - 1):
             raise ValueError(f"LANES={lanes} must be a power of two dividing WG_SIZE={wg}")
         if int(d.get("SG_MODE", 0)) == 1 and 1 < lanes < 32:
-            d["SG_MODE"] = "2"  # narrow teams need the butterfly (the .cu file #errors otherwise)
+            d["SG_MODE"] = "2"  # narrow teams need the butterfly (reduce_rows.cl #errors otherwise)
         teams = wg // lanes
     if groups is None:
         cap = max_groups if max_groups is not None else max(1, launch.global_size // launch.local_size)

@@ -1,0 +1,209 @@
+/* cl_dialect_cuda.h: the OpenCL C that clreduce's kernels use, spelled in CUDA C++, so that
+ * NVRTC (or nvcc) compiles the .cl files of this folder unchanged as CUDA kernels.
+ *
+ * The CUDA backend puts this text in front of a .cl file (clreduce/kernels.py,
+ * program_source); the OpenCL backend puts cl_dialect_opencl.h there instead. Both define the
+ * same portable vocabulary (the second list below), so every kernel has one source and no
+ * `#if` on the API.
+ *
+ * OpenCL C mapped onto CUDA:
+ *   __kernel __global __local restrict inline; uchar ushort uint ulong half (half is 16-bit
+ *   storage: vload_half / vstore_half convert with cvt.f32.f16 / cvt.rn.f16.f32);
+ *   get_local_id get_group_id get_num_groups get_local_size get_global_id get_global_size
+ *   (1-D: dimension 0 only); barrier; the sub-group built-ins on the warp: get_sub_group_*,
+ *   sub_group_shuffle_xor (__shfl_xor_sync), sub_group_any, sub_group_reduce_add/max/min
+ *   (__reduce_*_sync for 32-bit integers on sm_80+, an xor butterfly otherwise);
+ *   isnan fabs fmax fmin max min select; INFINITY NAN INT_MIN INT_MAX UINT_MAX LONG_MIN
+ *   LONG_MAX ULONG_MAX (OpenCL's long is 64-bit everywhere).
+ *   Not mapped: vector types and vloadn (kernels load through VLOAD_ARRAY instead),
+ *   cl_qcom_subgroup_shuffle (SG_MODE 3) and the reqd_sub_group_size attributes (REQD_SG
+ *   must be 0: the warp width is fixed) -- the kernels #error on those.
+ *
+ * Portable vocabulary (cl_dialect_opencl.h gives the OpenCL meaning):
+ *   KERNEL_WG_SIZE(n)   reqd_work_group_size(n,1,1) | __launch_bounds__(n, MIN_BLOCKS)
+ *   LOAD_RO(p)          read an input element no work-item writes during the launch
+ *                       (*p | __ldg: the non-coherent cache)
+ *   LOAD_RO_HALF(p)     the same for a half element, as float
+ *   VLOAD_ARRAY(n, p, d)       n elements at p into the private array d (vloadn | one or
+ *                              more 16-byte loads of read-only data; p must satisfy VLOAD_ALIGNED)
+ *   VLOAD_HALF_ARRAY(n, p, d)  the same for half elements into a float array
+ *   VLOAD_HEAD(p, n)    elements to read one at a time before p + head may start an n-element
+ *                       VLOAD_ARRAY (0 | up to the next min(16, n * size)-byte boundary)
+ *   VLOAD_ALIGNED(p, n) p may start an n-element VLOAD_ARRAY (1 | that alignment holds)
+ *   UNROLL_LOOP / NO_UNROLL   loop pragmas (nothing | #pragma unroll / unroll 1)
+ *   UNROLL_DEFAULT      loads in flight per work-item when the plan gives no UNROLL (1 | 4)
+ *   FIXED_SG_SIZE       the only sub-group width there is, 0 if the device picks (0 | 32)
+ *   HAS_QCOM_SHUFFLE    qcom_sub_group_shuffle_xor may be used (1 | 0)
+ *   HAS_REQD_SG_ATTRS   intel_/qcom_reqd_sub_group_size may be used (1 | 0)
+ */
+#ifndef CL_DIALECT_CUDA_H
+#define CL_DIALECT_CUDA_H
+
+/* ---- address spaces, qualifiers -------------------------------------------------------- */
+#define __kernel extern "C" __global__
+#define __global
+#define __local __shared__
+#define restrict __restrict__
+#define inline __device__ __forceinline__
+
+/* ---- types ----------------------------------------------------------------------------- */
+/* These match glibc's own typedefs (seen by nvcc's host pass), so both may coexist. */
+typedef unsigned char uchar;
+typedef unsigned short ushort;
+typedef unsigned int uint;
+typedef unsigned long ulong;
+typedef unsigned short half; /* storage only: vload_half / vstore_half convert */
+static_assert(sizeof(long) == 8 && sizeof(ulong) == 8, "OpenCL long is 64-bit: needs an LP64 target");
+static_assert((char)-1 < 0, "OpenCL char is signed: this host ABI makes char unsigned");
+
+/* ---- work-item functions (1-D launches) ------------------------------------------------ */
+__device__ __forceinline__ uint cl_dim_(const uint3 v, uint d) { return d == 0 ? v.x : d == 1 ? v.y : v.z; }
+__device__ __forceinline__ ulong cl_dim_(const dim3 v, uint d) { return d == 0 ? v.x : d == 1 ? v.y : v.z; }
+#define get_local_id(d) ((ulong)cl_dim_(threadIdx, (d)))
+#define get_group_id(d) ((ulong)cl_dim_(blockIdx, (d)))
+#define get_local_size(d) ((ulong)cl_dim_(blockDim, (d)))
+#define get_num_groups(d) ((ulong)cl_dim_(gridDim, (d)))
+#define get_global_id(d) (get_group_id(d) * get_local_size(d) + get_local_id(d))
+#define get_global_size(d) (get_num_groups(d) * get_local_size(d))
+#define CLK_LOCAL_MEM_FENCE 1
+#define CLK_GLOBAL_MEM_FENCE 2
+#define barrier(flags) __syncthreads()
+
+/* ---- sub-groups are warps -------------------------------------------------------------- */
+#define CL_FULL_MASK_ 0xffffffffu
+#define get_sub_group_size() 32u
+#define get_max_sub_group_size() 32u
+#define get_sub_group_local_id() ((uint)threadIdx.x & 31u)
+#define get_sub_group_id() ((uint)threadIdx.x >> 5)
+#define sub_group_any(p) __any_sync(CL_FULL_MASK_, (p))
+template <class T> __device__ __forceinline__ T sub_group_shuffle_xor(T v, uint m) {
+    return __shfl_xor_sync(CL_FULL_MASK_, v, (int)m);
+}
+/* Plain max/min inside the butterfly: like OpenCL's built-ins, NaN handling is the kernel's
+ * business (reduce_rows.cl adds sub_group_any(isnan(v))). */
+#define CL_SG_BUTTERFLY_(v, op)                                     \
+    _Pragma("unroll") for (int m_ = 16; m_ > 0; m_ >>= 1) {        \
+        const T o_ = __shfl_xor_sync(CL_FULL_MASK_, v, m_);         \
+        v = op;                                                     \
+    }                                                               \
+    return v
+template <class T> __device__ __forceinline__ T sub_group_reduce_add(T v) { CL_SG_BUTTERFLY_(v, v + o_); }
+template <class T> __device__ __forceinline__ T sub_group_reduce_max(T v) { CL_SG_BUTTERFLY_(v, o_ > v ? o_ : v); }
+template <class T> __device__ __forceinline__ T sub_group_reduce_min(T v) { CL_SG_BUTTERFLY_(v, o_ < v ? o_ : v); }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 /* one instruction for 32-bit integers */
+template <> __device__ __forceinline__ int sub_group_reduce_add<int>(int v) { return __reduce_add_sync(CL_FULL_MASK_, v); }
+template <> __device__ __forceinline__ int sub_group_reduce_max<int>(int v) { return __reduce_max_sync(CL_FULL_MASK_, v); }
+template <> __device__ __forceinline__ int sub_group_reduce_min<int>(int v) { return __reduce_min_sync(CL_FULL_MASK_, v); }
+template <> __device__ __forceinline__ uint sub_group_reduce_add<uint>(uint v) { return __reduce_add_sync(CL_FULL_MASK_, v); }
+template <> __device__ __forceinline__ uint sub_group_reduce_max<uint>(uint v) { return __reduce_max_sync(CL_FULL_MASK_, v); }
+template <> __device__ __forceinline__ uint sub_group_reduce_min<uint>(uint v) { return __reduce_min_sync(CL_FULL_MASK_, v); }
+#endif
+
+/* ---- math and relational built-ins ----------------------------------------------------- */
+/* Written out rather than taken from CUDA's math library, whose overload sets differ
+ * between NVRTC and nvcc; each follows the OpenCL C definition for the types we use. */
+template <class T> __device__ __forceinline__ bool cl_isnan_(T x) { return x != x; }
+template <class T> __device__ __forceinline__ T cl_fabs_(T x) { return x < (T)0 ? -x : x; }
+template <> __device__ __forceinline__ float cl_fabs_<float>(float x) {
+    return __int_as_float(__float_as_int(x) & 0x7fffffff); /* clears the sign of -0 and NaN too */
+}
+template <> __device__ __forceinline__ double cl_fabs_<double>(double x) {
+    return __longlong_as_double(__double_as_longlong(x) & 0x7fffffffffffffffLL);
+}
+/* fmax/fmin: a NaN argument loses to a number (OpenCL C, IEEE maxNum) */
+template <class T> __device__ __forceinline__ T cl_fmax_(T a, T b) { return (b != b || a > b) ? a : b; }
+template <class T> __device__ __forceinline__ T cl_fmin_(T a, T b) { return (b != b || a < b) ? a : b; }
+template <class T> __device__ __forceinline__ T cl_max_(T a, T b) { return a > b ? a : b; }
+template <class T> __device__ __forceinline__ T cl_min_(T a, T b) { return a < b ? a : b; }
+#define isnan(x) cl_isnan_(x)
+#define fabs(x) cl_fabs_(x)
+#define fmax(a, b) cl_fmax_((a), (b))
+#define fmin(a, b) cl_fmin_((a), (b))
+#define max(a, b) cl_max_((a), (b))
+#define min(a, b) cl_min_((a), (b))
+#define select(a, b, c) ((c) ? (b) : (a)) /* scalar select */
+
+/* ---- constants the planner's IDENTITY values name -------------------------------------- */
+#undef INFINITY
+#undef NAN
+#define INFINITY (__int_as_float(0x7f800000))
+#define NAN (__int_as_float(0x7fffffff))
+#undef INT_MAX
+#undef INT_MIN
+#undef UINT_MAX
+#undef LONG_MAX
+#undef LONG_MIN
+#undef ULONG_MAX
+#define INT_MAX 2147483647
+#define INT_MIN (-INT_MAX - 1)
+#define UINT_MAX 4294967295u
+#define LONG_MAX 9223372036854775807L
+#define LONG_MIN (-LONG_MAX - 1L)
+#define ULONG_MAX 18446744073709551615UL
+
+/* ---- half ------------------------------------------------------------------------------ */
+__device__ __forceinline__ float cl_half_to_float_(unsigned short h) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+}
+__device__ __forceinline__ unsigned short cl_float_to_half_(float f) {
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); /* round to nearest even, as vstore_half */
+    return h;
+}
+#define vload_half(off, p) cl_half_to_float_((p)[off])
+#define vstore_half(v, off, p) ((p)[off] = cl_float_to_half_((float)(v)))
+
+/* ---- portable vocabulary: CUDA meanings ------------------------------------------------ */
+#define KERNEL_WG_SIZE(n) __launch_bounds__((n), MIN_BLOCKS)
+#define LOAD_RO(p) __ldg(p)
+#define LOAD_RO_HALF(p) cl_half_to_float_(__ldg(p))
+#define UNROLL_LOOP _Pragma("unroll")
+#define NO_UNROLL _Pragma("unroll 1")
+#define UNROLL_DEFAULT 4
+#define FIXED_SG_SIZE 32
+#define HAS_QCOM_SHUFFLE 0
+#define HAS_REQD_SG_ATTRS 0
+
+/* N elements of T as words of min(16, N * sizeof(T)) bytes, the widest load CUDA has. */
+template <class T, int N> struct cl_vload_ {
+    static constexpr int BYTES = N * (int)sizeof(T);
+    static constexpr int WORD = BYTES >= 16 ? 16 : BYTES;
+    static constexpr int WORDS = BYTES / WORD;
+};
+template <int B> struct cl_word_;
+template <> struct cl_word_<16> { typedef uint4 type; };
+template <> struct cl_word_<8> { typedef uint2 type; };
+template <> struct cl_word_<4> { typedef unsigned int type; };
+template <> struct cl_word_<2> { typedef unsigned short type; };
+template <> struct cl_word_<1> { typedef unsigned char type; };
+
+template <int N, class T> __device__ __forceinline__ uint cl_vload_head_(const T *p) {
+    const uint word = cl_vload_<T, N>::WORD;
+    const uint mis = (uint)(reinterpret_cast<unsigned long long>(p) % word) / (uint)sizeof(T);
+    return mis ? word / (uint)sizeof(T) - mis : 0u;
+}
+template <int N, class T> __device__ __forceinline__ bool cl_vload_aligned_(const T *p) {
+    return reinterpret_cast<unsigned long long>(p) % cl_vload_<T, N>::WORD == 0;
+}
+/* p must be aligned (cl_vload_aligned_); D is T, or float for half (H) */
+template <int N, bool H, class T, class D> __device__ __forceinline__ void cl_vload_array_(const T *p, D *d) {
+    typedef typename cl_word_<cl_vload_<T, N>::WORD>::type word_t;
+    union {
+        word_t w[cl_vload_<T, N>::WORDS];
+        T e[N];
+    } u;
+    _Pragma("unroll") for (int j = 0; j < cl_vload_<T, N>::WORDS; ++j) {
+        u.w[j] = __ldg(reinterpret_cast<const word_t *>(p) + j);
+    }
+    _Pragma("unroll") for (int j = 0; j < N; ++j) {
+        d[j] = H ? (D)cl_half_to_float_((unsigned short)u.e[j]) : (D)u.e[j];
+    }
+}
+#define VLOAD_HEAD(p, n) cl_vload_head_<(n)>(p)
+#define VLOAD_ALIGNED(p, n) cl_vload_aligned_<(n)>(p)
+#define VLOAD_ARRAY(n, p, d) cl_vload_array_<(n), false>((p), (d))
+#define VLOAD_HALF_ARRAY(n, p, d) cl_vload_array_<(n), true>((p), (d))
+
+#endif /* CL_DIALECT_CUDA_H */
