@@ -138,7 +138,8 @@ def test_ci_and_readme_run_the_same_test_command():
     assert "set -euo pipefail" in ci
     assert 'pip install -q -e ".[test]"' in ci and "python -m pytest -q" in ci
     assert "OCL_ICD_VENDORS" in ci and "intel-cpu.icd" in ci and "libintelocl.so" in ci
-    assert "CLREDUCE_REQUIRE_DEVICES=pocl,intel" in ci
+    # the four runtimes are required where apt-get could install the Debian two
+    assert "REQUIRED=pocl,pocl-debian,intel-cpu,rusticl" in ci and "CLREDUCE_REQUIRE_DEVICES=$REQUIRED" in ci
     assert "python -m clreduce probe" in ci
     # README quick start: the two commands a newcomer runs
     assert 'pip install ".[pocl]" && clreduce demo' in readme
