@@ -103,7 +103,8 @@ template <> __device__ __forceinline__ uint sub_group_reduce_min<uint>(uint v) {
 /* Written out rather than taken from CUDA's math library, whose overload sets differ
  * between NVRTC and nvcc; each follows the OpenCL C definition for the types we use. */
 template <class T> __device__ __forceinline__ bool cl_isnan_(T x) { return x != x; }
-template <class T> __device__ __forceinline__ T cl_fabs_(T x) { return x < (T)0 ? -x : x; }
+/* integers too (unsigned: x itself); "x > 0", as "x < 0" is a pointless-comparison warning for unsigned */
+template <class T> __device__ __forceinline__ T cl_fabs_(T x) { return x > (T)0 ? x : (T)((T)0 - x); }
 template <> __device__ __forceinline__ float cl_fabs_<float>(float x) {
     return __int_as_float(__float_as_int(x) & 0x7fffffff); /* clears the sign of -0 and NaN too */
 }
