@@ -117,7 +117,9 @@ def test_ci_and_readme_run_the_same_test_command():
     assert "set -euo pipefail" in ci
     assert 'pip install -q -e ".[test]"' in ci and "python -m pytest -q" in ci
     assert "OCL_ICD_VENDORS" in ci and "intel-cpu.icd" in ci and "libintelocl.so" in ci
-    assert "CLREDUCE_REQUIRE_DEVICES=pocl,intel" in ci
+    # all four OpenCL implementations, the same list CI requires and the README shows
+    assert "REQUIRED=pocl,pocl-debian,intel-cpu,rusticl" in ci and "CLREDUCE_REQUIRE_DEVICES=$REQUIRED" in ci
+    assert "CLREDUCE_REQUIRE_DEVICES=pocl,pocl-debian,intel-cpu,rusticl" in readme
     assert "python -m clreduce probe" in ci
     # README quick start: the two commands a newcomer runs
     assert 'pip install ".[pocl]" && clreduce demo' in readme
