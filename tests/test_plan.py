@@ -364,22 +364,23 @@ G52 = _profile("Mali-G52 ")  # sub-groups of fixed width 8, KHR shuffle, no widt
 
 
 @pytest.mark.parametrize("caps, force, error, match", [
-    (INTEL_CPU, Force(strategy="fastest"), ValueError, "strategy"),
-    (INTEL_CPU, Force(sg_mode="warp"), ValueError, "sg_mode"),
-    (INTEL_CPU, Force(wg_size=96), ValueError, "power of two"),
-    (INTEL_CPU, Force(wg_size=16384), ValueError, "wg_size"),
-    (INTEL_CPU, Force(sg_size=32, wg_size=16), ValueError, "multiple"),
-    (INTEL_CPU, Force(vec=3), ValueError, "vec"),
-    (INTEL_CPU, Force(sg_size=128), UnsupportedOnDevice, "128"),
-    (G52, Force(sg_size=16), UnsupportedOnDevice, "16"),
-    (G52, Force(sg_mode="shuffle_qcom"), UnsupportedOnDevice, "shuffle_qcom"),
-    (POCL, Force(sg_mode="builtin"), UnsupportedOnDevice, "builtin"),
-    (POCL, Force(sg_mode="shuffle"), UnsupportedOnDevice, "shuffle"),
-    (_profile("Mali-G71 "), Force(sg_mode="builtin"), UnsupportedOnDevice, "builtin"),
+    (INTEL_CPU, dict(strategy="fastest"), ValueError, "strategy"),
+    (INTEL_CPU, dict(sg_mode="warp"), ValueError, "sg_mode"),
+    (INTEL_CPU, dict(wg_size=96), ValueError, "power of two"),
+    (INTEL_CPU, dict(wg_size=16384), ValueError, "wg_size"),
+    (INTEL_CPU, dict(sg_size=32, wg_size=16), ValueError, "multiple"),
+    (INTEL_CPU, dict(vec=3), ValueError, "vec"),
+    (INTEL_CPU, dict(sg_size=128), UnsupportedOnDevice, "128"),
+    (G52, dict(sg_size=16), UnsupportedOnDevice, "16"),
+    (G52, dict(sg_mode="shuffle_qcom"), UnsupportedOnDevice, "shuffle_qcom"),
+    (POCL, dict(sg_mode="builtin"), UnsupportedOnDevice, "builtin"),
+    (POCL, dict(sg_mode="shuffle"), UnsupportedOnDevice, "shuffle"),
+    (_profile("Mali-G71 "), dict(sg_mode="builtin"), UnsupportedOnDevice, "builtin"),
 ])
 def test_force_validation(caps, force, error, match):
+    # values alone (strategy, sg_mode, power of two, vec) fail when the Force is built
     with pytest.raises(error, match=match):
-        plan(caps, Problem(rows=8, row_len=1000, dtype="float32", op="sum"), force)
+        plan(caps, Problem(rows=8, row_len=1000, dtype="float32", op="sum"), Force(**force))
 
 
 def test_force_merged_prefers_own_fields():
