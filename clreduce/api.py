@@ -128,40 +128,43 @@ _NUMPY_FUNCS = {"sum": np.sum, "mean": np.mean, "prod": np.prod, "max": np.max, 
                 "argmax": np.argmax, "argmin": np.argmin}
 
 
-def _numpy_call(name: str, in_dtype: np.dtype, dtype, out_dtype):
-    sample = np.ones(2, in_dtype)
+def _numpy_call(name: str, in_dtype: np.dtype, dtype, out_dtype, scalar_out: bool):
+    # numpy accepts more casts into a 0-d out= than into an array out=: ask in the same form
+    sample = np.ones((2,) if scalar_out else (2, 1), in_dtype)
     if name == "nanmean" and in_dtype.kind == "f":
         sample[1] = np.nan  # numpy's NaN path has the stricter rules; we apply them always (README)
-    kwargs = {} if dtype is None else {"dtype": dtype}
+    kwargs = {"axis": None if scalar_out else 0}
+    if dtype is not None:
+        kwargs["dtype"] = dtype
     if out_dtype is not None:
-        kwargs["out"] = np.empty((), out_dtype)
+        kwargs["out"] = np.empty(() if scalar_out else (1,), out_dtype)
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         return np.dtype(_NUMPY_FUNCS[name](sample, **kwargs).dtype)
 
 
 @functools.lru_cache(maxsize=4096)
-def numpy_result_dtype(name: str, in_dtype: np.dtype, dtype=None, out_dtype=None) -> np.dtype | None:
+def numpy_result_dtype(name: str, in_dtype: np.dtype, dtype=None, out_dtype=None,
+                       scalar_out: bool = False) -> np.dtype | None:
     """The dtype numpy's ``name`` returns for this signature, or numpy's exception.
 
     The rules (which ``dtype=``/``out=`` pairs numpy accepts, and what it returns) are
     numpy's by construction: numpy runs the same call on a two-element array once per
-    signature. An ``out=`` numpy refuses raises ``OutDtypeError`` (a TypeError, as numpy's).
-    None for reductions numpy does not have.
+    signature (``scalar_out``: the ``out=`` is 0-d). An ``out=`` numpy refuses raises
+    ``OutDtypeError`` (a TypeError, as numpy's). None for reductions numpy does not have.
     """
     if name not in _NUMPY_FUNCS:
         return None
     try:
-        result = _numpy_call(name, in_dtype, dtype, None)
-    except TypeError as exc:
-        raise TypeError(f"clreduce.{name}: {exc}") from None
-    if out_dtype is None:
-        return result
-    try:
-        _numpy_call(name, in_dtype, dtype, out_dtype)
+        return _numpy_call(name, in_dtype, dtype, out_dtype, scalar_out)
     except (TypeError, ValueError) as exc:
+        if out_dtype is None:
+            raise TypeError(f"clreduce.{name}: {exc}") from None
+        try:  # numpy refuses the call: because of out=, or (std(dtype=bool)) without it too?
+            _numpy_call(name, in_dtype, dtype, None, scalar_out)
+        except (TypeError, ValueError):
+            raise TypeError(f"clreduce.{name}: {exc}") from None
         raise OutDtypeError(f"clreduce.{name} cannot write into out of dtype {out_dtype}: {exc}") from None
-    return out_dtype
 
 
 def _default_sum_dtype(in_dtype: np.dtype) -> np.dtype:
@@ -383,7 +386,9 @@ def _reduce(op_name: str, a, axis=None, *, dtype=None, out=None, keepdims=False,
     out_shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape)) if keepdims else tuple(kept)
     k = math.prod(x.shape[i] for i in axes)
     out_dtype = _out_dtype(out)
-    result_dtype = numpy_result_dtype(public, in_dtype, dtype, None)
+    scalar_out = len(out_shape) == 0
+    result_dtype = (numpy_result_dtype(public, in_dtype, dtype, out_dtype, scalar_out) if out is not None
+                    else numpy_result_dtype(public, in_dtype, dtype, None, scalar_out))
     if result_dtype is None:
         if dtype is not None and op.result in ("bool", "intp"):
             raise TypeError(f"clreduce.{public} does not take dtype=")
@@ -391,7 +396,7 @@ def _reduce(op_name: str, a, axis=None, *, dtype=None, out=None, keepdims=False,
     if out is not None:
         if tuple(out.shape) != out_shape:
             raise ValueError(f"out has shape {tuple(out.shape)}, but {public} gives shape {out_shape}")
-        if numpy_result_dtype(public, in_dtype, dtype, out_dtype) is None:
+        if public not in _NUMPY_FUNCS:
             _check_out(out, out_shape, result_dtype, public)
     final = out_dtype if out_dtype is not None else result_dtype
 

@@ -363,7 +363,7 @@ def test_build_options_are_sorted_and_order_independent():
 G52 = _profile("Mali-G52 ")  # sub-groups of fixed width 8, KHR shuffle, no width request
 
 
-@pytest.mark.parametrize("caps, fields, error, match", [
+@pytest.mark.parametrize("caps, force, error, match", [
     (INTEL_CPU, dict(strategy="fastest"), ValueError, "strategy"),
     (INTEL_CPU, dict(sg_mode="warp"), ValueError, "sg_mode"),
     (INTEL_CPU, dict(wg_size=96), ValueError, "power of two"),
@@ -377,10 +377,10 @@ G52 = _profile("Mali-G52 ")  # sub-groups of fixed width 8, KHR shuffle, no widt
     (POCL, dict(sg_mode="shuffle"), UnsupportedOnDevice, "shuffle"),
     (_profile("Mali-G71 "), dict(sg_mode="builtin"), UnsupportedOnDevice, "builtin"),
 ])
-def test_force_validation(caps, fields, error, match):
-    # values no device accepts fail when the Force is made; the rest when it meets the device
+def test_force_validation(caps, force, error, match):
+    # values alone (strategy, sg_mode, power of two, vec) fail when the Force is built
     with pytest.raises(error, match=match):
-        plan(caps, Problem(rows=8, row_len=1000, dtype="float32", op="sum"), Force(**fields))
+        plan(caps, Problem(rows=8, row_len=1000, dtype="float32", op="sum"), Force(**force))
 
 
 def test_force_merged_prefers_own_fields():
