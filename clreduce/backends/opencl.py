@@ -11,6 +11,7 @@ import dataclasses
 import functools
 import math
 import os
+import threading
 import warnings
 
 import numpy as np
@@ -141,11 +142,15 @@ class _CachedKernel:
     plan only re-binds its buffers (pyopencl's set_args costs tens of microseconds). The state
     lives and dies with the cache entry, so clearing the cache frees the programs too."""
 
-    __slots__ = ("kernel", "scalars")
+    __slots__ = ("kernel", "scalars", "lock")
 
     def __init__(self, kernel: cl.Kernel):
         self.kernel = kernel
         self.scalars = None
+        # clSetKernelArg on a shared cl_kernel is not thread-safe: two threads (dask's threaded
+        # scheduler) interleaving set_args and enqueue gave INVALID_KERNEL_ARGS or an output
+        # never written. The enqueue captures the arguments, so the lock covers just those two.
+        self.lock = threading.Lock()
 
 
 _kernel_cache: dict[tuple, _CachedKernel] = {}
@@ -275,9 +280,10 @@ class PreparedReduction:
         events = []
         for launch, cached in zip(self.plan.passes, self.kernels):
             (src, src_off), (dst, dst_off) = buffers[launch.reads], buffers[launch.writes]
-            _set_args(cached, launch, src, src_off, dst, dst_off)
-            event = cl.enqueue_nd_range_kernel(self.queue, cached.kernel, (launch.global_size,), (launch.local_size,),
-                                               wait_for=events[-1:] or wait_for)
+            with cached.lock:
+                _set_args(cached, launch, src, src_off, dst, dst_off)
+                event = cl.enqueue_nd_range_kernel(self.queue, cached.kernel, (launch.global_size,),
+                                                   (launch.local_size,), wait_for=events[-1:] or wait_for)
             events.append(event)
         return events
 
