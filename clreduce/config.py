@@ -21,6 +21,10 @@ CLREDUCE_KERNEL_DIR        a folder searched for kernel sources before the packa
                            inject broken kernels through it)
 CLREDUCE_LOCK_TIMEOUT      seconds to wait for pyopencl's compiler-cache lock before saying which
                            lock file is stale and how to clear it. Default 5
+CLREDUCE_TUNE              ``0`` ignores the winners ``clreduce tune`` stored (the planner's own
+                           plans run)
+CLREDUCE_TUNE_DIR          folder of the tune cache (default: the user cache directory's
+                           ``clreduce/tune``, from platformdirs)
 =========================  ===================================================================
 """
 
@@ -101,3 +105,12 @@ def lock_timeout() -> float:
         return float(value) if value else 5.0
     except ValueError:
         raise ValueError(f"CLREDUCE_LOCK_TIMEOUT={value!r} is not a number") from None
+
+
+def tune_enabled() -> bool:
+    """False when ``CLREDUCE_TUNE`` is ``0``/``off``/``false``/``no``."""
+    return os.environ.get("CLREDUCE_TUNE", "1").strip().lower() not in ("0", "off", "false", "no")
+
+
+def tune_dir() -> str | None:
+    return os.environ.get("CLREDUCE_TUNE_DIR") or None

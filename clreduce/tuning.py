@@ -31,6 +31,7 @@ import threading
 import warnings
 from pathlib import Path
 
+from . import config
 from .caps import DeviceCaps
 from .kernels import kernel_dirs
 from .plan import Force, Problem
@@ -49,7 +50,7 @@ def enabled() -> bool:
     """False when ``CLREDUCE_TUNE=0`` (or ``off``/``false``/``no``), or inside ``suspended()``."""
     if getattr(_suspend, "depth", 0):
         return False
-    return os.environ.get("CLREDUCE_TUNE", "1").strip().lower() not in ("0", "off", "false", "no")
+    return config.tune_enabled()
 
 
 @contextlib.contextmanager
@@ -64,7 +65,7 @@ def suspended():
 
 def cache_dir() -> Path:
     """``CLREDUCE_TUNE_DIR``, else ``platformdirs.user_cache_dir("clreduce")/tune``."""
-    override = os.environ.get("CLREDUCE_TUNE_DIR")
+    override = config.tune_dir()
     if override:
         return Path(override)
     import platformdirs

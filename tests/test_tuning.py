@@ -133,7 +133,7 @@ def test_a_winner_that_no_longer_plans_falls_back_with_a_warning(cl_device, tune
     queue = _queue(cl_device)
     problem = Problem(rows=32, row_len=777, dtype="float32", op="max")
     cache = tuning.TuneCache(opencl.caps_of(cl_device))
-    cache.put(problem, Force(sg_mode="builtin", sg_size=999))  # no device has width 999
+    cache.put(problem, Force(sg_mode="builtin", sg_size=1024))  # no CPU device has width 1024
     cache.save()
     x = np.random.default_rng(1).standard_normal((32, 777), dtype=np.float32)
     with pytest.warns(RuntimeWarning, match="re-run `clreduce tune`"):
