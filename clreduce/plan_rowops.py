@@ -1,0 +1,287 @@
+"""Planner for the row operations (softmax, norms, absmax-scale/quantize): pure, no device.
+
+A row op reads a row, reduces it to one or two statistics, and (except ``moments``) writes
+the row back transformed. Teams of ``lanes`` work-items own one row each. Where the row
+waits between the reduce and the write is the plan's main decision:
+
+* ``registers`` - each lane keeps ``nper`` elements in a private array: the row is read
+  once. Bounded by a per-lane register budget (Mali's register file is small).
+* ``local`` - each team keeps its row in local memory: read once. Bounded by a share of
+  the device's local memory (32 KiB on Mali and Adreno). Only GPUs pick it by default: a
+  CPU's "local memory" is ordinary memory and its caches already keep the row.
+* ``none`` - every pass reads the row again (softmax: three passes; norms and scales: two).
+
+Sub-group mode and width follow :mod:`clreduce.plan`'s rules (its helpers are reused).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from .caps import DeviceCaps
+from .kernels import build_options
+from .ops import CL_TYPE
+from .plan import (_REQD_MACRO, Force, _SG_MODE_MACRO, UnsupportedOnDevice, _ceil_div, _choose_sg_mode,
+                   _choose_sg_size, _choose_wg, _groups, _pow2_floor, _shuffle_mode)
+
+CACHES = ("registers", "local", "none")
+_CACHE_MACRO = {"registers": 0, "local": 1, "none": 2}
+
+# op -> (kernel file, entry, extra defines). The extras name the variant inside the family.
+FAMILIES = {
+    "softmax": ("softmax.cl", "softmax_rows", {"LOG": 0}),
+    "log_softmax": ("softmax.cl", "softmax_rows", {"LOG": 1}),
+    "rms_norm": ("row_norm.cl", "norm_rows", {"NORM": 0}),
+    "layer_norm": ("row_norm.cl", "norm_rows", {"NORM": 1}),
+    "moments": ("row_norm.cl", "norm_rows", {"NORM": 2}),
+    "absmax_scale": ("row_scale.cl", "scale_rows", {"QUANT": 0}),
+    "quantize_int8": ("row_scale.cl", "scale_rows", {"QUANT": 1}),
+}
+# Ops that write no row (statistics only): nothing to cache.
+STATS_ONLY = ("moments",)
+FLOAT_DTYPES = ("float16", "float32", "float64")
+
+# Elements per lane a private array may hold. Mali Bifrost/Valhall give a thread 64
+# 32-bit registers and halve occupancy above 32 in use: keep the cache to 16 there.
+REG_FLOATS = 32
+REG_FLOATS_ARM = 16
+# Share of local memory a row cache may take: half, so two groups stay resident per core;
+# at most 32 KiB (Mali's and Adreno's whole local memory; on Mali it is system memory).
+LOCAL_SHARE = 2
+LOCAL_CAP = 32 << 10
+# Local row buffers are sized in steps of this many elements, so near row lengths share
+# one program.
+LOCAL_STEP = 256
+# Short rows: about this many elements per lane before a team is widened.
+PER_LANE = 4
+
+
+@dataclass(frozen=True)
+class RowProblem:
+    """One row op over the last axis of a C-contiguous ``(rows, row_len)`` array."""
+
+    op: str
+    rows: int
+    row_len: int
+    dtype: str
+    weight: bool = False
+    bias: bool = False
+
+    def __post_init__(self):
+        if self.op not in FAMILIES:
+            raise ValueError(f"unknown row op {self.op!r}; known: {sorted(FAMILIES)}")
+        if self.dtype not in FLOAT_DTYPES:
+            raise TypeError(f"row op {self.op!r} needs float16/32/64 input, not {self.dtype}")
+        if self.rows < 1 or self.row_len < 1:
+            raise ValueError("RowProblem needs rows and row_len >= 1 (empty cases are the API's)")
+
+
+@dataclass(frozen=True)
+class RowForce:
+    """Overrides; None = the planner's choice. Impossible requests raise, never degrade."""
+
+    cache: str | None = None
+    sg_mode: str | None = None
+    sg_size: int | None = None
+    lanes: int | None = None
+    wg_size: int | None = None
+
+
+@dataclass(frozen=True)
+class RowPlan:
+    """How a row op runs: one kernel launch over every row."""
+
+    op: str
+    cache: str
+    sg_mode: str
+    sg_size: int | None
+    reqd_sg: str
+    wg_size: int
+    lanes: int
+    nper: int
+    local_len: int
+    local_mem_bytes: int
+    acc_dtype: str
+    out_dtype: str
+    kernel_file: str
+    entry: str
+    defines: tuple[tuple[str, str], ...]
+    options: tuple[str, ...]
+    global_size: int
+    local_size: int
+    scalars: tuple[tuple[str, str, int], ...]
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def _pow2_ceil(n: int) -> int:
+    n = max(int(n), 1)
+    return 1 << (n - 1).bit_length()
+
+
+def reg_budget(caps: DeviceCaps, acc_bytes: int) -> int:
+    """Row elements one lane may cache in private memory."""
+    floats = REG_FLOATS_ARM if caps.vendor == "arm" else REG_FLOATS
+    return max(1, floats * 4 // acc_bytes)
+
+
+def local_budget(caps: DeviceCaps) -> int:
+    """Bytes of local memory a row cache (plus the reduce scratch) may take."""
+    return min(caps.local_mem_size // LOCAL_SHARE, LOCAL_CAP)
+
+
+def out_dtype_of(op: str, dtype: str) -> str:
+    return "int8" if op == "quantize_int8" else dtype
+
+
+def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = None) -> RowPlan:
+    """Choose cache, sub-group mode/width, work-group size and lanes per row.
+
+    Parameters
+    ----------
+    caps : DeviceCaps
+    problem : RowProblem
+    force : RowForce, optional
+        Overrides, validated against ``caps``; a request the device or the row cannot
+        take (e.g. ``cache="registers"`` for a row longer than the register budget)
+        raises ``UnsupportedOnDevice``.
+
+    Returns
+    -------
+    RowPlan
+    """
+    force = force or RowForce()
+    if force.cache is not None and force.cache not in CACHES:
+        raise ValueError(f"unknown cache {force.cache!r}; known: {', '.join(CACHES)}")
+    if problem.dtype == "float64" and not caps.fp64:
+        raise UnsupportedOnDevice(f"float64 {problem.op} needs fp64, which device {caps.name!r} lacks; "
+                                  "convert the input with .astype(numpy.float32)")
+    # float16 needs no cl_khr_fp16: vload_half/vstore_half are core OpenCL C (math is float)
+    acc = "float64" if problem.dtype == "float64" else "float32"
+    acc_bytes = np.dtype(acc).itemsize
+    cpu = caps.device_type == "cpu"
+    k = problem.row_len
+
+    sg_mode = _choose_sg_mode(caps, force.sg_mode)
+    if force.sg_mode is None and not caps.subgroup_sizes:
+        sg_mode = "local"
+    if sg_mode == "shuffle_qcom" and acc_bytes == 8:
+        if force.sg_mode is not None:
+            raise UnsupportedOnDevice("the qcom shuffle moves 32-bit values: no float64 row ops with it")
+        sg_mode = "local"
+    shuffle = _shuffle_mode(caps)
+    if sg_mode == "local":
+        sg_size, reqd = None, "none"
+    else:
+        sg_size, reqd = _choose_sg_size(caps, force.sg_size)
+    wg = _choose_wg(caps, Force(wg_size=force.wg_size), sg_size)
+
+    # CPUs: a work-group runs on one core; a team stays inside one sub-group (or is one
+    # work-item without sub-groups), as in plan.py. GPUs spread long rows over the group.
+    lanes_cap = wg if not cpu else min(wg, sg_size or 1)
+    budget_reg = reg_budget(caps, acc_bytes)
+    if force.lanes is not None:
+        lanes = force.lanes
+        if lanes < 1 or lanes & (lanes - 1) or lanes > wg:
+            raise ValueError(f"lanes={lanes} must be a power of two <= the work-group size {wg}")
+    else:
+        lanes = max(1, min(lanes_cap, _pow2_floor(_ceil_div(k, PER_LANE))))
+        if force.cache in (None, "registers") and _ceil_div(k, lanes) > budget_reg:
+            lanes = max(lanes, min(lanes_cap, _pow2_ceil(_ceil_div(k, budget_reg))))
+    if sg_mode == "builtin" and 1 < lanes < sg_size:
+        # a built-in reduce spans a whole sub-group: narrow teams need a butterfly
+        if shuffle and force.sg_mode is None:
+            sg_mode = shuffle
+        elif force.lanes is not None:
+            raise UnsupportedOnDevice(f"lanes={lanes} below the sub-group width {sg_size} needs a shuffle; "
+                                      f"{caps.name!r} has {'none' if not shuffle else 'one, but builtin was forced'}")
+        else:
+            lanes = 1 if cpu else min(sg_size, wg)
+
+    local_len = _ceil_div(k, LOCAL_STEP) * LOCAL_STEP
+    if force.cache == "local" and force.lanes is None and (wg // lanes) * local_len * acc_bytes > local_budget(caps):
+        lanes = wg  # one row per group keeps a forced local cache within the budget
+        if sg_mode == "builtin" and lanes < sg_size:
+            lanes = 1
+    teams = wg // lanes
+    scratch = 0 if lanes == 1 else (wg if sg_mode == "local" else wg // sg_size) * acc_bytes
+    nper = _pow2_ceil(_ceil_div(k, lanes))
+    fits_reg = nper <= budget_reg
+    fits_local = teams * local_len * acc_bytes + scratch <= (local_budget(caps) if force.cache is None
+                                                            else caps.local_mem_size)
+    if problem.op in STATS_ONLY:
+        if force.cache not in (None, "none"):
+            raise UnsupportedOnDevice(f"{problem.op} writes no row: there is nothing to cache")
+        cache = "none"
+    elif force.cache is not None:
+        cache = force.cache
+        if cache == "registers" and not fits_reg:
+            raise UnsupportedOnDevice(f"cache='registers': {nper} elements per lane exceed the budget of "
+                                      f"{budget_reg} on {caps.name!r} (row_len {k}, lanes {lanes})")
+        if cache == "local" and not fits_local:
+            raise UnsupportedOnDevice(f"cache='local': {teams} x {local_len} x {acc_bytes} B exceeds "
+                                      f"{caps.name!r}'s {caps.local_mem_size} B of local memory")
+    elif fits_reg:
+        cache = "registers"
+    elif fits_local and not cpu:
+        cache = "local"
+    else:
+        cache = "none"
+    if cache != "registers":
+        nper = 1
+    if cache != "local":
+        local_len = 1
+    local_bytes = scratch + (teams * local_len * acc_bytes if cache == "local" else 0)
+    if local_bytes > caps.local_mem_size:
+        raise UnsupportedOnDevice(f"{local_bytes} B of local memory exceeds {caps.name!r}'s {caps.local_mem_size} B")
+
+    kernel_file, entry, extra = FAMILIES[problem.op]
+    out = out_dtype_of(problem.op, problem.dtype)
+    defines = {
+        "IN_T": CL_TYPE[problem.dtype], "OUT_T": CL_TYPE[out], "ACC_T": CL_TYPE[acc], "ACC_BYTES": acc_bytes,
+        "IN_HALF": int(problem.dtype == "float16"), "OUT_HALF": int(out == "float16"),
+        "WG_SIZE": wg, "LANES": lanes, "SG_MODE": _SG_MODE_MACRO[sg_mode], "SG_SIZE": sg_size or 0,
+        "REQD_SG": _REQD_MACRO[reqd], "CACHE": _CACHE_MACRO[cache], "NPER": nper, "LOCAL_LEN": local_len,
+        **extra,
+    }
+    if kernel_file == "row_norm.cl":
+        defines.update({"HAS_WEIGHT": int(problem.weight), "HAS_BIAS": int(problem.bias)})
+    pairs = tuple(sorted((name, str(value)) for name, value in defines.items()))
+    options = build_options(pairs, caps.cl_std if sg_mode != "local" else None)
+    groups = _groups(caps, _ceil_div(problem.rows, teams))
+    scalars = (("n_rows", "u64", problem.rows), ("row_len", "u64", k))
+    return RowPlan(op=problem.op, cache=cache, sg_mode=sg_mode, sg_size=sg_size, reqd_sg=reqd, wg_size=wg,
+                   lanes=lanes, nper=nper, local_len=local_len, local_mem_bytes=local_bytes, acc_dtype=acc,
+                   out_dtype=out, kernel_file=kernel_file, entry=entry, defines=pairs, options=options,
+                   global_size=groups * wg, local_size=wg, scalars=scalars)
+
+
+def row_variants(caps: DeviceCaps, problem: RowProblem) -> list[RowForce]:
+    """Every forced variant the device can run for ``problem`` (None-free forces).
+
+    Cache x sub-group mode (builtin, shuffle, local where the device has them) x every
+    width x lanes in (1, a sub-group's width, the whole work-group); impossible ones
+    (a row too long for registers, ...) are left out.
+    """
+    modes = (["builtin"] if caps.subgroup_reduce_builtins else []) + (
+        ["shuffle"] if _shuffle_mode(caps) else []) + ["local"]
+    sizes = tuple(caps.subgroup_sizes) if caps.subgroups else ()
+    out = []
+    caches = ("none",) if problem.op in STATS_ONLY else CACHES
+    for cache in caches:
+        for mode in modes:
+            for size in (sizes if mode != "local" else (None,)):
+                width = size or 32
+                for lanes in sorted({1, min(width, 8) // 2 or 1, width, 64, 256}):
+                    force = RowForce(cache=cache, sg_mode=mode, sg_size=size, lanes=lanes,
+                                     wg_size=max(lanes, size or 1, 64 if lanes < 64 else lanes))
+                    try:
+                        plan_row(caps, problem, force)
+                    except (UnsupportedOnDevice, ValueError):
+                        continue
+                    out.append(force)
+    return out
