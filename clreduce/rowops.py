@@ -329,7 +329,7 @@ def moments(x, axis=-1, *, device=None, queue=None, force: RowForce | None = Non
 
             return cla.to_device(q, nan), cla.to_device(q, nan.copy())
         return nan, nan.copy()
-    mean, var = stats[:, 0].astype(a.dtype), stats[:, 1].astype(a.dtype)
+    mean, var = stats[0].astype(a.dtype), stats[1].astype(a.dtype)
     if on_device:
         return mean.reshape(shape), var.reshape(shape)
     return mean.get().reshape(shape), var.get().reshape(shape)

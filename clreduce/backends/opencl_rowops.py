@@ -68,7 +68,7 @@ def run(queue: cl.CommandQueue, problem: RowProblem, src, *, weight=None, bias=N
     """Run one row op over ``src`` (``(rows, row_len)``, C-contiguous numpy or pyopencl array).
 
     Returns ``(out, stats)`` as pyopencl arrays on ``queue``: ``out`` is the transformed rows
-    (None for moments); ``stats`` is per-row float statistics: ``(rows, 2)`` mean/var for
+    (None for moments); ``stats`` is per-row float statistics: ``(2, rows)`` mean/var for
     moments, ``(rows,)`` absmax for absmax_scale, scale for quantize_int8, else None.
     """
     p, kernel = plan_for(queue, problem, force)
@@ -84,7 +84,7 @@ def run(queue: cl.CommandQueue, problem: RowProblem, src, *, weight=None, bias=N
     out = None if problem.op == "moments" else cla.empty(queue, (rows, k), np.dtype(p.out_dtype))
     stats = None
     if problem.op == "moments":
-        stats = cla.empty(queue, (rows, 2), acc)
+        stats = cla.empty(queue, (2, rows), acc)
     elif family == "row_scale.cl":
         stats = cla.empty(queue, (rows,), acc)
     dummy = None
