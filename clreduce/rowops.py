@@ -134,6 +134,22 @@ def _host_or_device(res, on_device: bool):
     return res if on_device else res.get()
 
 
+def _cast(res, dtype, on_device: bool):
+    """``res`` (a pyopencl array) as ``dtype``, on the device or the host. pyopencl has no
+    float16 arithmetic type, so a float16 result is cast on the host and sent back."""
+    dtype = np.dtype(dtype)
+    if res.dtype == dtype:
+        return _host_or_device(res, on_device)
+    if dtype == np.float16:
+        host = res.get().astype(dtype)
+        if on_device:
+            import pyopencl.array as cla
+
+            return cla.to_device(res.queue, host)
+        return host
+    return _host_or_device(res.astype(dtype), on_device)
+
+
 # ---- public functions -------------------------------------------------------------------------
 def _softmax(op, x, axis, device, queue, force):
     a, on_device = _float_input(x, op)
@@ -329,10 +345,7 @@ def moments(x, axis=-1, *, device=None, queue=None, force: RowForce | None = Non
 
             return cla.to_device(q, nan), cla.to_device(q, nan.copy())
         return nan, nan.copy()
-    mean, var = stats[0].astype(a.dtype), stats[1].astype(a.dtype)
-    if on_device:
-        return mean.reshape(shape), var.reshape(shape)
-    return mean.get().reshape(shape), var.get().reshape(shape)
+    return _cast(stats[0], a.dtype, on_device).reshape(shape), _cast(stats[1], a.dtype, on_device).reshape(shape)
 
 
 def _scale(op, x, axis, device, queue, force):
@@ -350,8 +363,7 @@ def _scale(op, x, axis, device, queue, force):
             return _empty_like(a, True, q, out_dtype), cla.to_device(q, zeros)
         return np.empty(a.shape, out_dtype), zeros
     values = _from_last(_host_or_device(out, on_device), on_device, order, q, moved.shape)
-    scales = stats.astype(scale_dtype).reshape(shape)
-    return values, _host_or_device(scales, on_device)
+    return values, _cast(stats, scale_dtype, on_device).reshape(shape)
 
 
 def absmax_scale(x, axis=-1, *, device=None, queue=None, force: RowForce | None = None):
