@@ -39,7 +39,12 @@ FAMILIES = {
     "moments": ("row_norm.cl", "norm_rows", {"NORM": 2}),
     "absmax_scale": ("row_scale.cl", "scale_rows", {"QUANT": 0}),
     "quantize_int8": ("row_scale.cl", "scale_rows", {"QUANT": 1}),
+    "cumsum": ("row_scan.cl", "scan_rows", {"SCAN": 0}),
+    "cumprod": ("row_scan.cl", "scan_rows", {"SCAN": 1}),
+    "logcumsumexp": ("row_scan.cl", "scan_rows", {"SCAN": 2}),
 }
+SCAN_OPS = ("cumsum", "cumprod", "logcumsumexp")
+INT_DTYPES = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
 # Ops that write no row (statistics only): nothing to cache.
 STATS_ONLY = ("moments",)
 FLOAT_DTYPES = ("float16", "float32", "float64")
@@ -73,8 +78,10 @@ class RowProblem:
     def __post_init__(self):
         if self.op not in FAMILIES:
             raise ValueError(f"unknown row op {self.op!r}; known: {sorted(FAMILIES)}")
-        if self.dtype not in FLOAT_DTYPES:
-            raise TypeError(f"row op {self.op!r} needs float16/32/64 input, not {self.dtype}")
+        ints_ok = self.op in ("cumsum", "cumprod")
+        if self.dtype not in FLOAT_DTYPES and not (ints_ok and self.dtype in INT_DTYPES):
+            raise TypeError(f"row op {self.op!r} needs float16/32/64{' or integer' if ints_ok else ''} input, "
+                            f"not {self.dtype}")
         if self.rows < 1 or self.row_len < 1:
             raise ValueError("RowProblem needs rows and row_len >= 1 (empty cases are the API's)")
 
@@ -135,7 +142,88 @@ def local_budget(caps: DeviceCaps) -> int:
 
 
 def out_dtype_of(op: str, dtype: str) -> str:
-    return "int8" if op == "quantize_int8" else dtype
+    if op == "quantize_int8":
+        return "int8"
+    if op in SCAN_OPS and dtype in INT_DTYPES:
+        # numpy's cumsum/cumprod: booleans and signed integers give int64, unsigned uint64
+        return "uint64" if dtype.startswith("uint") else "int64"
+    return dtype
+
+
+def acc_dtype_of(op: str, dtype: str) -> str:
+    if op in SCAN_OPS and dtype in INT_DTYPES:
+        return out_dtype_of(op, dtype)  # exact in 64 bits, wrapping like numpy
+    return "float64" if dtype == "float64" else "float32"
+
+
+# Scans: consecutive elements a lane scans per tile (one 32-byte run of accumulators).
+SCAN_ITEMS_BYTES = 32
+SCAN_ITEMS_CPU_BYTES = 64
+
+
+def plan_scan(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = None) -> RowPlan:
+    """Plan a scan (cumsum, cumprod, logcumsumexp) along the rows; ``nper`` holds ITEMS.
+
+    CPUs give each row one work-item (a serial scan streams through the cache). GPUs give a
+    row a team: a sub-group (xor-butterfly prefix, or the built-in exclusive scan for sums)
+    where the device has one, else up to a work-group with a local-memory prefix.
+    """
+    force = force or RowForce()
+    if force.cache not in (None, "none"):
+        raise UnsupportedOnDevice(f"{problem.op} is a scan: it has no row cache to force")
+    acc = acc_dtype_of(problem.op, problem.dtype)
+    if "float64" in (acc, problem.dtype) and not caps.fp64:
+        raise UnsupportedOnDevice(f"float64 {problem.op} needs fp64, which device {caps.name!r} lacks; "
+                                  "convert the input with .astype(numpy.float32)")
+    acc_bytes = np.dtype(acc).itemsize
+    cpu = caps.device_type == "cpu"
+    k = problem.row_len
+    sg_mode = _choose_sg_mode(caps, force.sg_mode)
+    if force.sg_mode is None and not caps.subgroup_sizes:
+        sg_mode = "local"
+    sg_size, reqd = (None, "none") if sg_mode == "local" else _choose_sg_size(caps, force.sg_size)
+    wg = _choose_wg(caps, Force(wg_size=force.wg_size), sg_size)
+    items = max(1, (SCAN_ITEMS_CPU_BYTES if cpu else SCAN_ITEMS_BYTES) // acc_bytes)
+    if force.lanes is not None:
+        lanes = force.lanes
+        if lanes < 1 or lanes & (lanes - 1) or lanes > wg:
+            raise ValueError(f"lanes={lanes} must be a power of two <= the work-group size {wg}")
+    else:
+        lanes = 1 if cpu else max(1, min(wg, _pow2_floor(_ceil_div(k, items))))
+    if sg_mode == "builtin" and not (problem.op == "cumsum" and lanes == sg_size):
+        if force.sg_mode is not None:
+            raise UnsupportedOnDevice("the built-in sub-group scan is a whole-sub-group sum: "
+                                      f"{problem.op} with lanes={lanes} (sub-group {sg_size}) cannot use it")
+        sg_mode = _shuffle_mode(caps) or "local"
+    if sg_mode.startswith("shuffle") and lanes > sg_size:
+        if force.lanes is not None:
+            if force.sg_mode is not None:
+                raise UnsupportedOnDevice(f"shuffle scans stay in one sub-group: lanes={lanes} > {sg_size}")
+            sg_mode = "local"
+        else:
+            lanes = sg_size  # one sub-group per row; more tiles, no barriers
+    if sg_mode == "local":
+        sg_size, reqd = None, "none"
+        wg = _choose_wg(caps, Force(wg_size=force.wg_size), None) if force.wg_size is None else wg
+        lanes = min(lanes, wg)
+    local_bytes = wg * acc_bytes if sg_mode == "local" and lanes > 1 else 0
+    if local_bytes > caps.local_mem_size:
+        raise UnsupportedOnDevice(f"{local_bytes} B of local memory exceeds {caps.name!r}'s {caps.local_mem_size} B")
+    kernel_file, entry, extra = FAMILIES[problem.op]
+    out = out_dtype_of(problem.op, problem.dtype)
+    defines = {
+        "IN_T": CL_TYPE[problem.dtype], "OUT_T": CL_TYPE[out], "ACC_T": CL_TYPE[acc], "ACC_BYTES": acc_bytes,
+        "ACC_IS_FLOAT": int(acc.startswith("float")), "IN_HALF": int(problem.dtype == "float16"),
+        "OUT_HALF": int(out == "float16"), "WG_SIZE": wg, "LANES": lanes, "SG_MODE": _SG_MODE_MACRO[sg_mode],
+        "SG_SIZE": sg_size or 0, "REQD_SG": _REQD_MACRO[reqd], "ITEMS": items, **extra,
+    }
+    pairs = tuple(sorted((name, str(value)) for name, value in defines.items()))
+    options = build_options(pairs, caps.cl_std if sg_mode != "local" else None)
+    groups = _groups(caps, _ceil_div(problem.rows, wg // lanes))
+    return RowPlan(op=problem.op, cache="none", sg_mode=sg_mode, sg_size=sg_size, reqd_sg=reqd, wg_size=wg,
+                   lanes=lanes, nper=items, local_len=1, local_mem_bytes=local_bytes, acc_dtype=acc, out_dtype=out,
+                   kernel_file=kernel_file, entry=entry, defines=pairs, options=options, global_size=groups * wg,
+                   local_size=wg, scalars=(("n_rows", "u64", problem.rows), ("row_len", "u64", k)))
 
 
 def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = None) -> RowPlan:
@@ -154,6 +242,8 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
     -------
     RowPlan
     """
+    if problem.op in SCAN_OPS:
+        return plan_scan(caps, problem, force)
     force = force or RowForce()
     if force.cache is not None and force.cache not in CACHES:
         raise ValueError(f"unknown cache {force.cache!r}; known: {', '.join(CACHES)}")
@@ -271,7 +361,7 @@ def row_variants(caps: DeviceCaps, problem: RowProblem) -> list[RowForce]:
         ["shuffle"] if _shuffle_mode(caps) else []) + ["local"]
     sizes = tuple(caps.subgroup_sizes) if caps.subgroups else ()
     out = []
-    caches = ("none",) if problem.op in STATS_ONLY else CACHES
+    caches = ("none",) if problem.op in STATS_ONLY + SCAN_OPS else CACHES
     for cache in caches:
         for mode in modes:
             for size in (sizes if mode != "local" else (None,)):

@@ -14,7 +14,7 @@ import operator
 
 import numpy as np
 
-from .plan_rowops import FLOAT_DTYPES, RowForce, RowProblem
+from .plan_rowops import FLOAT_DTYPES, INT_DTYPES, RowForce, RowProblem, out_dtype_of
 
 try:
     from numpy.exceptions import AxisError
@@ -22,7 +22,7 @@ except ImportError:  # numpy < 1.25
     from numpy import AxisError
 
 __all__ = ["softmax", "log_softmax", "rms_norm", "layer_norm", "moments", "absmax_scale", "quantize_int8",
-           "dequantize"]
+           "dequantize", "cumsum", "cumprod", "logcumsumexp"]
 
 
 # ---- argument checks -------------------------------------------------------------------------
@@ -445,3 +445,85 @@ def dequantize(q, scale, axis=-1):
 
         return cla.to_device(qa.queue, res)
     return res
+
+
+# ---- scans ------------------------------------------------------------------------------------
+def _scan(op, x, axis, device, queue, force):
+    a, on_device = _as_native(x)
+    allowed = FLOAT_DTYPES + (INT_DTYPES if op != "logcumsumexp" else ())
+    if a.dtype.name not in allowed:
+        kinds = "float" if op == "logcumsumexp" else "bool, integer or float"
+        raise TypeError(f"{op} needs {kinds} input, not {a.dtype}")
+    if axis is None:  # numpy: scan the flattened array
+        a = a.reshape(-1) if on_device else np.ravel(a)
+        axis = 0
+    ax = _axis(axis, a.ndim, op)
+    out, _, q, moved, order = _run(op, a, on_device, ax, device, queue, force)
+    if out is None:
+        return _empty_like(a, on_device, q, out_dtype_of(op, a.dtype.name))
+    return _from_last(_host_or_device(out, on_device), on_device, order, q, moved.shape)
+
+
+def cumsum(x, axis=None, *, device=None, queue=None, force: RowForce | None = None):
+    """Inclusive prefix sums along an axis, with numpy's dtypes.
+
+    Parameters
+    ----------
+    x : array_like or pyopencl.array.Array
+        bool, integer or float.
+    axis : int or None, optional
+        None (numpy's default) scans the flattened array.
+    device, queue, force
+        As for :func:`softmax` (``force.cache`` must stay None: scans cache nothing).
+
+    Returns
+    -------
+    numpy.ndarray or pyopencl.array.Array
+        Bool and signed integers give int64, unsigned integers uint64: exact, wrapping on
+        overflow like numpy. Floats keep their dtype; float16 is accumulated in float32
+        (numpy accumulates in float16, so ours is the more accurate of the two).
+
+    Notes
+    -----
+    Float error: the sums are formed in a blocked order (per-lane runs, a team prefix, a
+    running carry), never deeper than numpy's sequential one, so element ``i`` obeys the
+    sequential bound ``|y_i - exact| <= (i + 1) * u * sum(|x_j|, j <= i)`` with
+    ``u = 2**-24`` for float32 (tested), plus the final rounding for float16.
+    """
+    return _scan("cumsum", x, axis, device, queue, force)
+
+
+def cumprod(x, axis=None, *, device=None, queue=None, force: RowForce | None = None):
+    """Inclusive prefix products along an axis, with numpy's dtypes (see :func:`cumsum`).
+
+    Parameters
+    ----------
+    x, axis, device, queue, force
+        As for :func:`cumsum`.
+
+    Returns
+    -------
+    numpy.ndarray or pyopencl.array.Array
+        Integers multiply in 64 bits and wrap like numpy. Float element ``i`` has relative
+        error at most about ``(i + 1) * u``.
+    """
+    return _scan("cumprod", x, axis, device, queue, force)
+
+
+def logcumsumexp(x, axis=None, *, device=None, queue=None, force: RowForce | None = None):
+    """``log(cumsum(exp(x)))`` without overflow: ``numpy.logaddexp.accumulate`` along an axis.
+
+    Parameters
+    ----------
+    x : array_like or pyopencl.array.Array
+        float16, float32 or float64.
+    axis, device, queue, force
+        As for :func:`cumsum`.
+
+    Returns
+    -------
+    numpy.ndarray or pyopencl.array.Array
+        dtype of ``x``. -inf elements are neutral, NaN propagates, +inf stays +inf
+        (numpy's ``logaddexp``).
+    """
+    return _scan("logcumsumexp", x, axis, device, queue, force)
