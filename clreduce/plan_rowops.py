@@ -190,6 +190,8 @@ def plan_scan(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = No
             raise ValueError(f"lanes={lanes} must be a power of two <= the work-group size {wg}")
     else:
         lanes = 1 if cpu else max(1, min(wg, _pow2_floor(_ceil_div(k, items))))
+    if sg_mode == "builtin" and problem.op == "cumsum" and force.lanes is None and lanes > sg_size:
+        lanes = sg_size  # the built-in scan spans one sub-group: a row per sub-group, more tiles
     if sg_mode == "builtin" and not (problem.op == "cumsum" and lanes == sg_size):
         if force.sg_mode is not None:
             raise UnsupportedOnDevice("the built-in sub-group scan is a whole-sub-group sum: "

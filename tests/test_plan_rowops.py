@@ -11,7 +11,7 @@ from test_plan import ALL_CAPS, PROFILES, required_macros
 
 from clreduce.kernels import read_source
 from clreduce.plan import UnsupportedOnDevice
-from clreduce.plan_rowops import (FAMILIES, LOCAL_CAP, STATS_ONLY, RowForce, RowProblem, local_budget, plan_row,
+from clreduce.plan_rowops import (FAMILIES, LOCAL_CAP, SCAN_OPS, STATS_ONLY, RowForce, RowProblem, local_budget, plan_row,
                                   reg_budget, row_variants)
 
 OPS = tuple(FAMILIES)
@@ -44,8 +44,12 @@ def check(caps, problem, p) -> None:
     if p.cache == "local":
         assert p.local_len >= problem.row_len
         assert (p.wg_size // p.lanes) * p.local_len * acc_bytes <= caps.local_mem_size
-    if problem.op in STATS_ONLY:
+    if problem.op in STATS_ONLY + SCAN_OPS:
         assert p.cache == "none"
+    if problem.op in SCAN_OPS and p.sg_mode != "local":
+        assert p.lanes <= p.sg_size  # shuffle/built-in prefixes stay inside one sub-group
+        if p.sg_mode == "builtin":
+            assert problem.op == "cumsum" and p.lanes == p.sg_size
     defined = {name for name, _ in p.defines}
     assert required_macros(p.kernel_file) <= defined, required_macros(p.kernel_file) - defined
     options = [o for o in p.options if o.startswith("-D")]
@@ -71,7 +75,7 @@ def test_default_plans_fit_every_device(name):
 @pytest.mark.parametrize("name", sorted(ALL_CAPS))
 def test_every_forced_variant_fits_every_device(name):
     caps = ALL_CAPS[name]
-    for op in ("softmax", "layer_norm", "moments"):
+    for op in ("softmax", "layer_norm", "moments", "cumsum", "logcumsumexp"):
         for k in (7, 4097):
             problem = RowProblem(op=op, rows=33, row_len=k, dtype="float32")
             variants = row_variants(caps, problem)
@@ -156,3 +160,26 @@ def test_kernel_files_share_one_copy_of_the_row_machinery():
     pattern = re.compile(r"/\* ---- shared row machinery.*?end of shared row machinery ---- \*/", re.S)
     blocks = {f: pattern.search(read_source(f)).group(0) for f in ("softmax.cl", "row_norm.cl", "row_scale.cl")}
     assert len(set(blocks.values())) == 1
+
+
+def test_scan_dtypes_follow_numpy():
+    from clreduce.plan_rowops import out_dtype_of
+
+    import numpy as np
+
+    for dtype in ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16", "float32"):
+        assert out_dtype_of("cumsum", dtype) == np.cumsum(np.zeros(2, dtype)).dtype.name
+        assert out_dtype_of("cumprod", dtype) == np.cumprod(np.zeros(2, dtype)).dtype.name
+    with pytest.raises(TypeError):
+        RowProblem("logcumsumexp", 2, 2, "int32")
+
+
+@pytest.mark.parametrize("name", sorted(PROFILES))
+def test_gpu_scans_use_subgroups_where_present(name):
+    caps = PROFILES[name]
+    p = plan_row(caps, RowProblem("cumsum", 1000, 4096, "int32"))
+    assert p.acc_dtype == "int64" and p.out_dtype == "int64"
+    if caps.subgroups and caps.subgroup_sizes and (caps.khr_shuffle or caps.qcom_shuffle or caps.subgroup_reduce_builtins):
+        assert p.sg_mode != "local" and p.lanes <= p.sg_size
+    else:
+        assert p.sg_mode == "local"

@@ -353,3 +353,133 @@ def test_empty_inputs(cl_device):
 def test_bad_input(cl_device, call, error, match):
     with pytest.raises(error, match=match):
         call(cl_device)
+
+
+# ---- scans -------------------------------------------------------------------------------------------
+U32 = 2.0 ** -24  # float32 unit roundoff
+
+
+def _assert_cumsum_bound(got, x, axis, what):
+    """The stated float32 error: |y_i - exact| <= (i + 1) u sum_{j<=i} |x_j| (+ float16 rounding)."""
+    exact = np.cumsum(x.astype(np.float64), axis=axis)
+    n = np.arange(1, x.shape[axis] + 1, dtype=np.float64).reshape([-1 if a == axis % x.ndim else 1 for a in range(x.ndim)])
+    bound = (n + 1) * U32 * np.cumsum(np.abs(x.astype(np.float64)), axis=axis)
+    if got.dtype == np.float16:
+        bound = bound + np.abs(exact) * 2.0 ** -11 + 6e-8
+    err = np.abs(got.astype(np.float64) - exact)
+    assert np.all(err <= bound), f"{what}: worst excess {np.max(err - bound)}"
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (5, 1), (9, 7), (33, 128), (3, 4097), pytest.param((1, 10**6), id="1x1e6")])
+def test_cumsum_float_error_bound(cl_device, shape):
+    rng = _rng("cumsum", shape)
+    for dtype in ("float32", "float16"):
+        x = rng.standard_normal(shape).astype(dtype)
+        got = rowops.cumsum(x, axis=-1, device=cl_device)
+        assert got.dtype == np.dtype(dtype) and got.shape == shape
+        _assert_cumsum_bound(got, x, -1, f"cumsum {shape} {dtype}")
+    if "float64" in _dtypes(cl_device):
+        x = rng.standard_normal(shape)
+        np.testing.assert_allclose(rowops.cumsum(x, axis=-1, device=cl_device), np.cumsum(x, -1), rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "uint8", "int32", "uint32", "int64"])
+def test_integer_cumsum_cumprod_exact_like_numpy(cl_device, dtype):
+    rng = _rng("icum", dtype)
+    info = np.iinfo(dtype) if dtype != "bool" else None
+    shape = (7, 1001)
+    if dtype == "bool":
+        x = rng.integers(0, 2, shape).astype(bool)
+    else:
+        x = rng.integers(info.min, info.max, shape, dtype=dtype, endpoint=True)
+    if dtype == "int64":
+        x[0, :3] = np.iinfo(np.int64).max  # the sum wraps around, as numpy's does
+    for axis in (-1, 0, None):
+        for op in ("cumsum", "cumprod"):
+            got = getattr(rowops, op)(x, axis=axis, device=cl_device)
+            want = getattr(np, op)(x, axis=axis)
+            assert got.dtype == want.dtype and got.shape == want.shape, (op, dtype, axis)
+            np.testing.assert_array_equal(got, want, err_msg=f"{op} {dtype} axis={axis}")
+
+
+def test_cumprod_float_relative_error(cl_device):
+    x = (1 + 0.01 * _rng("cprod").standard_normal((5, 20001))).astype(np.float32)
+    got = rowops.cumprod(x, axis=1, device=cl_device)
+    exact = np.cumprod(x.astype(np.float64), axis=1)
+    n = np.arange(1, x.shape[1] + 1)
+    assert np.all(np.abs(got / exact - 1) <= (n + 1) * U32 * 1.01)
+
+
+def test_logcumsumexp_matches_logaddexp_accumulate(cl_device):
+    rng = _rng("lcse")
+    x = (rng.standard_normal((6, 4097)) * 10).astype(np.float32)
+    x[1, :100] = -np.inf     # -inf is neutral; a prefix of -inf stays -inf
+    x[2, 50] = np.nan        # NaN propagates from there on
+    x[3, 70] = np.inf        # +inf wins
+    x[4, :] = -np.inf
+    want = np.logaddexp.accumulate(x.astype(np.float64), axis=1)
+    got = rowops.logcumsumexp(x, axis=1, device=cl_device)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    # each step adds a few ulp of |value| (log1p/exp are not correctly rounded)
+    np.testing.assert_allclose(got, want.astype(np.float32), rtol=2e-5, atol=2e-5)
+    x16 = x[:, :300].astype(np.float16)
+    got16 = rowops.logcumsumexp(x16, axis=1, device=cl_device)
+    assert got16.dtype == np.float16
+    np.testing.assert_allclose(got16.astype(np.float64), np.logaddexp.accumulate(x16.astype(np.float64), 1)
+                               .astype(np.float16).astype(np.float64), rtol=2e-3, atol=2e-3)
+
+
+def test_scans_any_axis_and_pyopencl(cl_device, cl_queue):
+    import pyopencl.array as cla
+
+    x = _rng("scan-axis").integers(-50, 50, (4, 5, 6)).astype(np.int32)
+    for axis in (0, 1, 2, None):
+        np.testing.assert_array_equal(rowops.cumsum(x, axis=axis, device=cl_device), np.cumsum(x, axis=axis))
+    xd = cla.to_device(cl_queue, x)
+    got = rowops.cumsum(xd, axis=1)
+    assert isinstance(got, cla.Array) and got.queue is cl_queue and got.dtype == np.int64
+    np.testing.assert_array_equal(got.get(), np.cumsum(x, axis=1))
+    np.testing.assert_array_equal(xd.get(), x)
+
+
+@pytest.mark.parametrize("op", ["cumsum", "cumprod", "logcumsumexp"])
+def test_every_forced_scan_variant(cl_device, op, request):
+    caps = probe_device(cl_device)
+    for k in (7, 4097):
+        rng = _rng(op, k, "v")
+        x = (1 + 0.01 * rng.standard_normal((37, k))).astype(np.float32) if op == "cumprod" else \
+            rng.standard_normal((37, k)).astype(np.float32)
+        xi = rng.integers(-1000, 1000, (37, k)).astype(np.int32)
+        variants = row_variants(caps, RowProblem(op, 37, k, "float32"))
+        assert variants
+        for force in _sample(variants, 4, zlib.crc32(f"{op}{k}".encode()), request):
+            what = f"{op} K={k} {force}"
+            got = getattr(rowops, op)(x, axis=-1, device=cl_device, force=force)
+            if op == "cumsum":
+                _assert_cumsum_bound(got, x, -1, what)
+                np.testing.assert_array_equal(rowops.cumsum(xi, axis=-1, device=cl_device, force=force),
+                                              np.cumsum(xi, -1), err_msg=what)
+            elif op == "cumprod":
+                np.testing.assert_allclose(got, np.cumprod(x.astype(np.float64), -1), rtol=(k + 1) * U32 * 1.01,
+                                           err_msg=what)
+            else:
+                np.testing.assert_allclose(got, np.logaddexp.accumulate(x.astype(np.float64), -1), rtol=2e-5,
+                                           atol=2e-5, err_msg=what)
+
+
+@pytest.mark.parametrize("call, error", [
+    (lambda d: rowops.logcumsumexp(np.arange(5), device=d), TypeError),
+    (lambda d: rowops.cumsum(np.ones(3, np.complex64), device=d), TypeError),
+    (lambda d: rowops.cumsum(np.ones((2, 3), np.float32), axis=2, device=d), AxisError),
+    (lambda d: rowops.cumprod(np.ones((2, 3), np.float32), axis=(0, 1), device=d), TypeError),
+    (lambda d: rowops.cumsum(np.ones((2, 3), np.float32), axis=-1, device=d, force=RowForce(cache="local")),
+     TypeError),  # UnsupportedOnDevice is a TypeError: scans cache nothing
+])
+def test_scan_bad_input(cl_device, call, error):
+    with pytest.raises(error):
+        call(cl_device)
+
+
+def test_scan_empty(cl_device):
+    assert rowops.cumsum(np.zeros((3, 0), np.int32), axis=1, device=cl_device).dtype == np.int64
+    assert rowops.cumsum(np.zeros((0,), np.float32), device=cl_device).shape == (0,)
