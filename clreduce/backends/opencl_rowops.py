@@ -16,11 +16,16 @@ import pyopencl.array as cla
 from ..plan_rowops import RowForce, RowPlan, RowProblem, plan_row
 from .opencl import caps_of, get_kernel
 
-_plans: dict[tuple, RowPlan] = {}
+_plans: dict[tuple, tuple[RowPlan, cl.Kernel]] = {}
 _PLAN_CACHE_LIMIT = 512
 # clSetKernelArg on a shared cl_kernel is not thread-safe: set-args + enqueue run under one
 # lock (the kernels come from the reduction backend's shared cache).
 _launch_lock = threading.Lock()
+
+
+def clear_caches() -> None:
+    """Forget the memoised row-op plans and the kernels they hold."""
+    _plans.clear()
 
 
 def _kernel_runs_plan(kernel, device, p: RowPlan) -> dict | None:
@@ -40,7 +45,10 @@ def plan_for(queue: cl.CommandQueue, problem: RowProblem, force: RowForce | None
     """(RowPlan, kernel) for the queue's device, re-planned once if the compiled kernel
     cannot run the plan (work-group limit below the plan's, or another sub-group width)."""
     key = (queue.context.int_ptr, queue.device.int_ptr, problem, force)
-    p = _plans.get(key)
+    hit = _plans.get(key)
+    if hit is not None:
+        return hit  # a repeated call: no probe, plan or build lookup
+    p = None
     caps = caps_of(queue.device)
     for attempt in range(2):
         if p is None:
@@ -50,7 +58,7 @@ def plan_for(queue: cl.CommandQueue, problem: RowProblem, force: RowForce | None
         if fix is None:
             if len(_plans) > _PLAN_CACHE_LIMIT:
                 _plans.clear()
-            _plans[key] = p
+            _plans[key] = (p, kernel)
             return p, kernel
         if attempt == 1 or (force and force.wg_size):
             break
