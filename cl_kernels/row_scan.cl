@@ -14,11 +14,18 @@
  *                    (the standard butterfly prefix; only xor shuffles are needed)
  *   0 local          Hillis-Steele steps in __local scratch[WG_SIZE] (any LANES)
  *
+ * Long rows, few of them (reduce-then-scan over work-groups): SPLIT > 1 cuts each row into
+ * SPLIT chunks of chunk_len elements, one task per team. Three launches:
+ *   PHASE 1  each task writes its chunk's total to out[task]          (OUT_T = ACC_T)
+ *   (a SPLIT 1 scan of those (n_rows, SPLIT) totals, inclusive, into `carries`)
+ *   PHASE 0  each task scans its chunk starting from carries[task - 1] (chunk > 0)
+ * With SPLIT 1, PHASE 0 scans whole rows (chunk_len = row_len) and `carries` is unused.
+ *
  * SCAN: 0 sum, 1 prod, 2 logaddexp (float only). Integer inputs accumulate in 64 bits
  * (ACC_T long/ulong: exact, wrapping like numpy); half input accumulates in float.
  *
  * Required macros: IN_T, OUT_T, ACC_T, ACC_BYTES, ACC_IS_FLOAT, IN_HALF, OUT_HALF, WG_SIZE,
- * LANES, SG_MODE, SG_SIZE, REQD_SG, ITEMS, SCAN.
+ * LANES, SG_MODE, SG_SIZE, REQD_SG, ITEMS, SCAN, SPLIT, PHASE.
  */
 
 #define SG_LOCAL 0
@@ -74,6 +81,15 @@
 #endif
 #ifndef SCAN
 #error "SCAN (0 sum, 1 prod, 2 logaddexp) is required"
+#endif
+#ifndef SPLIT
+#error "SPLIT (chunks per row, 1 = whole rows) is required"
+#endif
+#ifndef PHASE
+#error "PHASE (0 scan, 1 chunk totals) is required"
+#endif
+#if PHASE == 1 && SPLIT < 2
+#error "chunk totals (PHASE 1) only for split rows"
 #endif
 
 #if (WG_SIZE % LANES) != 0 || (LANES & (LANES - 1)) != 0 || (WG_SIZE & (WG_SIZE - 1)) != 0
@@ -227,21 +243,34 @@ inline ACC_T team_prefix(const ACC_T t, ACC_T *total, __local ACC_T *scratch, co
 __kernel SG_ATTR __attribute__((reqd_work_group_size(WG_SIZE, 1, 1)))
 void scan_rows(__global const IN_T *restrict in, const ulong in_offset,
                __global OUT_T *restrict out, const ulong out_offset,
-               const ulong n_rows, const ulong row_len)
+               const ulong n_rows, const ulong row_len, const ulong chunk_len,
+               __global const ACC_T *restrict carries)
 {
     __local ACC_T scratch[SCRATCH_LEN];
     const uint lid = get_local_id(0);
     const uint lane = LANE_ID();
     const uint team = TEAM_ID();
+    const ulong n_tasks = n_rows * SPLIT;
     const ulong stride = (ulong)get_num_groups(0) * TEAMS;
 
-    for (ulong base = (ulong)get_group_id(0) * TEAMS; base < n_rows; base += stride) {
-        const ulong row = base + team;
-        const ulong len = row < n_rows ? row_len : 0;
-        __global const IN_T *p = in + in_offset + (row < n_rows ? row : 0) * row_len;
-        __global OUT_T *q = out + out_offset + (row < n_rows ? row : 0) * row_len;
+    for (ulong base = (ulong)get_group_id(0) * TEAMS; base < n_tasks; base += stride) {
+        const ulong task = base + team;
+        const bool live = task < n_tasks;
+        const ulong row = live ? task / SPLIT : 0;
+        const ulong start = live ? (task % SPLIT) * chunk_len : 0;
+        /* the planner never makes an empty chunk: start < row_len for live tasks */
+        const ulong len = live ? min(chunk_len, row_len - start) : 0;
+        __global const IN_T *p = in + in_offset + row * row_len + start;
+#if PHASE == 0
+        __global OUT_T *q = out + out_offset + row * row_len + start;
+#endif
         ACC_T carry = IDENT;
-        for (ulong t0 = 0; t0 < row_len; t0 += TILE) {   /* uniform trip count: row_len */
+#if SPLIT > 1 && PHASE == 0
+        if (live && task % SPLIT > 0) {
+            carry = carries[task - 1];
+        }
+#endif
+        for (ulong t0 = 0; t0 < chunk_len; t0 += TILE) {   /* uniform trip count: chunk_len */
             const ulong first = t0 + (ulong)lane * ITEMS;
             ACC_T v[ITEMS];
             ACC_T run = IDENT;
@@ -251,14 +280,22 @@ void scan_rows(__global const IN_T *restrict in, const ulong in_offset,
                 v[j] = run;
             }
             ACC_T total;
-            const ACC_T pre = OP(carry, team_prefix(run, &total, scratch, lid, lane));
+            const ACC_T excl = team_prefix(run, &total, scratch, lid, lane);
+#if PHASE == 0
+            const ACC_T pre = OP(carry, excl);
             for (uint j = 0; j < ITEMS; ++j) {
                 const ulong i = first + j;
                 if (i < len) {
                     STORE(OP(pre, v[j]), q, i);
                 }
             }
+#endif
             carry = OP(carry, total);
         }
+#if PHASE == 1
+        if (lane == 0 && live) {
+            out[out_offset + task] = carry;
+        }
+#endif
     }
 }

@@ -95,6 +95,22 @@ class RowForce:
     sg_size: int | None = None
     lanes: int | None = None
     wg_size: int | None = None
+    split: int | None = None  # scans only: chunks per row (reduce-then-scan over work-groups)
+
+
+@dataclass(frozen=True)
+class RowPass:
+    """One launch of a multi-pass plan (split scans). Buffers: "input", "output",
+    "partials" (chunk totals) and "carries" (their inclusive scan), all per (row, chunk)."""
+
+    options: tuple[str, ...]
+    global_size: int
+    local_size: int
+    reads: str
+    writes: str
+    n_rows: int
+    row_len: int
+    chunk_len: int
 
 
 @dataclass(frozen=True)
@@ -120,6 +136,8 @@ class RowPlan:
     global_size: int
     local_size: int
     scalars: tuple[tuple[str, str, int], ...]
+    split: int = 1
+    passes: tuple[RowPass, ...] = ()  # scans: the launches in order (one unless split)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -159,6 +177,12 @@ def acc_dtype_of(op: str, dtype: str) -> str:
 # Scans: consecutive elements a lane scans per tile (one 32-byte run of accumulators).
 SCAN_ITEMS_BYTES = 32
 SCAN_ITEMS_CPU_BYTES = 64
+# Split a scanned row over work-groups only when it is this long (three launches and two
+# extra reads of partials must pay off), into chunks of at least SCAN_SPLIT_MIN_CHUNK.
+SCAN_SPLIT_MIN_ROW = 1 << 15
+SCAN_SPLIT_MIN_CHUNK = 1 << 13
+# CPUs: a work-group runs on one core; small groups of one-work-item rows spread over cores.
+SCAN_CPU_WG = 16
 
 
 def plan_scan(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = None) -> RowPlan:
@@ -183,6 +207,8 @@ def plan_scan(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = No
         sg_mode = "local"
     sg_size, reqd = (None, "none") if sg_mode == "local" else _choose_sg_size(caps, force.sg_size)
     wg = _choose_wg(caps, Force(wg_size=force.wg_size), sg_size)
+    if cpu and force.wg_size is None:
+        wg = max(min(wg, SCAN_CPU_WG), sg_size or 1)
     items = max(1, (SCAN_ITEMS_CPU_BYTES if cpu else SCAN_ITEMS_BYTES) // acc_bytes)
     if force.lanes is not None:
         lanes = force.lanes
@@ -206,26 +232,59 @@ def plan_scan(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = No
             lanes = sg_size  # one sub-group per row; more tiles, no barriers
     if sg_mode == "local":
         sg_size, reqd = None, "none"
-        wg = _choose_wg(caps, Force(wg_size=force.wg_size), None) if force.wg_size is None else wg
         lanes = min(lanes, wg)
     local_bytes = wg * acc_bytes if sg_mode == "local" and lanes > 1 else 0
     if local_bytes > caps.local_mem_size:
         raise UnsupportedOnDevice(f"{local_bytes} B of local memory exceeds {caps.name!r}'s {caps.local_mem_size} B")
     kernel_file, entry, extra = FAMILIES[problem.op]
     out = out_dtype_of(problem.op, problem.dtype)
-    defines = {
-        "IN_T": CL_TYPE[problem.dtype], "OUT_T": CL_TYPE[out], "ACC_T": CL_TYPE[acc], "ACC_BYTES": acc_bytes,
-        "ACC_IS_FLOAT": int(acc.startswith("float")), "IN_HALF": int(problem.dtype == "float16"),
-        "OUT_HALF": int(out == "float16"), "WG_SIZE": wg, "LANES": lanes, "SG_MODE": _SG_MODE_MACRO[sg_mode],
-        "SG_SIZE": sg_size or 0, "REQD_SG": _REQD_MACRO[reqd], "ITEMS": items, **extra,
-    }
-    pairs = tuple(sorted((name, str(value)) for name, value in defines.items()))
-    options = build_options(pairs, caps.cl_std if sg_mode != "local" else None)
-    groups = _groups(caps, _ceil_div(problem.rows, wg // lanes))
+    teams = wg // lanes
+    split = 1
+    if force.split is not None:
+        split = force.split
+        if split < 1 or split > k:
+            raise ValueError(f"split={split} must be between 1 and the row length {k}")
+    elif k >= SCAN_SPLIT_MIN_ROW:
+        # few long rows cannot fill the device with one team per row
+        want_tasks = max(1, caps.compute_units) * teams * (2 if cpu else 4)
+        split = max(1, min(_ceil_div(want_tasks, problem.rows), _ceil_div(k, SCAN_SPLIT_MIN_CHUNK)))
+    tile = lanes * items
+    chunk = _ceil_div(_ceil_div(k, split), tile) * tile if split > 1 else k
+    split = _ceil_div(k, chunk)  # no empty chunk
+    if force.split is not None and force.split > 1 and split < 2:
+        chunk, split = _ceil_div(k, 2), 2  # a forced split of a short row: two chunks
+        split = _ceil_div(k, chunk)
+
+    def defines_for(in_dtype, out_dtype, mode, size, req, n_lanes, sp, phase):
+        d = {"IN_T": CL_TYPE[in_dtype], "OUT_T": CL_TYPE[out_dtype], "ACC_T": CL_TYPE[acc], "ACC_BYTES": acc_bytes,
+             "ACC_IS_FLOAT": int(acc.startswith("float")), "IN_HALF": int(in_dtype == "float16"),
+             "OUT_HALF": int(out_dtype == "float16"), "WG_SIZE": wg, "LANES": n_lanes,
+             "SG_MODE": _SG_MODE_MACRO[mode], "SG_SIZE": size or 0, "REQD_SG": _REQD_MACRO[req], "ITEMS": items,
+             "SPLIT": sp, "PHASE": phase, **extra}
+        pairs = tuple(sorted((name, str(value)) for name, value in d.items()))
+        return pairs, build_options(pairs, caps.cl_std if mode != "local" else None)
+
+    def launch(pairs_options, reads, writes, rows, row_len, chunk_len, n_lanes, sp):
+        groups = _groups(caps, _ceil_div(rows * sp, wg // n_lanes))
+        return RowPass(options=pairs_options[1], global_size=groups * wg, local_size=wg, reads=reads, writes=writes,
+                       n_rows=rows, row_len=row_len, chunk_len=chunk_len)
+
+    main = defines_for(problem.dtype, out, sg_mode, sg_size, reqd, lanes, split, 0)
+    if split == 1:
+        passes = (launch(main, "input", "output", problem.rows, k, k, lanes, 1),)
+    else:
+        totals = defines_for(problem.dtype, acc, sg_mode, sg_size, reqd, lanes, split, 1)
+        # the (rows, split) totals are short rows: one work-item each, no collectives
+        carries = defines_for(acc, acc, "local", None, "none", 1, 1, 0)
+        passes = (launch(totals, "input", "partials", problem.rows, k, chunk, lanes, split),
+                  launch(carries, "partials", "carries", problem.rows, split, split, 1, 1),
+                  launch(main, "input", "output", problem.rows, k, chunk, lanes, split))
     return RowPlan(op=problem.op, cache="none", sg_mode=sg_mode, sg_size=sg_size, reqd_sg=reqd, wg_size=wg,
                    lanes=lanes, nper=items, local_len=1, local_mem_bytes=local_bytes, acc_dtype=acc, out_dtype=out,
-                   kernel_file=kernel_file, entry=entry, defines=pairs, options=options, global_size=groups * wg,
-                   local_size=wg, scalars=(("n_rows", "u64", problem.rows), ("row_len", "u64", k)))
+                   kernel_file=kernel_file, entry=entry, defines=main[0], options=main[1],
+                   global_size=passes[-1].global_size, local_size=wg,
+                   scalars=(("n_rows", "u64", problem.rows), ("row_len", "u64", k), ("chunk_len", "u64", chunk)),
+                   split=split, passes=passes)
 
 
 def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = None) -> RowPlan:
@@ -247,6 +306,8 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
     if problem.op in SCAN_OPS:
         return plan_scan(caps, problem, force)
     force = force or RowForce()
+    if force.split is not None:
+        raise ValueError(f"split is for scans; {problem.op} runs one team per row")
     if force.cache is not None and force.cache not in CACHES:
         raise ValueError(f"unknown cache {force.cache!r}; known: {', '.join(CACHES)}")
     if problem.dtype == "float64" and not caps.fp64:
@@ -356,8 +417,9 @@ def row_variants(caps: DeviceCaps, problem: RowProblem) -> list[RowForce]:
     """Every forced variant the device can run for ``problem`` (None-free forces).
 
     Cache x sub-group mode (builtin, shuffle, local where the device has them) x every
-    width x lanes in (1, a sub-group's width, the whole work-group); impossible ones
-    (a row too long for registers, ...) are left out.
+    width x lanes in (1, a sub-group's width, the whole work-group), and for scans each
+    also split in three chunks; impossible ones (a row too long for registers, ...) are
+    left out.
     """
     modes = (["builtin"] if caps.subgroup_reduce_builtins else []) + (
         ["shuffle"] if _shuffle_mode(caps) else []) + ["local"]
@@ -371,9 +433,13 @@ def row_variants(caps: DeviceCaps, problem: RowProblem) -> list[RowForce]:
                 for lanes in sorted({1, min(width, 8) // 2 or 1, width, 64, 256}):
                     force = RowForce(cache=cache, sg_mode=mode, sg_size=size, lanes=lanes,
                                      wg_size=max(lanes, size or 1, 64 if lanes < 64 else lanes))
-                    try:
-                        plan_row(caps, problem, force)
-                    except (UnsupportedOnDevice, ValueError):
-                        continue
-                    out.append(force)
+                    candidates = [force]
+                    if problem.op in SCAN_OPS and problem.row_len >= 3:
+                        candidates.append(dataclasses.replace(force, split=3))  # reduce-then-scan
+                    for candidate in candidates:
+                        try:
+                            plan_row(caps, problem, candidate)
+                        except (UnsupportedOnDevice, ValueError):
+                            continue
+                        out.append(candidate)
     return out

@@ -46,6 +46,14 @@ def check(caps, problem, p) -> None:
         assert (p.wg_size // p.lanes) * p.local_len * acc_bytes <= caps.local_mem_size
     if problem.op in STATS_ONLY + SCAN_OPS:
         assert p.cache == "none"
+    if problem.op in SCAN_OPS:
+        assert p.passes and p.passes[-1].reads == "input" and p.passes[-1].writes == "output"
+        chunk = p.passes[-1].chunk_len
+        assert chunk * p.split >= problem.row_len > chunk * (p.split - 1)  # no empty chunk
+        assert len(p.passes) == (1 if p.split == 1 else 3)
+        for launch in p.passes:
+            assert launch.global_size % launch.local_size == 0 and launch.local_size == p.wg_size
+            assert all(o.startswith("-D") or o.startswith("-cl-std=") for o in launch.options)
     if problem.op in SCAN_OPS and p.sg_mode != "local":
         assert p.lanes <= p.sg_size  # shuffle/built-in prefixes stay inside one sub-group
         if p.sg_mode == "builtin":
@@ -183,3 +191,17 @@ def test_gpu_scans_use_subgroups_where_present(name):
         assert p.sg_mode != "local" and p.lanes <= p.sg_size
     else:
         assert p.sg_mode == "local"
+
+
+@pytest.mark.parametrize("name", sorted(ALL_CAPS))
+def test_few_long_rows_scan_over_several_groups(name):
+    caps = ALL_CAPS[name]
+    p = plan_row(caps, RowProblem("cumsum", 1, 10**6, "float32"))
+    assert p.split > 1 and [x.writes for x in p.passes] == ["partials", "carries", "output"]
+    many = plan_row(caps, RowProblem("cumsum", 10**5, 100, "float32"))
+    assert many.split == 1
+
+
+def test_split_is_only_for_scans():
+    with pytest.raises(ValueError, match="split"):
+        plan_row(ALL_CAPS["Intel GPU (synthetic)"], RowProblem("softmax", 4, 100, "float32"), RowForce(split=2))

@@ -483,3 +483,14 @@ def test_scan_bad_input(cl_device, call, error):
 def test_scan_empty(cl_device):
     assert rowops.cumsum(np.zeros((3, 0), np.int32), axis=1, device=cl_device).dtype == np.int64
     assert rowops.cumsum(np.zeros((0,), np.float32), device=cl_device).shape == (0,)
+
+
+def test_long_row_reduce_then_scan_exact(cl_device):
+    """One long row is cut into chunks (chunk totals, their scan, the chunks from their
+    carries): integer results stay exact across the chunk seams."""
+    x = _rng("split").integers(-2**31, 2**31, (2, 200_003)).astype(np.int32)
+    for force in (None, RowForce(split=7), RowForce(split=2, lanes=1)):
+        np.testing.assert_array_equal(rowops.cumsum(x, axis=1, device=cl_device, force=force), np.cumsum(x, axis=1),
+                                      err_msg=str(force))
+    y = _rng("split-f").standard_normal((1, 200_003)).astype(np.float32)
+    _assert_cumsum_bound(rowops.cumsum(y, axis=1, device=cl_device, force=RowForce(split=9)), y, 1, "split 9")

@@ -16,7 +16,7 @@ import pyopencl.array as cla
 from ..plan_rowops import RowForce, RowPlan, RowProblem, plan_row
 from .opencl import caps_of, get_kernel
 
-_plans: dict[tuple, tuple[RowPlan, cl.Kernel]] = {}
+_plans: dict[tuple, tuple[RowPlan, list[cl.Kernel]]] = {}
 _PLAN_CACHE_LIMIT = 512
 # clSetKernelArg on a shared cl_kernel is not thread-safe: set-args + enqueue run under one
 # lock (the kernels come from the reduction backend's shared cache).
@@ -42,7 +42,7 @@ def _kernel_runs_plan(kernel, device, p: RowPlan) -> dict | None:
 
 
 def plan_for(queue: cl.CommandQueue, problem: RowProblem, force: RowForce | None = None):
-    """(RowPlan, kernel) for the queue's device, re-planned once if the compiled kernel
+    """(RowPlan, kernels: one per pass) for the queue's device, re-planned once if the compiled kernel
     cannot run the plan (work-group limit below the plan's, or another sub-group width)."""
     key = (queue.context.int_ptr, queue.device.int_ptr, problem, force)
     hit = _plans.get(key)
@@ -53,13 +53,16 @@ def plan_for(queue: cl.CommandQueue, problem: RowProblem, force: RowForce | None
     for attempt in range(2):
         if p is None:
             p = plan_row(caps, problem, force)
-        kernel = get_kernel(queue.context, queue.device, p.kernel_file, p.entry, p.options)
-        fix = _kernel_runs_plan(kernel, queue.device, p)
+        options = [launch.options for launch in p.passes] or [p.options]
+        kernels = [get_kernel(queue.context, queue.device, p.kernel_file, p.entry, o) for o in options]
+        fix = None
+        for kernel in kernels:
+            fix = fix or _kernel_runs_plan(kernel, queue.device, p)
         if fix is None:
             if len(_plans) > _PLAN_CACHE_LIMIT:
                 _plans.clear()
-            _plans[key] = (p, kernel)
-            return p, kernel
+            _plans[key] = (p, kernels)
+            return p, kernels
         if attempt == 1 or (force and force.wg_size):
             break
         caps = dataclasses.replace(caps, **fix)
@@ -79,7 +82,8 @@ def run(queue: cl.CommandQueue, problem: RowProblem, src, *, weight=None, bias=N
     (None for moments); ``stats`` is per-row float statistics: ``(2, rows)`` mean/var for
     moments, ``(rows,)`` absmax for absmax_scale, scale for quantize_int8, else None.
     """
-    p, kernel = plan_for(queue, problem, force)
+    p, kernels = plan_for(queue, problem, force)
+    kernel = kernels[0]
     ctx = queue.context
     rows, k = problem.rows, problem.row_len
     if isinstance(src, np.ndarray):
@@ -110,6 +114,9 @@ def run(queue: cl.CommandQueue, problem: RowProblem, src, *, weight=None, bias=N
             return a
         return cla.to_device(queue, np.ascontiguousarray(a, dtype=acc))
 
+    if family == "row_scan.cl":
+        _run_scan(queue, p, kernels, src_dev, in_off, out)
+        return out, None
     args = [src_dev.base_data, np.uint64(in_off), buf(out), np.uint64(0 if out is None else out.offset // out.dtype.itemsize)]
     if family == "row_norm.cl":
         w, b = dev(weight), dev(bias)
@@ -123,3 +130,20 @@ def run(queue: cl.CommandQueue, problem: RowProblem, src, *, weight=None, bias=N
         kernel.set_args(*args)
         cl.enqueue_nd_range_kernel(queue, kernel, (p.global_size,), (p.local_size,))
     return out, stats
+
+
+def _run_scan(queue, p: RowPlan, kernels, src, in_off: int, out) -> None:
+    """Enqueue a scan's passes; split rows get (rows, split) partials and carries buffers."""
+    acc = np.dtype(p.acc_dtype)
+    size = max(1, p.scalars[0][2] * p.split) * acc.itemsize
+    mf = cl.mem_flags
+    partials = cl.Buffer(queue.context, mf.READ_WRITE, size) if p.split > 1 else None
+    carries = cl.Buffer(queue.context, mf.READ_WRITE, size) if p.split > 1 else None
+    buffers = {"input": (src.base_data, in_off), "output": (out.base_data, out.offset // out.dtype.itemsize),
+               "partials": (partials, 0), "carries": (carries, 0)}
+    with _launch_lock:
+        for launch, kernel in zip(p.passes, kernels):
+            (src_buf, src_off), (dst_buf, dst_off) = buffers[launch.reads], buffers[launch.writes]
+            kernel.set_args(src_buf, np.uint64(src_off), dst_buf, np.uint64(dst_off), np.uint64(launch.n_rows),
+                            np.uint64(launch.row_len), np.uint64(launch.chunk_len), carries or dst_buf)
+            cl.enqueue_nd_range_kernel(queue, kernel, (launch.global_size,), (launch.local_size,))
