@@ -17,6 +17,11 @@
 #endif
 
 /* ---- shared row machinery (identical in softmax.cl, row_norm.cl, row_scale.cl) ---- */
+/* A pointer to local memory as a function parameter: `__local` in OpenCL C; the CUDA
+ * dialect header defines it empty (shared memory pointers are generic there). */
+#ifndef LOCAL_PTR
+#define LOCAL_PTR __local
+#endif
 #define SG_LOCAL 0
 #define SG_BUILTIN 1
 #define SG_SHUFFLE_KHR 2
@@ -167,7 +172,7 @@ inline ACC_T sg_reduce(ACC_T v, const int kind, const uint width) {
 
 /* Reduce `v` over the team; every lane of the team gets the result. Called by every
  * work-item of the group the same number of times (it may hold barriers). */
-inline ACC_T team_reduce(ACC_T v, const int kind, __local ACC_T *scratch, const uint lid, const uint lane) {
+inline ACC_T team_reduce(ACC_T v, const int kind, LOCAL_PTR ACC_T *scratch, const uint lid, const uint lane) {
 #if LANES == 1
     return v;
 #elif SG_MODE == SG_LOCAL
@@ -263,7 +268,7 @@ void scale_rows(__global const IN_T *restrict in, const ulong in_offset,
         }
 #else
 #if CACHE == CACHE_LOCAL
-        __local ACC_T *c = rowbuf + team * LOCAL_LEN;
+        LOCAL_PTR ACC_T *c = rowbuf + team * LOCAL_LEN;
 #endif
         for (ulong i = lane; i < len; i += LANES) {
             const ACC_T x = LOAD(p, i);

@@ -28,6 +28,11 @@
  * LANES, SG_MODE, SG_SIZE, REQD_SG, ITEMS, SCAN, SPLIT, PHASE.
  */
 
+/* A pointer to local memory as a function parameter: `__local` in OpenCL C; the CUDA
+ * dialect header defines it empty (shared memory pointers are generic there). */
+#ifndef LOCAL_PTR
+#define LOCAL_PTR __local
+#endif
 #define SG_LOCAL 0
 #define SG_BUILTIN 1
 #define SG_SHUFFLE_KHR 2
@@ -190,7 +195,7 @@ inline ACC_T shuffle_xor(ACC_T v, uint m) {
 
 #define SCRATCH_LEN (SG_MODE == SG_LOCAL && LANES > 1 ? WG_SIZE : 1)
 
-inline ACC_T team_prefix(const ACC_T t, ACC_T *total, __local ACC_T *scratch, const uint lid, const uint lane) {
+inline ACC_T team_prefix(const ACC_T t, ACC_T *total, LOCAL_PTR ACC_T *scratch, const uint lid, const uint lane) {
 #if LANES == 1
     *total = t;
     return IDENT;

@@ -494,3 +494,12 @@ def test_long_row_reduce_then_scan_exact(cl_device):
                                       err_msg=str(force))
     y = _rng("split-f").standard_normal((1, 200_003)).astype(np.float32)
     _assert_cumsum_bound(rowops.cumsum(y, axis=1, device=cl_device, force=RowForce(split=9)), y, 1, "split 9")
+
+
+def test_float16_norms_near_65504_do_not_overflow(cl_device):
+    """Squares of 65504 overflow float16 (the mobile engines' failure); math runs in float32."""
+    x = np.array([[65504.0, -65504.0, 60000.0, 1.0, 0.0, -30000.0, 65504.0]] * 3, np.float16)
+    _close(rowops.rms_norm(x, device=cl_device), ref_rms_norm(x), "float16", NORM_TOL, "rms f16 max")
+    _close(rowops.layer_norm(x, device=cl_device), ref_layer_norm(x), "float16", NORM_TOL, "ln f16 max")
+    mean, var = rowops.moments(x, device=cl_device)
+    assert np.isfinite(mean).all() and np.isinf(var).all()  # var ~2.7e9 does not fit float16, as numpy's
