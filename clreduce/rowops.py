@@ -141,7 +141,8 @@ def _cast(res, dtype, on_device: bool):
     if res.dtype == dtype:
         return _host_or_device(res, on_device)
     if dtype == np.float16:
-        host = res.get().astype(dtype)
+        with np.errstate(over="ignore"):  # beyond 65504 the float16 result is inf, as numpy's
+            host = res.get().astype(dtype)
         if on_device:
             import pyopencl.array as cla
 

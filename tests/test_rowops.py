@@ -169,7 +169,7 @@ def test_every_forced_variant(cl_device, op, request):
     for k in (7, 4097):
         x = _rng(op, k).standard_normal((37, k)).astype(np.float32) * 3
         variants = row_variants(caps, RowProblem(op, 37, k, "float32"))
-        for force in _sample(variants, 4, zlib.crc32(f"{op}{k}".encode()), request):
+        for force in _sample(variants, 3, zlib.crc32(f"{op}{k}".encode()), request):
             what = f"{op} K={k} {force}"
             if op in ("softmax", "log_softmax"):
                 ref = ref_softmax(x) if op == "softmax" else ref_log_softmax(x)
@@ -190,10 +190,19 @@ def test_every_forced_variant(cl_device, op, request):
 
 
 # ---- norms ---------------------------------------------------------------------------------------
-@pytest.mark.parametrize("shape", [(1, 1), (9, 7), (33, 128), (3, 4097), pytest.param((1, 10**6), id="1x1e6")])
-def test_norms_match_numpy(cl_device, shape):
+NORM_SHAPES = [(1, 1), (9, 7), (33, 128), (3, 4097), (1, 10**6)]
+
+
+@pytest.mark.parametrize("shape, dtype", [
+    # float32 on every shape; the other dtypes on two (each is ~10 program builds), all with --slow
+    pytest.param(s, d, id=f"{s[0]}x{s[1]}-{d}",
+                 marks=() if d == "float32" or s in ((9, 7), (3, 4097)) else (pytest.mark.slow,))
+    for s in NORM_SHAPES for d in ("float32", "float16", "float64")])
+def test_norms_match_numpy(cl_device, shape, dtype):
+    if dtype not in _dtypes(cl_device):
+        pytest.skip("no fp64 on this device")
     rng = _rng("norm", shape)
-    for dtype in _dtypes(cl_device):
+    if True:
         x = (rng.standard_normal(shape) * 2 + 0.5).astype(dtype)
         w = rng.standard_normal(shape[-1]).astype(np.float32)
         b = rng.standard_normal(shape[-1]).astype(np.float32)
@@ -341,10 +350,10 @@ def test_empty_inputs(cl_device):
     (lambda d: rowops.rms_norm(np.ones((2, 3), np.float32), eps=0, device=d), ValueError, "eps"),
     (lambda d: rowops.layer_norm(np.ones((2, 3), np.float32), eps=-1e-5, device=d), ValueError, "eps"),
     (lambda d: rowops.layer_norm(np.ones((2, 3), np.float32), eps=float("nan"), device=d), ValueError, "eps"),
-    (lambda d: rowops.softmax(np.ones((2, 3), np.float32), axis=2, device=d), AxisError, ""),
-    (lambda d: rowops.moments(np.ones((2, 3), np.float32), axis=-3, device=d), AxisError, ""),
-    (lambda d: rowops.softmax(np.float32(1.0), device=d), AxisError, ""),
-    (lambda d: rowops.rms_norm(np.float32(1.0), device=d), AxisError, ""),
+    (lambda d: rowops.softmax(np.ones((2, 3), np.float32), axis=2, device=d), AxisError, None),
+    (lambda d: rowops.moments(np.ones((2, 3), np.float32), axis=-3, device=d), AxisError, None),
+    (lambda d: rowops.softmax(np.float32(1.0), device=d), AxisError, None),
+    (lambda d: rowops.rms_norm(np.float32(1.0), device=d), AxisError, None),
     (lambda d: rowops.softmax(np.ones((2, 3), np.float32), axis=(0, 1), device=d), TypeError, "one axis"),
     (lambda d: rowops.quantize_int8(np.ones((2, 3), np.int8), device=d), TypeError, "float"),
     (lambda d: rowops.dequantize(np.ones((2, 3), np.int32), np.ones(2, np.float32)), TypeError, "int8"),
@@ -417,7 +426,8 @@ def test_logcumsumexp_matches_logaddexp_accumulate(cl_device):
     x[2, 50] = np.nan        # NaN propagates from there on
     x[3, 70] = np.inf        # +inf wins
     x[4, :] = -np.inf
-    want = np.logaddexp.accumulate(x.astype(np.float64), axis=1)
+    with np.errstate(invalid="ignore"):  # inf - inf inside numpy's logaddexp
+        want = np.logaddexp.accumulate(x.astype(np.float64), axis=1)
     got = rowops.logcumsumexp(x, axis=1, device=cl_device)
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     # each step adds a few ulp of |value| (log1p/exp are not correctly rounded)
@@ -425,8 +435,9 @@ def test_logcumsumexp_matches_logaddexp_accumulate(cl_device):
     x16 = x[:, :300].astype(np.float16)
     got16 = rowops.logcumsumexp(x16, axis=1, device=cl_device)
     assert got16.dtype == np.float16
-    np.testing.assert_allclose(got16.astype(np.float64), np.logaddexp.accumulate(x16.astype(np.float64), 1)
-                               .astype(np.float16).astype(np.float64), rtol=2e-3, atol=2e-3)
+    with np.errstate(invalid="ignore"):
+        want16 = np.logaddexp.accumulate(x16.astype(np.float64), 1).astype(np.float16).astype(np.float64)
+    np.testing.assert_allclose(got16.astype(np.float64), want16, rtol=2e-3, atol=2e-3)
 
 
 def test_scans_any_axis_and_pyopencl(cl_device, cl_queue):
