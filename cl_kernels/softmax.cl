@@ -283,15 +283,24 @@ void softmax_rows(__global const IN_T *restrict in, const ulong in_offset,
 #endif
 
         ACC_T s = 0, comp = 0;
+/* softmax keeps exp(x - shift) in the cache, so each element's exp is computed once */
 #if CACHE == CACHE_REG
         for (uint j = 0; j < NPER; ++j) {
             if (lane + (ulong)j * LANES < len) {
-                nsum_add(&s, &comp, exp(v[j] - shift));
+                const ACC_T e = exp(v[j] - shift);
+                nsum_add(&s, &comp, e);
+#if !LOG
+                v[j] = e;
+#endif
             }
         }
 #elif CACHE == CACHE_LOCAL
         for (ulong i = lane; i < len; i += LANES) {
-            nsum_add(&s, &comp, exp(c[i] - shift));
+            const ACC_T e = exp(c[i] - shift);
+            nsum_add(&s, &comp, e);
+#if !LOG
+            c[i] = e;
+#endif
         }
 #else
         for (ulong i = lane; i < len; i += LANES) {
@@ -302,20 +311,22 @@ void softmax_rows(__global const IN_T *restrict in, const ulong in_offset,
 #if LOG
         const ACC_T ls = log(s);
 #define RESULT(x) (((x) - shift) - ls)
+#define RESULT_CACHED(x) RESULT(x)
 #else
 #define RESULT(x) (exp((x) - shift) / s)
+#define RESULT_CACHED(e) ((e) / s)
 #endif
 
 #if CACHE == CACHE_REG
         for (uint j = 0; j < NPER; ++j) {
             const ulong i = lane + (ulong)j * LANES;
             if (i < len) {
-                STORE(RESULT(v[j]), q, i);
+                STORE(RESULT_CACHED(v[j]), q, i);
             }
         }
 #elif CACHE == CACHE_LOCAL
         for (ulong i = lane; i < len; i += LANES) {
-            STORE(RESULT(c[i]), q, i);
+            STORE(RESULT_CACHED(c[i]), q, i);
         }
 #else
         for (ulong i = lane; i < len; i += LANES) {

@@ -53,6 +53,10 @@ FLOAT_DTYPES = ("float16", "float32", "float64")
 # 32-bit registers and halve occupancy above 32 in use: keep the cache to 16 there.
 REG_FLOATS = 32
 REG_FLOATS_ARM = 16
+# CPUs: private arrays live on the stack (L1); PoCL keeps a whole group's private arrays on
+# one thread's stack (it crashed at 32 KB x 1024 work-items), so a group's cache is capped.
+REG_FLOATS_CPU = 128
+CPU_GROUP_PRIVATE_BYTES = 64 << 10
 # Share of local memory a row cache may take: half, so two groups stay resident per core;
 # at most 32 KiB (Mali's and Adreno's whole local memory; on Mali it is system memory).
 LOCAL_SHARE = 2
@@ -148,8 +152,10 @@ def _pow2_ceil(n: int) -> int:
     return 1 << (n - 1).bit_length()
 
 
-def reg_budget(caps: DeviceCaps, acc_bytes: int) -> int:
-    """Row elements one lane may cache in private memory."""
+def reg_budget(caps: DeviceCaps, acc_bytes: int, wg: int = 1) -> int:
+    """Row elements one lane (of a group of ``wg``) may cache in private memory."""
+    if caps.device_type == "cpu":
+        return max(1, min(REG_FLOATS_CPU * 4 // acc_bytes, CPU_GROUP_PRIVATE_BYTES // (max(1, wg) * acc_bytes)))
     floats = REG_FLOATS_ARM if caps.vendor == "arm" else REG_FLOATS
     return max(1, floats * 4 // acc_bytes)
 
@@ -336,7 +342,7 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
     # CPUs: a work-group runs on one core; a team stays inside one sub-group (or is one
     # work-item without sub-groups), as in plan.py. GPUs spread long rows over the group.
     lanes_cap = wg if not cpu else min(wg, sg_size or 1)
-    budget_reg = reg_budget(caps, acc_bytes)
+    budget_reg = reg_budget(caps, acc_bytes, wg)
     if force.lanes is not None:
         lanes = force.lanes
         if lanes < 1 or lanes & (lanes - 1) or lanes > wg:

@@ -40,7 +40,7 @@ def check(caps, problem, p) -> None:
         assert caps.qcom_shuffle
     acc_bytes = 8 if problem.dtype == "float64" else 4
     if p.cache == "registers":
-        assert p.nper * p.lanes >= problem.row_len and p.nper <= reg_budget(caps, acc_bytes)
+        assert p.nper * p.lanes >= problem.row_len and p.nper <= reg_budget(caps, acc_bytes, p.wg_size)
     if p.cache == "local":
         assert p.local_len >= problem.row_len
         assert (p.wg_size // p.lanes) * p.local_len * acc_bytes <= caps.local_mem_size
