@@ -237,23 +237,20 @@ def _norm(op, x, weight, bias, eps, device, queue, force):
     w = _row_param(weight, "weight", k, op)
     b = _row_param(bias, "bias", k, op)
     acc = np.float64 if a.dtype == np.float64 else np.float32
-    if on_device:
-        w = _param_on_device(w, a, acc)
-        b = _param_on_device(b, a, acc)
+    w, b = _param_in_math_type(w, acc), _param_in_math_type(b, acc)
     out, _, q, moved, order = _run(op, a, on_device, a.ndim - 1, device, queue, force, weight=w, bias=b, eps=eps)
     if out is None:
         return _empty_like(a, on_device, q)
     return _from_last(_host_or_device(out, on_device), on_device, order, q, moved.shape)
 
 
-def _param_on_device(p, like, acc):
-    import pyopencl.array as cla
-
-    if p is None:
-        return None
-    if isinstance(p, np.ndarray):
-        return cla.to_device(like.queue, np.ascontiguousarray(p, dtype=acc))
-    return p.astype(acc) if p.dtype != acc else p
+def _param_in_math_type(p, acc):
+    """weight / bias as the kernel reads them (ACC_T): numpy arrays are converted when
+    uploaded; a pyopencl array of another dtype goes through the host (pyopencl has no
+    float16 arithmetic to convert it on the device)."""
+    if p is None or isinstance(p, np.ndarray) or p.dtype == acc:
+        return p
+    return p.get().astype(acc)
 
 
 def rms_norm(x, weight=None, eps=1e-6, *, device=None, queue=None, force: RowForce | None = None):

@@ -260,6 +260,12 @@ def test_pyopencl_in_pyopencl_out(cl_device, cl_queue):
         assert isinstance(got, cla.Array) and got.queue is cl_queue
         _close(got.get(), want, "float32", tol, "pyopencl")
     np.testing.assert_array_equal(xd.get(), x)
+    # a float16 pyopencl weight with numpy input: read in the math type, not reinterpreted
+    w16 = w.astype(np.float16)
+    _close(rowops.rms_norm(x, cla.to_device(cl_queue, w16), device=cl_device), ref_rms_norm(x, w16), "float32",
+           NORM_TOL, "float16 device weight")
+    y16 = rowops.softmax(cla.to_device(cl_queue, x.astype(np.float16)))
+    assert isinstance(y16, cla.Array) and y16.dtype == np.float16
 
 
 # ---- absmax scale and int8 -------------------------------------------------------------------------
