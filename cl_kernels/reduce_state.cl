@@ -232,22 +232,25 @@ inline state_t st_push(state_t s, ACC_T v, ulong k) {
 }
 
 #elif OPK == OPK_LSE
-/* Online log-sum-exp: (running max m, sum of exp(x - m)). Equal maxima add counts directly
- * so two +inf never meet in inf - inf. */
+/* Online log-sum-exp: (running max m, s = sum of exp(x - m) over all elements but one max).
+ * The max element's own term exp(0) = 1 is kept out of s, so the result m + log1p(s) keeps
+ * tiny terms: logsumexp([0, -40]) = log1p(4.25e-18), where log(1 + s) would round to 0
+ * (issue 8 item 4). Empty: m = -inf (a -inf element is never pushed). Equal maxima add
+ * 1 + s directly, so two +inf never meet in inf - inf. */
 typedef struct { ACC_T m; ACC_T s; } state_t;
 inline state_t st_identity(void) { state_t s; s.m = -INFINITY; s.s = 0; return s; }
 inline state_t st_merge(state_t x, state_t y) {
     if (isnan(x.m) || isnan(y.m) || isnan(x.s) || isnan(y.s)) { x.m = NAN; x.s = NAN; return x; }
-    if (y.s == 0) return x;
-    if (x.s == 0) return y;
-    if (x.m == y.m) { x.s += y.s; return x; }
-    if (x.m > y.m) { x.s += y.s * exp(y.m - x.m); return x; }
-    y.s += x.s * exp(x.m - y.m);
+    if (y.m == -INFINITY) return x;
+    if (x.m == -INFINITY) return y;
+    if (x.m == y.m) { x.s += y.s + (ACC_T)1; return x; }
+    if (x.m > y.m) { x.s += (y.s + (ACC_T)1) * exp(y.m - x.m); return x; }
+    y.s += (x.s + (ACC_T)1) * exp(x.m - y.m);
     return y;
 }
 inline state_t st_push(state_t s, ACC_T v, ulong k) {
     if (v == -INFINITY) return s;
-    state_t t; t.m = v; t.s = 1;
+    state_t t; t.m = v; t.s = 0;
     return st_merge(s, t);
 }
 #endif
@@ -273,7 +276,7 @@ inline void st_write(__global OUT_T *out, ulong idx, state_t s, ulong count, ACC
     r = sqrt(r);
 #endif
 #elif FINALIZE == FIN_LSE
-    r = (s.s == 0) ? (ACC_T)(-INFINITY) : s.m + log(s.s);
+    r = (s.m == -INFINITY) ? (ACC_T)(-INFINITY) : s.m + log1p(s.s);
 #endif
 #if OUT_HALF
     vstore_half(r, 0, out + idx);

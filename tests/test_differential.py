@@ -382,3 +382,19 @@ def test_adversarial_data(cl_device, cl_caps, kind, dtype, op):
                     continue  # e.g. the sequential variant's vec on a device that cannot
             np.testing.assert_array_equal(x.view(np.uint8), before.view(np.uint8))
             _check(op, x, got, axis, False, None)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_logsumexp_near_zero_keeps_tiny_terms(cl_device, cl_caps, dtype):
+    """Issue 8 item 4: m + log1p(sum of the non-max terms) keeps exp(-40) next to 1."""
+    if dtype == "float64" and not cl_caps.fp64:
+        pytest.skip("no fp64 on this device")
+    for x in ([0.0, -40.0], [-40.0, 0.0, -45.0], [0.0] + [-30.0] * 3000):
+        x = np.array(x, dtype)
+        xl = np.sort(x.astype(np.longdouble))
+        want = xl[-1] + np.log1p(np.sum(np.exp(xl[:-1] - xl[-1])))  # log(1 + tiny) would round
+        for force in (None, SEQUENTIAL):
+            got = clreduce.logsumexp(x, device=cl_device, force=force)
+            eps = np.finfo(dtype).eps
+            # relative, as DIFF_TOLERANCE's logsumexp: (K + 2) eps (exp and adds), + 1 for the log1p
+            assert abs(float(got) - float(want)) <= (x.size + 3) * eps * abs(float(want)), (x[:3], force, got, want)
