@@ -271,7 +271,10 @@ class _Call:
         try:
             result = self.chosen.reduce(src, problem, force=self.force, **self.where)
         except UnsupportedOnDevice:
-            if not fallback_ok:
+            if not fallback_ok or np.dtype(x.dtype) != np.float32:
+                # Only float32 input keeps numpy's value in its own loop; an integer or float16
+                # input summed in its own type where numpy's loop is float64 gives another
+                # number (rusticl: uint64 into out=int64, float16 overflowing): refuse instead.
                 raise
             # float64 only because out= is float64: the device lacks fp64, so the loop runs
             # in the input's own float type and the result is cast (README, dtype rules)
