@@ -580,6 +580,21 @@ def logsumexp(a, axis=None, keepdims=False, *, backend=None, force=None, **where
     return _reduce("logsumexp", a, axis, keepdims=keepdims, backend=backend, force=force, where=where)
 
 
+def check_norm_request(dtype, ndim: int, ord, axis) -> None:
+    """What ``norm`` refuses before any work, for every array kind (dask too).
+
+    The dtype first: a complex input cast to float64 would drop its imaginary part and
+    return a wrong number, so unsupported dtypes are a TypeError, as for every reduction.
+    """
+    check_dtype(dtype)
+    if axis is None and ord is not None and ndim == 0:
+        raise ValueError("Improper number of dimensions to norm.")
+    if axis is None and ord is not None and ndim >= 2:
+        raise ValueError("matrix norms are not supported: pass an int axis for vector norms")
+    if isinstance(axis, tuple) and len(axis) != 1:
+        raise ValueError("matrix norms (two axes) are not supported: pass one axis")
+
+
 _NORM_OPS = {1: "norm1", 2: "norm2", np.inf: "norminf", -np.inf: "normneginf"}
 
 
@@ -593,12 +608,7 @@ def norm(x, ord=None, axis=None, keepdims=False, *, backend=None, force=None, **
         return _dask().reduce("norm", x, axis, ord=ord, keepdims=keepdims, backend=backend, force=force,
                               where=where)
     arr = x if hasattr(x, "dtype") else np.asarray(x)
-    if axis is None and ord is not None and arr.ndim == 0:
-        raise ValueError("Improper number of dimensions to norm.")
-    if axis is None and ord is not None and arr.ndim >= 2:
-        raise ValueError("matrix norms are not supported: pass an int axis for vector norms")
-    if isinstance(axis, tuple) and len(axis) != 1:
-        raise ValueError("matrix norms (two axes) are not supported: pass one axis")
+    check_norm_request(arr.dtype, arr.ndim, ord, axis)
     if ord == 0:
         count = _reduce("count_nonzero", x, axis, keepdims=keepdims, backend=backend, force=force, where=where,
                         public="norm")

@@ -38,7 +38,7 @@ import numpy as np
 import dask.array as da
 
 from . import api
-from .ops import OPS, check_dtype, dtype_rule
+from .ops import OPS, dtype_rule
 from .plan import Force
 
 # public name -> the op whose dtype rule it follows, where that is another op
@@ -124,14 +124,7 @@ def _call_options(backend, force, where) -> tuple:
 
 
 def _norm(x, ord, axis, keepdims, call, split_every, out):
-    # the same checks as api.norm, before anything else is built
-    check_dtype(x.dtype)
-    if axis is None and ord is not None and x.ndim == 0:
-        raise ValueError("Improper number of dimensions to norm.")
-    if axis is None and ord is not None and x.ndim >= 2:
-        raise ValueError("matrix norms are not supported: pass an int axis for vector norms")
-    if isinstance(axis, tuple) and len(axis) != 1:
-        raise ValueError("matrix norms (two axes) are not supported: pass one axis")
+    api.check_norm_request(x.dtype, x.ndim, ord, axis)  # api.norm's checks, before any graph
     kind = next((v for k, v in _NORM_KIND.items() if ord is k or (k is not None and _equal(ord, k))), None)
     if kind is None:
         raise ValueError(f"ord={ord!r} is not supported (supported: None, 1, 2, inf, -inf, 0)")

@@ -666,3 +666,16 @@ def assert_reduction_matches(got, x, op: str, axis=None, keepdims: bool = False,
         gf, rf, tf = np.atleast_1d(g), np.atleast_1d(ref), np.atleast_1d(tol)
         detail = ", ".join(f"{tuple(i)}: got {gf[tuple(i)]!r} ref {rf[tuple(i)]!r} tol {tf[tuple(i)]:.3g}" for i in idx)
         raise AssertionError(f"{op} {x.dtype} K={k}: {int(np.sum(bad))} element(s) out of tolerance: {detail}{where}")
+
+
+@pytest.fixture
+def fresh_fallback_state():
+    """No built programs and no remembered bad sub-group modes before and after the test
+    (the build-fallback and ``probe --verify`` tests inject failures that must not leak)."""
+    from clreduce.backends import cl_fallback, opencl
+
+    opencl.clear_caches()
+    cl_fallback.forget()
+    yield
+    opencl.clear_caches()
+    cl_fallback.forget()

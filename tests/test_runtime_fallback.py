@@ -36,13 +36,8 @@ def sg_device(found_devices):
     pytest.skip("needs a device with sub-group reduce built-ins and KHR shuffle (Intel CPU runtime)")
 
 
-@pytest.fixture(autouse=True)
-def _fresh():
-    opencl.clear_caches()
-    cl_fallback.forget()
-    yield
-    opencl.clear_caches()
-    cl_fallback.forget()
+# every test starts and ends with no built programs and no remembered bad modes
+pytestmark = pytest.mark.usefixtures("fresh_fallback_state")
 
 
 def _failing_build(real, failing_modes, calls):

@@ -17,13 +17,8 @@ from clreduce.backends import cl_fallback, cl_verify, opencl  # noqa: E402
 REPO_KERNELS = Path(__file__).resolve().parent.parent / "cl_kernels"
 
 
-@pytest.fixture(autouse=True)
-def _fresh():
-    opencl.clear_caches()
-    cl_fallback.forget()
-    yield
-    opencl.clear_caches()
-    cl_fallback.forget()
+# every test starts and ends with no built programs and no remembered bad modes
+pytestmark = pytest.mark.usefixtures("fresh_fallback_state")
 
 
 def test_verify_passes_on_healthy_devices(cl_device, cl_caps):
