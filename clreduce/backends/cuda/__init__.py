@@ -347,6 +347,12 @@ class CudaBackend:
         cupy = self._require()
         return probe_device(_device_id(device, cupy))
 
+    def fast_launcher(self, a, native, problem: Problem, force, out_shape: tuple, where: dict):
+        """A ready launcher for calls like this one (clreduce/fastpath.py), or None."""
+        from .fast import fast_launcher
+
+        return fast_launcher(a, native, problem, force, out_shape, where)
+
 
 def _to_numpy(result):
     if isinstance(result, np.ndarray) or np.isscalar(result):
