@@ -160,8 +160,8 @@ def signature(public: str, op_name: str, a, axis, dtype, out, keepdims, ddof, si
                type(dtype), _typed(dtype) if type(dtype) is tuple else dtype, out_part, type(keepdims), keepdims,
                type(ddof), ddof, single_axis, backend, force, options, config.call_env(), tuning.state())
         hash(key)
-    except (AttributeError, TypeError):
-        return None  # no shape/dtype where one is needed, or unhashable: the slow path says why
+    except Exception:  # noqa: BLE001 - no shape/dtype, unhashable, a driver error: the slow path says why
+        return None
     return key
 
 
