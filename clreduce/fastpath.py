@@ -188,7 +188,7 @@ def learn(key, trace: Trace, a, out, where: dict) -> None:
     if make is None:
         return
     try:
-        launch = make(a, trace.native, problem, trace.force, tuple(final.shape), where)
+        launch = make(a, trace.native, problem, trace.force, tuple(final.shape), where, final)
     except Exception:  # noqa: BLE001 - a launcher we cannot build is a slow call, not an error
         return
     if launch is not None:

@@ -120,7 +120,7 @@ class _Chosen:
     def __init__(self):
         self.built = []
 
-    def fast_launcher(self, a, native, problem, force, out_shape, where):
+    def fast_launcher(self, a, native, problem, force, out_shape, where, expected):
         self.built.append(out_shape)
         return lambda arr, where: np.full(out_shape, 7.0, np.float32)
 
@@ -252,6 +252,54 @@ def test_cuda_launcher_for_torch_uses_pointers_and_torchs_stream():
     assert allocated == [((), "torch.float16", "cuda:0")] and out.ptr == 5001
     (_, _, _, args, stream), = log
     assert args == (np.uint64(1234), 0, np.uint64(5001), 0) and stream.ptr == 0xabc0
+
+
+def test_cuda_launcher_must_answer_as_the_full_path_before_it_is_used(monkeypatch):
+    """The CUDA launcher cannot be run on this machine's CI: each one is checked once on the
+    GPU against the full path's result, and one that differs is never used."""
+    import sys
+
+    from clreduce.backends import cuda
+    from clreduce.backends.cuda import fast
+
+    class Device:
+        def __init__(self, i):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            pass
+
+        def synchronize(self):
+            pass
+
+    fake_cupy = types.SimpleNamespace(empty=lambda shape, dtype: np.zeros(shape, dtype), asnumpy=np.asarray,
+                                      cuda=types.SimpleNamespace(Device=Device,
+                                                                 runtime=types.SimpleNamespace(getDevice=lambda: 0)))
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy)
+    bias = [0.0]
+
+    def row_sums(grid, block, args, shared_mem, stream):
+        src, _, dst, _ = args
+        dst[...] = np.asarray(src).sum(axis=-1).reshape(dst.shape) + bias[0]
+
+    base = types.SimpleNamespace(out_dtype=np.dtype("float32"), partials_bytes=0,
+                                 steps=((row_sums, (1,), (32,), "input", "output", ()),))
+    monkeypatch.setattr(cuda, "_launcher", lambda device_id, problem, force: base)
+    monkeypatch.setattr(cuda, "_merged_force", lambda force: force)
+    cupy_array = type("ndarray", (np.ndarray,), {"__module__": "cupy", "device": types.SimpleNamespace(id=0)})
+    a = np.arange(6, dtype=np.float32).reshape(2, 3).view(cupy_array)
+    problem = Problem(rows=2, row_len=3, dtype="float32", op="sum")
+    expected = np.array([3.0, 12.0], np.float32)
+    launch = fast.fast_launcher(a, a, problem, None, (2,), {}, expected)
+    assert launch is not None
+    np.testing.assert_array_equal(launch(a, {}), expected)
+    bias[0] = 1.0  # a launcher that answers differently
+    with pytest.warns(RuntimeWarning, match="answered differently"):
+        assert fast.fast_launcher(a, a, problem, None, (2,), {}, expected) is None
+    assert fast.fast_launcher(a, a, problem, None, (2,), {"stream": 7}, expected) is None  # explicit stream
 
 
 # ==== OpenCL devices ===========================================================================

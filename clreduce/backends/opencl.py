@@ -692,7 +692,7 @@ class OpenCLBackend:
     def caps(self, device=None) -> DeviceCaps:
         return caps_of(queue_for(device).device)
 
-    def fast_launcher(self, a, native, problem: Problem, force, out_shape: tuple, where: dict):
+    def fast_launcher(self, a, native, problem: Problem, force, out_shape: tuple, where: dict, expected=None):
         """A ready launcher for calls like this one (clreduce/fastpath.py), or None."""
         from .cl_launch import fast_launcher
 

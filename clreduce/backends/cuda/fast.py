@@ -22,6 +22,8 @@ Importing this module imports no GPU library; nothing runs until a launcher is b
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ...lru import LRU
@@ -115,9 +117,14 @@ class Launcher:
         return out
 
 
-def fast_launcher(a, native, problem: Problem, force, out_shape: tuple, where: dict):
+def fast_launcher(a, native, problem: Problem, force, out_shape: tuple, where: dict, expected=None):
     """A launcher replaying the CUDA backend's reduce for calls with this signature, or None
-    (numpy input, an explicit stream, anything but a cupy array or a CUDA torch tensor)."""
+    (numpy input, an explicit stream, anything but a cupy array or a CUDA torch tensor).
+
+    Before it is handed out it runs once on ``a`` and must give ``expected`` (the full
+    path's device result) bit for bit: the kernels and plan are the same, so any difference
+    is a launcher bug, and the signature then stays on the full path (with a warning).
+    """
     from . import _launcher, _merged_force
 
     if where.get("stream") is not None:
@@ -134,4 +141,21 @@ def fast_launcher(a, native, problem: Problem, force, out_shape: tuple, where: d
     device_id = native.device.id
     base = _launcher(device_id, problem, _merged_force(force))
     launcher = Launcher(base, cupy, device_id, out_shape, torch)
-    return launcher.cupy_array if torch is None else launcher.torch_tensor
+    launch = launcher.cupy_array if torch is None else launcher.torch_tensor
+    if expected is not None and not _same_result(launch(a, where), expected, cupy, device_id):
+        warnings.warn(f"clreduce's CUDA fast path answered differently from the full path for "
+                      f"{problem} (a bug: please report it); these calls keep the full path",
+                      RuntimeWarning, stacklevel=2)
+        return None
+    return launch
+
+
+def _same_result(got, expected, cupy, device_id: int) -> bool:
+    """Bit-for-bit equal values (NaN where NaN), dtype and shape, on the host."""
+    with cupy.cuda.Device(device_id):
+        cupy.cuda.Device(device_id).synchronize()  # the two results ran on different streams
+        want = cupy.asnumpy(expected)
+    have = got.cpu().numpy() if hasattr(got, "cpu") else cupy.asnumpy(got)
+    if have.dtype != want.dtype or have.shape != want.shape:
+        return False
+    return bool(np.array_equal(have, want, equal_nan=have.dtype.kind in "fc"))
