@@ -105,7 +105,7 @@ def _describe_torch(t):
     if not t.is_cuda:
         return None  # a CPU tensor is converted to numpy first: slow path
     # is_neg: a negated view exports its unnegated memory (the slow path's DLPack refuses it)
-    return type(t), tuple(t.shape), t.stride(), t.dtype, t.device.index, t.is_neg()
+    return type(t), t.shape, t.stride(), t.dtype, t.get_device(), t.is_neg()
 
 
 _DESCRIBERS = {np.ndarray: _describe_numpy}

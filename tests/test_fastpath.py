@@ -105,10 +105,10 @@ def test_cuda_array_kinds_are_described_without_importing_them():
                          device=types.SimpleNamespace(id=0))
     assert _key(cupy_like) is not None and _key(cupy_like) != _key(other_device)
     torch_like = _fake("torch", "Tensor", shape=(1, 128), dtype="torch.float32", is_cuda=True,
-                       device=types.SimpleNamespace(index=0), stride=lambda: (128, 1), is_neg=lambda: False)
+                       get_device=lambda: 0, stride=lambda: (128, 1), is_neg=lambda: False)
     assert _key(torch_like) is not None and _key(torch_like) != _key(cupy_like)
     negated = _fake("torch", "Tensor", shape=(1, 128), dtype="torch.float32", is_cuda=True,
-                    device=types.SimpleNamespace(index=0), stride=lambda: (128, 1), is_neg=lambda: True)
+                    get_device=lambda: 0, stride=lambda: (128, 1), is_neg=lambda: True)
     assert _key(negated) != _key(torch_like)
     torch_like.is_cuda = False
     assert _key(torch_like) is None  # a CPU tensor goes through numpy: slow path
