@@ -116,12 +116,16 @@ def _to_host(result) -> np.ndarray:
 
 def _check_fast(fn, name: str) -> None:
     """The fast path serves ``fn`` and answers bit-for-bit as the full path."""
-    from clreduce import api, fastpath
+    from clreduce import api
 
     with full_path():
         slow = fn()
     fn()  # learns
-    real, api._reduce_slow = api._reduce_slow, None  # a learned call must not need it
+
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"{name}: the fast path did not serve a repeated call")
+
+    real, api._reduce_slow = api._reduce_slow, refuse  # a learned call must not need it
     try:
         fast = fn()
     finally:
@@ -168,6 +172,7 @@ def cuda_rows(calls: int, repeats: int, rotate_mb: int) -> dict:
             return body
 
         bodies = {"clreduce.mean(cupy)": rotating(lambda a: clreduce.mean(a, axis=-1), xs),
+                  "clreduce.mean(cupy), full path": (rotating(lambda a: clreduce.mean(a, axis=-1), xs), full_path),
                   "cupy.mean": rotating(lambda a: cupy.mean(a, axis=-1), xs)}
         _check_fast(lambda: clreduce.mean(xs[0], axis=-1), f"mean(cupy 8192x1000 {dtype})")
         if torch is not None:
