@@ -77,11 +77,32 @@ class Entry:
 
 # ---- signatures ---------------------------------------------------------------------------
 
+# Key parts are built only from values whose hash and == are C code (str, int, float,
+# bytes, None, types, numpy and torch dtypes, tuples of these), so the cache can be read
+# without a lock (LRU.get_unlocked). Anything else makes the call uncacheable.
+_PLAIN = frozenset((type(None), bool, int, float, str, np.bool_, np.int8, np.int16, np.int32, np.int64,
+                    np.uint8, np.uint16, np.uint32, np.uint64))
+
+
+class _Uncacheable(Exception):
+    pass
+
+
 def _typed(value):
     """``value`` with its type, recursively through tuples: 1, True and 1.0 hash alike."""
-    if type(value) is tuple:
+    kind = type(value)
+    if kind is tuple:
         return tuple, tuple(_typed(v) for v in value)
-    return type(value), value
+    if kind in _PLAIN:
+        return kind, value
+    raise _Uncacheable
+
+
+def _dtype_arg(value):
+    """``dtype=`` as a key part: None, a string, a type (np.float32, float) or a numpy dtype."""
+    if value is None or type(value) is str or isinstance(value, (type, np.dtype)):
+        return type(value), value
+    raise _Uncacheable
 
 
 def _describe_numpy(a):
@@ -148,17 +169,25 @@ def signature(public: str, op_name: str, a, axis, dtype, out, keepdims, ddof, si
         array = describe(a)
         if array is None:
             return None
-        out_part = None if out is None else (type(out), tuple(out.shape), out.dtype)
+        out_part = None
+        if out is not None:
+            out_dtype = out.dtype
+            if not isinstance(out_dtype, np.dtype) and type(out_dtype).__module__ != "torch":
+                return None
+            out_part = type(out), tuple(out.shape), out_dtype
         options = ()
         if where:
             options = tuple(sorted((name, _option(value)) for name, value in where.items()))
             if any(part is None for _, part in options):
                 return None
-        if (force is not None and type(force) is not Force) or (backend is not None and type(backend) is not str):
-            return None  # a force dict is built into a Force per call by the slow path
-        key = (public, op_name, array, type(axis), _typed(axis) if type(axis) is tuple else axis,
-               type(dtype), _typed(dtype) if type(dtype) is tuple else dtype, out_part, type(keepdims), keepdims,
-               type(ddof), ddof, single_axis, backend, force, options, config.call_env(), tuning.state())
+        if force is not None:
+            if type(force) is not Force:
+                return None  # a force dict is built into a Force per call by the slow path
+            force = _typed((force.sg_mode, force.sg_size, force.strategy, force.wg_size, force.vec))
+        if backend is not None and type(backend) is not str:
+            return None
+        key = (public, op_name, array, _typed(axis), _dtype_arg(dtype), out_part, _typed(keepdims), _typed(ddof),
+               single_axis, backend, force, options, config.call_env(), tuning.state())
         hash(key)
     except Exception:  # noqa: BLE001 - no shape/dtype, unhashable, a driver error: the slow path says why
         return None
@@ -168,7 +197,7 @@ def signature(public: str, op_name: str, a, axis, dtype, out, keepdims, ddof, si
 # ---- the cache ----------------------------------------------------------------------------
 
 def lookup(key) -> Entry | None:
-    return _cache.get(key)
+    return _cache.get_unlocked(key)  # keys are C-comparable (see _PLAIN)
 
 
 def learn(key, trace: Trace, a, out, where: dict) -> None:

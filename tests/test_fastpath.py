@@ -465,9 +465,14 @@ def test_another_queue_or_context_with_the_same_shape(cl_device):
     assert seen
 
 
-def test_threads_hammer_one_learned_signature(cl_device, cl_queue):
+@pytest.mark.parametrize("own_kernels", [16, 3], ids=["own-kernels", "past-the-limit"])
+def test_threads_hammer_one_learned_signature(cl_device, cl_queue, own_kernels, monkeypatch):
     """Many threads, one learned signature per input kind, one shared queue: each thread's
-    own data must come back (the launchers share kernel objects)."""
+    own data must come back, whether a thread has its own kernel objects or (past the
+    per-launcher limit) shares the locked ones with the full path."""
+    from clreduce.backends import cl_launch
+
+    monkeypatch.setattr(cl_launch, "_MAX_THREADS", own_kernels)
     errors = []
     barrier = threading.Barrier(8)
     clreduce.max(cla.to_device(cl_queue, _data((16, 512), "int32")), axis=1)  # learn before the race

@@ -12,6 +12,13 @@ What it costs per call, measured on the 2-core EPYC (Intel CPU runtime / PoCL): 
 ``cl.Buffer`` 1-2 us, two buffer arguments 0.6 us, each enqueue 4 us, the fast Array 2 us,
 the plan check 0.4 us. No re-validation, re-planning, queue or context property lookups.
 
+Threads: ``clSetKernelArg`` on a kernel object another thread may be setting is the one
+unsafe OpenCL call. The full path locks its shared kernel around set-args + enqueue; a
+launcher instead gives each calling thread its own kernel objects (made once per thread
+from the same built program, scalars set once), found by thread id without a lock: an
+uncontended lock costs 0.6-1.5 us on this project's 2-core VM, several per cent of a
+call. Past ``_MAX_THREADS`` threads a launcher falls back to the shared kernel and lock.
+
 It holds its plan cache entry (plan and kernels) but no context or queue (except the
 process-lifetime default and per-device queues). Whatever drops plans (a released
 context, an evicted program, a sub-group mode marked bad) drops the launchers holding them
@@ -23,6 +30,7 @@ from __future__ import annotations
 
 import inspect
 import math
+from threading import get_ident
 
 import numpy as np
 import pyopencl as cl
@@ -36,6 +44,7 @@ from . import opencl
 _RW = cl.mem_flags.READ_WRITE
 _BUFFERS = {"input": 0, "output": 1, "partials": 2}
 _SPARE = 4  # finished output buffers a launcher keeps (about one per thread that calls it)
+_MAX_THREADS = 16  # threads with their own kernel objects per launcher; more share the locked ones
 _SPARE_BYTES = 64 * 1024  # ... when output + partials are at most this big
 # pyopencl's Array(..., _fast=True) skips argument checks (pyopencl >= 2021.2 has it)
 _FAST_ARRAY = "_fast" in inspect.signature(cla.Array.__init__).parameters
@@ -63,7 +72,8 @@ class _Launcher:
     """One learned signature on OpenCL (see the module doc)."""
 
     __slots__ = ("plan_key", "plan_entry", "plans", "plan", "kernels", "problem", "steps", "out_shape", "out_dtype",
-                 "out_nbytes", "partials_bytes", "itemsize", "queue", "ctx", "device", "make_array", "spare")
+                 "out_nbytes", "partials_bytes", "itemsize", "queue", "ctx", "device", "make_array", "spare",
+                 "per_thread")
 
     def __init__(self, queue, per_call_queue: bool, problem: Problem, force: Force | None, out_shape: tuple,
                  itemsize: int):
@@ -91,8 +101,44 @@ class _Launcher:
         # caller's queue: a buffer holds its context, which must be free to go when dropped.
         small = self.out_nbytes + self.partials_bytes <= _SPARE_BYTES
         self.spare = [] if small and not per_call_queue else None
+        # thread id -> [[kernel, in offset, out offset] per pass]: a dict read is atomic, and
+        # a thread id is reused only once its thread has ended
+        self.per_thread = {}
+
+    def _own_kernels(self):
+        """This thread's kernel objects, made on its first call; None past _MAX_THREADS."""
+        if len(self.per_thread) >= _MAX_THREADS:
+            return None
+        own = []
+        for (_, _, _, _, launch), cached in zip(self.steps, self.kernels):
+            kernel = cl.Kernel(cached.program, launch.entry)
+            opencl._set_scalars(kernel, 4, [value for _, _, value in launch.scalars],
+                                ["uint64" if kind == "u64" else launch.acc_dtype for _, kind, _ in launch.scalars])
+            own.append([kernel, None, None])
+        self.per_thread[get_ident()] = own
+        return own
 
     def _enqueue(self, queue, kernels, buffers, offsets):
+        own = self.per_thread.get(get_ident())
+        if own is None:
+            own = self._own_kernels()
+            if own is None:
+                return self._enqueue_shared(queue, kernels, buffers, offsets)
+        event = None
+        for (reads, writes, global_size, local_size, _), slot in zip(self.steps, own):
+            kernel = slot[0]
+            kernel.set_arg(0, buffers[reads])
+            kernel.set_arg(2, buffers[writes])
+            if slot[1] != offsets[reads] or slot[2] != offsets[writes]:
+                slot[1] = slot[2] = None  # unknown until both are set
+                opencl._set_scalars(kernel, 1, (offsets[reads],), ("uint64",))
+                opencl._set_scalars(kernel, 3, (offsets[writes],), ("uint64",))
+                slot[1], slot[2] = offsets[reads], offsets[writes]
+            event = cl.enqueue_nd_range_kernel(queue, kernel, global_size, local_size,
+                                               wait_for=None if event is None else (event,))
+        return event
+
+    def _enqueue_shared(self, queue, kernels, buffers, offsets):
         event = None
         for (reads, writes, global_size, local_size, launch), cached in zip(self.steps, kernels):
             with cached.lock:  # set-args + enqueue on a kernel other threads share

@@ -46,7 +46,7 @@ _handles = LRU(64)  # raw stream pointer -> handle (streams are few; the bound i
 
 
 def _handle(ptr: int) -> _StreamHandle:
-    handle = _handles.get(ptr)
+    handle = _handles.get_unlocked(ptr)  # int keys: no lock needed
     if handle is None:
         handle = _handles.put(ptr, _StreamHandle(ptr))
     return handle
