@@ -11,6 +11,7 @@ errors stay errors after a similar call was learned; whatever drops plans drops 
 
 from __future__ import annotations
 
+import sys
 import threading
 import types
 import warnings
@@ -481,7 +482,7 @@ def test_threads_hammer_one_learned_signature(cl_device, cl_queue, own_kernels, 
     def work(i):
         try:
             barrier.wait()
-            for j in range(15):
+            for j in range(60):
                 x = _data((16, 512), "int32", seed=100 * i + j)
                 np.testing.assert_array_equal(clreduce.max(cla.to_device(cl_queue, x), axis=1).get(), x.max(axis=1))
                 y = _exact((16, 512), seed=100 * i + j)
@@ -490,10 +491,15 @@ def test_threads_hammer_one_learned_signature(cl_device, cl_queue, own_kernels, 
             errors.append(exc)
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=300)
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible: races show up in seconds
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=300)
+    finally:
+        sys.setswitchinterval(switch)
     assert not errors, errors[0]
 
 
