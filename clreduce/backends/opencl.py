@@ -11,6 +11,7 @@ import dataclasses
 import functools
 import math
 import os
+import struct
 import threading
 import warnings
 
@@ -19,7 +20,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.cltypes  # noqa: F401  (cl.cltypes.make_long8)
 
-from .. import config, tuning
+from .. import config, fastpath, tuning
 from ..caps import DeviceCaps, normalize_implementation
 from ..kernels import read_source, source_hash
 from ..lru import LRU
@@ -229,12 +230,13 @@ class _CachedKernel:
     nothing else needs it. Threads on different kernels never wait for each other.
     """
 
-    __slots__ = ("kernel", "program", "scalars", "lock")
+    __slots__ = ("kernel", "program", "scalars", "offsets", "lock")
 
     def __init__(self, program: cl.Program, entry: str):
         self.program = program
         self.kernel = getattr(program, entry)
         self.scalars = None
+        self.offsets = None
         self.lock = threading.Lock()
 
 
@@ -245,6 +247,8 @@ def _on_program_evicted(key, _cached) -> None:
 
 
 def _discard_plans(predicate) -> None:
+    # the fast path's launchers hold plan entries too (fastpath.py, cl_launch.py)
+    fastpath.discard_plans(predicate)
     cache = _plan_cache
     if isinstance(cache, LRU):
         cache.discard_if(predicate)
@@ -374,10 +378,10 @@ def plan_for(queue: cl.CommandQueue, problem: Problem, force: Force | None = Non
     Memoised per (context, device, problem, force) in a bounded LRU: a repeated call does
     one lookup.
     """
-    force = (force or Force()).merged(config.forced_plan())
     ctx = queue.context
     device = queue.device
-    key = (ctx.int_ptr, device.int_ptr, problem, force, tuning.enabled() and tuning.generation())
+    key = plan_key(ctx, device, problem, force)
+    force = key[3]
     hit = _plan_cache.get(key)
     if hit is not None:
         return hit
@@ -394,6 +398,13 @@ def plan_for(queue: cl.CommandQueue, problem: Problem, force: Force | None = Non
             return hit
     _plan_cache[key] = hit = _plan_and_build(ctx, device, caps, problem, force)
     return hit
+
+
+def plan_key(ctx: cl.Context, device: cl.Device, problem: Problem, force: Force | None) -> tuple:
+    """The plan cache's key for a problem: ``force`` merged over the CLREDUCE_* overrides,
+    and the tune state (a new winner is used at once)."""
+    force = (force or Force()).merged(config.forced_plan())
+    return ctx.int_ptr, device.int_ptr, problem, force, tuning.enabled() and tuning.generation()
 
 
 def _plan_and_build(ctx, device, caps: DeviceCaps, problem: Problem, force: Force):
@@ -426,27 +437,52 @@ def _plan_and_build(ctx, device, caps: DeviceCaps, problem: Problem, force: Forc
     raise RuntimeError(f"no buildable plan [{describe(device, problem)}]")
 
 
-def _scalar(kind: str, value, acc_dtype: str):
-    if kind == "u64":
-        return np.uint64(value)
-    return np.dtype(acc_dtype).type(value)  # "acc": declared ACC_T in the kernel
+# pyopencl's set_arg of a scalar costs ~14 us (it tries the argument as each memory-object
+# type first); _set_arg_buf_pack_multi (what pyopencl's own typed invokers call) packs it
+# with a struct type character in ~0.3 us. Characters whose size matches the kernel's type.
+_PACK_CHARS = {np.dtype(t).name: np.dtype(t).char.encode() for t in "bBhHiIlLfd"
+               if struct.calcsize(np.dtype(t).char) == np.dtype(t).itemsize}
+
+
+def _set_scalars(kernel: cl.Kernel, first: int, values, dtypes) -> None:
+    """Set arguments ``first, first + 1, ...`` to ``values`` of numpy dtype names ``dtypes``."""
+    pack = getattr(kernel, "_set_arg_buf_pack_multi", None)
+    chars = [_PACK_CHARS.get(name) for name in dtypes]
+    if pack is not None and None not in chars:
+        args = []
+        for i, (char, value) in enumerate(zip(chars, values), start=first):
+            args += (i, char, float(value) if char in b"fd" else int(value))
+        pack(tuple(args))
+        return
+    for i, (name, value) in enumerate(zip(dtypes, values), start=first):
+        kernel.set_arg(i, np.dtype(name).type(value))
 
 
 def _set_args(cached: _CachedKernel, launch, src, src_off: int, dst, dst_off: int) -> None:
-    """Bind the arguments; the caller holds ``cached.lock`` until the enqueue is done."""
+    """Bind the arguments; the caller holds ``cached.lock`` until the enqueue is done.
+
+    Buffers are bound every time (~0.3 us each); offsets and scalars only when they differ
+    from what this kernel object last had (``cached``), which a repeated call never does.
+    """
     kernel = cached.kernel
     kernel.set_arg(0, src)
-    kernel.set_arg(1, np.uint64(src_off))
     kernel.set_arg(2, dst)
-    kernel.set_arg(3, np.uint64(dst_off))
+    if cached.offsets != (src_off, dst_off):
+        cached.offsets = None  # unknown until both are set
+        _set_scalars(kernel, 1, (src_off,), ("uint64",))
+        _set_scalars(kernel, 3, (dst_off,), ("uint64",))
+        cached.offsets = (src_off, dst_off)
     if cached.scalars != launch.scalars:
-        for i, (_, kind, value) in enumerate(launch.scalars, start=4):
-            kernel.set_arg(i, _scalar(kind, value, launch.acc_dtype))
+        cached.scalars = None
+        _set_scalars(kernel, 4, [value for _, _, value in launch.scalars],
+                     ["uint64" if kind == "u64" else launch.acc_dtype for _, kind, _ in launch.scalars])
         cached.scalars = launch.scalars
 
 
 def clear_caches() -> None:
-    """Forget built programs, plans and argument state (pyopencl's disk cache remains)."""
+    """Forget built programs, plans, argument state and the fast path's learned calls
+    (pyopencl's disk cache remains)."""
+    fastpath.clear()
     _kernel_cache.clear()
     _plan_cache.clear()
     with _holds_lock:
@@ -454,9 +490,10 @@ def clear_caches() -> None:
 
 
 def cache_sizes() -> dict[str, int]:
-    """Entries in each in-process cache (programs, plans, contexts held) and the bound."""
+    """Entries in each in-process cache (programs, plans, contexts held, learned calls of
+    the fast path) and the bound."""
     return {"programs": len(_kernel_cache), "plans": len(_plan_cache), "contexts": len(_holds),
-            "bound": config.cache_size()}
+            "fast_path": fastpath.size(), "bound": config.cache_size()}
 
 
 class PreparedReduction:
@@ -547,7 +584,7 @@ def gather(queue: cl.CommandQueue, array, order: list[int]):
     wg = 64
     groups = min(-(-out.size // wg), 4096)
     with cached.lock:  # set-args + enqueue on a shared kernel: see _CachedKernel
-        cached.scalars = None
+        cached.scalars = cached.offsets = None
         cached.kernel(queue, (groups * wg,), (wg,), array.base_data, np.int64(array.offset // itemsize),
                       out.base_data, np.uint64(out.size), meta_shape, meta_strides)
     return out
@@ -654,6 +691,12 @@ class OpenCLBackend:
 
     def caps(self, device=None) -> DeviceCaps:
         return caps_of(queue_for(device).device)
+
+    def fast_launcher(self, a, native, problem: Problem, force, out_shape: tuple, where: dict, expected=None):
+        """A ready launcher for calls like this one (clreduce/fastpath.py), or None."""
+        from .cl_launch import fast_launcher
+
+        return fast_launcher(self, a, native, problem, force, out_shape, where)
 
 
 def _reduce_host_once(queue, src: np.ndarray, problem: Problem, force) -> np.ndarray:

@@ -347,6 +347,13 @@ class CudaBackend:
         cupy = self._require()
         return probe_device(_device_id(device, cupy))
 
+    def fast_launcher(self, a, native, problem: Problem, force, out_shape: tuple, where: dict, expected=None):
+        """A ready launcher for calls like this one (clreduce/fastpath.py), or None.
+        ``expected`` (the full path's result for ``a``) is what a first run must give."""
+        from .fast import fast_launcher
+
+        return fast_launcher(a, native, problem, force, out_shape, where, expected)
+
 
 def _to_numpy(result):
     if isinstance(result, np.ndarray) or np.isscalar(result):
