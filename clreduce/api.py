@@ -287,8 +287,22 @@ class _Call:
             return self.run(op_name, None, ddof, x)
         record[2] = result
         if dtype_rule(OPS[op_name], np.dtype(x.dtype), requested).host_divide:
-            result = result.astype(np.float64) / k  # exact 64-bit integer sum, float64 divide
+            result = _divide_by_count(self.chosen, result, k)
         return result
+
+
+def _divide_by_count(chosen, sums, k: int):
+    """Integer mean: the exact 64-bit sums as float64, divided by ``k`` (numpy's value).
+
+    A device array on an OpenCL device without fp64 (rusticl, most Mali and Adreno drivers)
+    cannot run pyopencl's float64 cast kernel: the divide runs on the host and the float64
+    result goes back to the device as bytes, which needs no fp64 support."""
+    if isinstance(sums, np.ndarray):
+        return sums.astype(np.float64) / k
+    device = getattr(getattr(sums, "queue", None), "device", None)
+    if device is not None and not device.double_fp_config:
+        return chosen.from_host(sums.get().astype(np.float64) / k, sums)
+    return sums.astype(np.float64) / k
 
 
 def _sum_in(call: _Call, name: str, loop: np.dtype, from_out: bool):

