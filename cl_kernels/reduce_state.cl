@@ -250,12 +250,19 @@ inline state_t st_merge(state_t x, state_t y) {
     return x.i < y.i ? x : y;
 }
 /* st_merge(s, {v, k}) for a k above every index already in s (each work-item pushes its
- * elements in increasing index order): v wins only by beating s.v outright, or by tying the
- * identity (index ULONG_MAX: all elements -inf, say); a NaN in s is never replaced. Half the
- * work of st_merge per element, which decided short-row argmax speed on an H100. */
+ * elements in increasing index order): v wins by beating s.v outright (a NaN beats every
+ * number; a NaN in s is never replaced), and any element replaces the identity (index
+ * ULONG_MAX, whose high word no real index has), -inf included. A third of st_merge's
+ * instructions per element: argmax is bound by them on an H100, float16 most. */
 inline state_t st_push(state_t s, ACC_T v, ulong k) {
-    const bool take = !IS_NAN(s.v) && (IS_NAN(v) || BEATS(v, s.v) || (v == s.v && k < s.i));
-    if (take) { s.v = v; s.i = k; }
+#if ACC_IS_FLOAT && defined(ARG_MAX)
+    const bool wins = !(v <= s.v) && s.v == s.v;  /* v > s.v, or v is NaN and s.v is not */
+#elif ACC_IS_FLOAT
+    const bool wins = !(v >= s.v) && s.v == s.v;
+#else
+    const bool wins = BEATS(v, s.v);
+#endif
+    if (wins || (uint)(s.i >> 32) == 0xffffffffu) { s.v = v; s.i = k; }
     return s;
 }
 

@@ -331,7 +331,7 @@ def _plan_rows(caps: DeviceCaps, problem: Problem, force: Force, op, rule) -> La
         else:
             split = 1
     if split == 1 and nvidia and force.lanes is None:
-        lanes, nv_unroll = row_team(problem.row_len, itemsize, vec, wg)
+        lanes, nv_unroll = row_team(problem.row_len, itemsize, vec, wg, arg=op.kind == "arg")
         unroll = unroll or nv_unroll
     if force.lanes is not None:
         if force.lanes > wg:

@@ -54,9 +54,18 @@ def unroll_for(vectors: int) -> int:
     return max(1, min(4, _pow2_floor(vectors)))
 
 
-def row_team(row_len: int, itemsize: int, vec: int, wg: int) -> tuple[int, int]:
-    """(lanes per row, UNROLL) for a single-pass row plan."""
-    per_lane = vectors_per_lane(row_len * itemsize, itemsize)
+def row_team(row_len: int, itemsize: int, vec: int, wg: int, arg: bool = False) -> tuple[int, int]:
+    """(lanes per row, UNROLL) for a single-pass row plan.
+
+    argmax/argmin teams on short rows (up to 128 bytes, or 256 bytes of 2-byte values) get half
+    the lanes (twice the loads each): their butterfly moves three words per step, and the
+    sweep on an H100 preferred fewer steps there (float32 1048576x32 2353 -> 2566 GB/s,
+    16777216x16 2598 -> 2665; float16 4194304x64 1995 -> 2176, 442368x128 1834 -> 1932) but
+    not on longer rows (float32 4194304x64 2836 -> 2734).
+    """
+    row_bytes = row_len * itemsize
+    short = row_bytes <= 128 or (itemsize <= 2 and row_bytes <= 256)
+    per_lane = vectors_per_lane(row_bytes, itemsize) * (2 if arg and short else 1)
     lanes = max(1, min(wg, _pow2_floor(_ceil_div(row_len, vec * per_lane))))
     return lanes, unroll_for(_ceil_div(row_len, vec * lanes))
 

@@ -160,7 +160,7 @@ def test_aligned_vector_loads_with_heads_and_tails(cl_device, as_nvidia_implemen
         pytest.skip("needs fp64, which this device lacks")
     queue = opencl.queue_for(cl_device)
     rng = np.random.default_rng(11)
-    base = rng.standard_normal(1 + 37 * 203).astype(dtype)
+    base = rng.standard_normal(3 + 37 * 203).astype(dtype)
     for start in (0, 1, 3):  # row starts off every vector boundary: scalar heads of 0..VEC-1 elements
         x = base[start:start + 37 * 203].reshape(37, 203)
         got = getattr(clreduce, op)(x, axis=-1, queue=queue)
