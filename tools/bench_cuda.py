@@ -26,6 +26,14 @@ table of after/before ratios:
     python tools/bench_cuda.py --ops mean,max,argmax,var --json before.json   # in the old tree
     python tools/bench_cuda.py --ops mean,max,argmax,var --json after.json
     python tools/bench_cuda.py --compare before.json after.json > compare.md
+
+Every op beside the peers (issue 11): ``--peers`` with ``--ops`` times, per op and shape, the
+public call, the kernels alone, torch, ``torch.compile`` (default mode, static shapes, one
+compiled function per case) and CuPy, all checked against float64 first (default shapes: the
+short-row ones; ``--no-compile`` leaves torch.compile out); ``--sweep --ops argmax,var`` sweeps
+team widths and unrolling for those ops:
+
+    python tools/bench_cuda.py --ops max,min,argmax,argmin,var,std --peers --json ops.json
 """
 
 from __future__ import annotations
