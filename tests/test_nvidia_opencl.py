@@ -200,3 +200,85 @@ def test_unrolled_state_kernels_match_numpy(cl_device, op, force):
             np.testing.assert_array_equal(got, want)
         else:
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+# ---- one tuning mechanism for both NVIDIA backends (no GPU) -------------------------------
+
+@pytest.fixture
+def tune_dir(tmp_path, monkeypatch):
+    from clreduce import tuning
+
+    monkeypatch.setenv("CLREDUCE_TUNE_DIR", str(tmp_path))
+    monkeypatch.delenv("CLREDUCE_TUNE", raising=False)
+    tuning._forget()
+    yield tmp_path
+    tuning._forget()
+
+
+def test_the_cuda_backend_plans_with_a_stored_winner(tune_dir, monkeypatch):
+    """A winner `clreduce tune --backend cuda` stored for the bucket replaces the planner's
+    launch shape in the CUDA backend; CLREDUCE_TUNE=0 and a forced plan ignore it."""
+    from clreduce import tuning
+    from clreduce.backends import cuda
+
+    monkeypatch.setattr(cuda, "probe_device", lambda device_id: H100_CUDA)
+    monkeypatch.setattr(cuda, "_kernels_for", lambda device_id, launch_plan: [])
+    cuda._prepared.clear()
+    problem = Problem(1 << 20, 32, "float32", "argmax")
+    default = cuda_plan(H100_CUDA, problem)
+    winner = Force(lanes=8, unroll=1)
+    cache = tuning.TuneCache(H100_CUDA)
+    cache.put(problem, winner, gbps=1.0, default_gbps=0.5, plan="x")
+    cache.save()
+    tuned, _ = cuda._plan_and_kernels(0, problem, Force())
+    assert (tuned.lanes, _defines(tuned.passes[0])["UNROLL"]) == (8, "1") != (default.lanes, None)
+    assert cuda._plan_and_kernels(0, problem, Force(vec=4))[0].lanes == default.lanes  # forced: no winner
+    monkeypatch.setenv("CLREDUCE_TUNE", "0")
+    cuda._prepared.clear()
+    assert cuda._plan_and_kernels(0, problem, Force())[0].lanes == default.lanes
+    cuda._prepared.clear()
+
+
+def test_a_stale_cuda_winner_falls_back_with_a_warning(tune_dir, monkeypatch):
+    from clreduce import tuning
+    from clreduce.backends import cuda
+
+    monkeypatch.setattr(cuda, "probe_device", lambda device_id: H100_CUDA)
+    monkeypatch.setattr(cuda, "_kernels_for", lambda device_id, launch_plan: [])
+    cuda._prepared.clear()
+    problem = Problem(4096, 100, "float32", "max")
+    cache = tuning.TuneCache(H100_CUDA)
+    cache.put(problem, Force(sg_size=16))  # no warp of 16 on CUDA
+    cache.save()
+    with pytest.warns(RuntimeWarning, match="tune --backend cuda"):
+        got, _ = cuda._plan_and_kernels(0, problem, Force())
+    assert got == cuda_plan(H100_CUDA, problem)
+    cuda._prepared.clear()
+
+
+def test_gpu_tuning_searches_the_launch_shape():
+    from clreduce import tuner
+
+    rows = tuner.knob_values(NV_CL, Problem(4096, 1000, "float32", "argmax"))
+    assert ("shuffle", 32) in rows["sg"] and rows["unroll"] == [1, 2, 4, 8] and 256 in rows["lanes"]
+    assert "split" not in rows
+    assert tuner.knob_values(NV_CL, Problem(2, 1 << 20, "float32", "sum"))["split"][0] == 1
+    cpu = dataclasses.replace(NV_CL, device_type="cpu")
+    assert "lanes" not in tuner.knob_values(cpu, Problem(4096, 1000, "float32", "sum"))  # CI's CPU tuning stays small
+    f = tuner._with(Force(strategy="wg_per_row"), "lanes", 8)
+    assert f.lanes == 8 and f.strategy is None
+    f = tuner._with(Force(strategy="split_k", lanes=64), "split", 1)
+    assert f.split == 1 and f.strategy is None and f.lanes is None  # a split's lanes do not fit one pass
+    for knob in ("lanes", "unroll", "split"):
+        for value in tuner.knob_values(NV_CL, Problem(2, 1 << 20, "float32", "var")).get(knob, []):
+            plan(NV_CL, Problem(2, 1 << 20, "float32", "var"), tuner._with(Force(), knob, value))  # all plan
+
+
+def test_cli_tune_for_cuda_says_why_it_cannot_run(monkeypatch, capsys):
+    import sys
+
+    from clreduce import cli
+
+    monkeypatch.setitem(sys.modules, "cupy", None)  # import cupy -> ImportError
+    assert cli.main(["tune", "--backend", "cuda", "--shapes", "4,64"]) == 1
+    assert "CUDA backend cannot run here" in capsys.readouterr().err
