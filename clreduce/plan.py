@@ -305,6 +305,8 @@ def _plan_rows(caps: DeviceCaps, problem: Problem, force: Force, op, rule) -> La
         if strategy not in (None, "split_k"):
             raise ValueError(f"split={force.split} needs strategy split_k, not {strategy!r}")
         strategy = "split_k"
+    elif force.split == 1 and strategy == "split_k":
+        raise ValueError("split=1 (no split) contradicts strategy='split_k'")
     lanes = natural_lanes(problem.row_len)
     split = 1
     unroll = force.unroll
@@ -367,12 +369,11 @@ def _plan_rows(caps: DeviceCaps, problem: Problem, force: Force, op, rule) -> La
     family = _row_family(op)
     common = dict(caps=caps, op=op, rule=rule, sg_mode=sg_mode, sg_size=sg_size, reqd=reqd, wg=wg,
                   param=problem.param, count=problem.row_len)
-    first_unroll = dict(unroll=unroll)
     partials_bytes = 0
     if split == 1:
         passes = (family(**common, rows=problem.rows, row_len=problem.row_len, lanes=lanes, vec=vec,
                          in_dtype=problem.dtype, split=1, chunk=problem.row_len, first=True, last=True,
-                         **first_unroll),)
+                         unroll=unroll),)
     else:
         chunk = _ceil_div(_ceil_div(problem.row_len, split), vec) * vec
         split = _ceil_div(problem.row_len, chunk)
@@ -381,7 +382,7 @@ def _plan_rows(caps: DeviceCaps, problem: Problem, force: Force, op, rule) -> La
             lanes2 = sg_size if sg_size <= wg else 1
         passes = (
             family(**common, rows=problem.rows, row_len=problem.row_len, lanes=lanes, vec=vec,
-                   in_dtype=problem.dtype, split=split, chunk=chunk, first=True, last=False, **first_unroll),
+                   in_dtype=problem.dtype, split=split, chunk=chunk, first=True, last=False, unroll=unroll),
             family(**common, rows=problem.rows, row_len=split, lanes=lanes2, vec=1,
                    in_dtype=rule.acc, split=1, chunk=split, first=False, last=True),
         )

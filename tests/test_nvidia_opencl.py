@@ -109,6 +109,10 @@ def test_launch_shape_knobs_are_validated_and_honoured():
         plan(NV_CL, problem, Force(lanes=512, wg_size=256))
     with pytest.raises(ValueError, match="cannot be combined"):
         plan(NV_CL, problem, Force(lanes=4, strategy="wg_per_row"))
+    with pytest.raises(ValueError, match="contradicts"):
+        plan(NV_CL, problem, Force(split=1, strategy="split_k"))
+    with pytest.raises(ValueError, match="needs strategy split_k"):
+        plan(NV_CL, problem, Force(split=4, strategy="rows_per_sg"))
 
 
 def test_a_failed_ptx_build_falls_back_to_local_memory():
