@@ -35,6 +35,9 @@
  *   FIXED_SG_SIZE       the only sub-group width there is, 0 if the device picks (0 | 32)
  *   HAS_QCOM_SHUFFLE    qcom_sub_group_shuffle_xor may be used (1 | 0)
  *   HAS_REQD_SG_ATTRS   intel_/qcom_reqd_sub_group_size may be used (1 | 0)
+ *   HAS_WORD_SHUFFLE    SG_MODE 4 may be used: word_shuffle_xor over warps of 32 consecutive
+ *                       work-items, NVIDIA OpenCL's inline PTX (1 | 0: CUDA has sub-group
+ *                       shuffles of any type, SG_MODE 1/2)
  */
 #ifndef CL_DIALECT_CUDA_H
 #define CL_DIALECT_CUDA_H
@@ -166,6 +169,7 @@ __device__ __forceinline__ unsigned short cl_float_to_half_(float f) {
 #define FIXED_SG_SIZE 32
 #define HAS_QCOM_SHUFFLE 0
 #define HAS_REQD_SG_ATTRS 0
+#define HAS_WORD_SHUFFLE 0
 
 /* N elements of T as words of min(16, N * sizeof(T)) bytes, the widest load CUDA has. */
 template <class T, int N> struct cl_vload_ {

@@ -29,6 +29,7 @@
 #define SG_BUILTIN 1
 #define SG_SHUFFLE_KHR 2
 #define SG_SHUFFLE_QCOM 3
+#define SG_SHUFFLE_PTX 4
 
 #define REQD_SG_NONE 0
 #define REQD_SG_INTEL 1
@@ -83,7 +84,7 @@
 #error "SPLIT (chunks per row, 1 = no split) is required"
 #endif
 #ifndef SG_MODE
-#error "SG_MODE (0 local, 1 builtin, 2 KHR shuffle, 3 qcom shuffle) is required"
+#error "SG_MODE (0 local, 1 builtin, 2 KHR shuffle, 3 qcom shuffle, 4 PTX shuffle) is required"
 #endif
 #ifndef SG_SIZE
 #error "SG_SIZE is required (any value with SG_MODE 0)"
@@ -128,6 +129,9 @@
 #endif
 #if SG_MODE == SG_SHUFFLE_QCOM && !HAS_QCOM_SHUFFLE
 #error "SG_MODE 3 (cl_qcom_subgroup_shuffle) has no meaning on this API: use 1 or 2"
+#endif
+#if SG_MODE == SG_SHUFFLE_PTX && !HAS_WORD_SHUFFLE
+#error "SG_MODE 4 (NVIDIA OpenCL's inline-PTX warp shuffle) has no meaning on this API: use 1 or 2"
 #endif
 #if REQD_SG != REQD_SG_NONE && !HAS_REQD_SG_ATTRS
 #error "this API cannot request a sub-group width: REQD_SG must be 0"
@@ -259,9 +263,22 @@ inline ACC_T shuffle_xor(ACC_T v, uint mask) {
     return qcom_sub_group_shuffle_xor(v, mask, CLK_SUB_GROUP_SHUFFLE_WIDTH_WAVE_SIZE_QCOM, v);
 #endif
 }
+#elif SG_MODE == SG_SHUFFLE_PTX
+/* The dialect's 32-bit word shuffle (NVIDIA OpenCL: shfl.sync.bfly.b32); 64-bit
+ * accumulators move as two words. */
+inline ACC_T shuffle_xor(ACC_T v, uint mask) {
+#if ACC_BYTES == 8
+    uint2 u = as_uint2(v);
+    u.x = word_shuffle_xor(u.x, mask);
+    u.y = word_shuffle_xor(u.y, mask);
+    return CAT(as_, ACC_T)(u);
+#else
+    return CAT(as_, ACC_T)(word_shuffle_xor(as_uint(v), mask));
+#endif
+}
 #endif
 
-#if SG_MODE == SG_SHUFFLE_KHR || SG_MODE == SG_SHUFFLE_QCOM
+#if SG_MODE == SG_SHUFFLE_KHR || SG_MODE == SG_SHUFFLE_QCOM || SG_MODE == SG_SHUFFLE_PTX
 /* Butterfly over aligned groups of `width` lanes: xor masks below `width` never leave the
  * group, so several rows can share one sub-group. Every lane ends with its group's value. */
 inline ACC_T butterfly(ACC_T v, const uint width) {

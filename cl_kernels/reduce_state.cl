@@ -16,7 +16,9 @@
  * Required macros (cl_kernels/README.md): ENTRY, OPK, IN_T, ACC_T, OUT_T, ACC_IS_FLOAT,
  * ACC_BYTES, IN_HALF, OUT_HALF, FINALIZE, IN_STATES, OUT_STATES, WG_SIZE, VEC, SPLIT;
  * OPK_SCALAR: one OP_*, MAP, IDENTITY; OPK_ARG: ARG_MAX or ARG_MIN, IDENTITY;
- * ENTRY_ROWS: LANES, SG_MODE, SG_SIZE, REQD_SG. Optional: MIN_BLOCKS (default 1).
+ * ENTRY_ROWS: LANES, SG_MODE, SG_SIZE, REQD_SG. Optional: MIN_BLOCKS (default 1), UNROLL
+ * (ENTRY_ROWS: vector loads in flight per work-item, default UNROLL_DEFAULT: 1 on OpenCL, 4 on
+ * CUDA).
  */
 
 #define ENTRY_ROWS 1
@@ -42,6 +44,7 @@
 #define SG_LOCAL 0
 #define SG_SHUFFLE_KHR 2
 #define SG_SHUFFLE_QCOM 3
+#define SG_SHUFFLE_PTX 4
 
 #ifndef ENTRY
 #error "ENTRY (1 rows, 2 cols) is required"
@@ -89,8 +92,8 @@
 #if (WG_SIZE % LANES) != 0 || (LANES & (LANES - 1)) != 0
 #error "LANES must be a power of two dividing WG_SIZE"
 #endif
-#if SG_MODE != SG_LOCAL && SG_MODE != SG_SHUFFLE_KHR && SG_MODE != SG_SHUFFLE_QCOM
-#error "reduce_rows_state merges states with shuffles or local memory (SG_MODE 0, 2 or 3)"
+#if SG_MODE != SG_LOCAL && SG_MODE != SG_SHUFFLE_KHR && SG_MODE != SG_SHUFFLE_QCOM && SG_MODE != SG_SHUFFLE_PTX
+#error "reduce_rows_state merges states with shuffles or local memory (SG_MODE 0, 2, 3 or 4)"
 #endif
 #endif
 #if IN_STATES && VEC != 1
@@ -100,11 +103,20 @@
 #ifndef MIN_BLOCKS
 #define MIN_BLOCKS 1
 #endif
+#ifndef UNROLL
+#define UNROLL UNROLL_DEFAULT
+#endif
+#if UNROLL < 1 || UNROLL > 8
+#error "UNROLL must be 1..8"
+#endif
 #if ENTRY == ENTRY_ROWS && SG_MODE != SG_LOCAL && FIXED_SG_SIZE && SG_SIZE != FIXED_SG_SIZE
 #error "this API has one sub-group width (FIXED_SG_SIZE): SG_SIZE must equal it"
 #endif
 #if ENTRY == ENTRY_ROWS && SG_MODE == SG_SHUFFLE_QCOM && !HAS_QCOM_SHUFFLE
 #error "SG_MODE 3 (cl_qcom_subgroup_shuffle) has no meaning on this API: use 2"
+#endif
+#if ENTRY == ENTRY_ROWS && SG_MODE == SG_SHUFFLE_PTX && !HAS_WORD_SHUFFLE
+#error "SG_MODE 4 (NVIDIA OpenCL's inline-PTX warp shuffle) has no meaning on this API: use 2"
 #endif
 #if ENTRY == ENTRY_ROWS && REQD_SG != 0 && !HAS_REQD_SG_ATTRS
 #error "this API cannot request a sub-group width: REQD_SG must be 0"
@@ -200,6 +212,17 @@ inline state_t st_merge(state_t x, state_t y) {
     x.n = n;
     return x;
 }
+/* n loaded values as one (mean, m2, n) state, two-pass inside the block: one divide per
+ * block instead of one per element */
+inline state_t block_state(const ACC_T *v, const int n) {
+    ACC_T sum = 0;
+    UNROLL_LOOP
+    for (int j = 0; j < n; ++j) sum += v[j];
+    state_t c; c.mean = sum / (ACC_T)n; c.m2 = 0; c.n = (ulong)n;
+    UNROLL_LOOP
+    for (int j = 0; j < n; ++j) { const ACC_T d = v[j] - c.mean; c.m2 += d * d; }
+    return c;
+}
 
 #elif OPK == OPK_ARG
 /* First occurrence wins ties, and a NaN beats every number (numpy's argmax/argmin). */
@@ -226,9 +249,21 @@ inline state_t st_merge(state_t x, state_t y) {
     if (BEATS(y.v, x.v)) return y;
     return x.i < y.i ? x : y;
 }
+/* st_merge(s, {v, k}) for a k above every index already in s (each work-item pushes its
+ * elements in increasing index order): v wins by beating s.v outright (a NaN beats every
+ * number; a NaN in s is never replaced), and any element replaces the identity (index
+ * ULONG_MAX, whose high word no real index has), -inf included. A third of st_merge's
+ * instructions per element: argmax is bound by them on an H100, float16 most. */
 inline state_t st_push(state_t s, ACC_T v, ulong k) {
-    state_t t; t.v = v; t.i = k;
-    return st_merge(s, t);
+#if ACC_IS_FLOAT && defined(ARG_MAX)
+    const bool wins = !(v <= s.v) && s.v == s.v;  /* v > s.v, or v is NaN and s.v is not */
+#elif ACC_IS_FLOAT
+    const bool wins = !(v >= s.v) && s.v == s.v;
+#else
+    const bool wins = BEATS(v, s.v);
+#endif
+    if (wins || (uint)(s.i >> 32) == 0xffffffffu) { s.v = v; s.i = k; }
+    return s;
 }
 
 #elif OPK == OPK_LSE
@@ -314,10 +349,15 @@ inline void st_write(__global OUT_T *out, ulong idx, state_t s, ulong count, ACC
 #if SG_MODE == SG_SHUFFLE_KHR
 inline ACC_T shfl_acc(ACC_T v, uint m) { return sub_group_shuffle_xor(v, m); }
 inline ulong shfl_u64(ulong v, uint m) { return sub_group_shuffle_xor(v, m); }
-#elif SG_MODE == SG_SHUFFLE_QCOM
-/* Fields move as 32-bit words: the qcom shuffle takes 32-bit values only. */
+#elif SG_MODE == SG_SHUFFLE_QCOM || SG_MODE == SG_SHUFFLE_PTX
+/* Fields move as 32-bit words: the qcom shuffle takes 32-bit values only, and the dialect's
+ * word shuffle (NVIDIA OpenCL's shfl.sync.bfly.b32) moves one word. */
 inline uint shfl_u32(uint v, uint m) {
+#if SG_MODE == SG_SHUFFLE_QCOM
     return qcom_sub_group_shuffle_xor(v, m, CLK_SUB_GROUP_SHUFFLE_WIDTH_WAVE_SIZE_QCOM, 0u);
+#else
+    return word_shuffle_xor(v, m);
+#endif
 }
 inline ACC_T shfl_acc(ACC_T v, uint m) {
 #if ACC_BYTES == 8
@@ -375,22 +415,35 @@ inline state_t lane_partial(IN_PTR p, const ulong start, const ulong len, const 
     __global const IN_T *q = p + head;
     const ulong rest = len - head;
     const ulong full = rest - rest % VEC;
+    const ulong step = (ulong)LANES * VEC;
+    ulong iv = (ulong)lane * VEC;
+#if UNROLL > 1
+    /* UNROLL vectors loaded before any is used: loads in flight hide memory latency */
     NO_UNROLL
-    for (ulong i = (ulong)lane * VEC; i < full; i += (ulong)LANES * VEC) {
-        ACC_T v[VEC];
-        load_vec(q + i, v);
-#if OPK == OPK_WELFORD && VEC > 1
-        /* a whole vector enters as one (mean, m2, VEC) state: one divide per VEC */
-        ACC_T sum = 0;
+    for (; iv + (UNROLL - 1) * step < full; iv += UNROLL * step) {
+        ACC_T v[UNROLL * VEC];
         UNROLL_LOOP
-        for (int j = 0; j < VEC; ++j) sum += v[j];
-        state_t c; c.mean = sum / (ACC_T)VEC; c.m2 = 0; c.n = VEC;
-        UNROLL_LOOP
-        for (int j = 0; j < VEC; ++j) { const ACC_T d = v[j] - c.mean; c.m2 += d * d; }
-        st = st_merge(st, c);
+        for (int u = 0; u < UNROLL; ++u) load_vec(q + iv + u * step, v + u * VEC);
+#if OPK == OPK_WELFORD
+        st = st_merge(st, block_state(v, UNROLL * VEC));
 #else
         UNROLL_LOOP
-        for (int j = 0; j < VEC; ++j) st = st_push(st, v[j], start + head + i + j);
+        for (int u = 0; u < UNROLL; ++u) {
+            UNROLL_LOOP
+            for (int j = 0; j < VEC; ++j) st = st_push(st, v[u * VEC + j], start + head + iv + u * step + j);
+        }
+#endif
+    }
+#endif
+    NO_UNROLL
+    for (; iv < full; iv += step) {
+        ACC_T v[VEC];
+        load_vec(q + iv, v);
+#if OPK == OPK_WELFORD && VEC > 1
+        st = st_merge(st, block_state(v, VEC));
+#else
+        UNROLL_LOOP
+        for (int j = 0; j < VEC; ++j) st = st_push(st, v[j], start + head + iv + j);
 #endif
     }
     NO_UNROLL

@@ -14,10 +14,12 @@ import numpy as np
 from .caps import DeviceCaps
 from .kernels import build_options
 from .ops import CL_TYPE, OPS, dtype_rule
+from .plan_nvidia import nvidia_gpu, row_team, split_count
+from .plan_nvidia import SPLIT_UNROLL as _NV_SPLIT_UNROLL
 
-SG_MODES = ("local", "builtin", "shuffle_khr", "shuffle_qcom")
+SG_MODES = ("local", "builtin", "shuffle_khr", "shuffle_qcom", "shuffle_ptx")
 STRATEGIES = ("rows_per_sg", "sg_per_row", "wg_per_row", "split_k")
-_SG_MODE_MACRO = {"local": 0, "builtin": 1, "shuffle_khr": 2, "shuffle_qcom": 3}
+_SG_MODE_MACRO = {"local": 0, "builtin": 1, "shuffle_khr": 2, "shuffle_qcom": 3, "shuffle_ptx": 4}
 _REQD_MACRO = {"none": 0, "intel": 1, "qcom_half": 2, "qcom_full": 3}
 
 # Split a row over several work-groups only when it is long enough to amortise the
@@ -58,7 +60,11 @@ class Problem:
 class Force:
     """Plan overrides (argument ``force=`` or CLREDUCE_* variables); None = planner's choice.
 
-    ``sg_mode`` "shuffle" means whichever shuffle the device has (KHR, else qcom).
+    ``sg_mode`` "shuffle" means whichever shuffle the device has (KHR, else qcom, else
+    NVIDIA's inline PTX). The launch-shape knobs of row plans, which ``clreduce tune``
+    searches: ``lanes`` (work-items per row, a power of two), ``unroll`` (vector loads in
+    flight per work-item, 1-8, the kernels' ``UNROLL``) and ``split`` (chunks per row; 1 = no
+    split, >= 2 = split_k with that many).
     """
 
     sg_mode: str | None = None
@@ -66,19 +72,24 @@ class Force:
     strategy: str | None = None
     wg_size: int | None = None
     vec: int | None = None
+    lanes: int | None = None
+    unroll: int | None = None
+    split: int | None = None
 
     def __post_init__(self):
         # Checked when built, so a typo such as sg_size=0 fails instead of meaning "planner's".
-        for name in ("sg_size", "wg_size", "vec"):
+        for name in ("sg_size", "wg_size", "vec", "lanes", "unroll", "split"):
             value = getattr(self, name)
             if value is None:
                 continue
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
                 raise TypeError(f"Force.{name} must be an int or None, not {type(value).__name__}")
-            if value < 1 or value & (value - 1):
+            if value < 1 or (name not in ("unroll", "split") and value & (value - 1)):
                 raise ValueError(f"Force.{name}={value} must be a positive power of two")
         if self.vec is not None and self.vec > 16:
             raise ValueError(f"Force.vec={self.vec} must be 1, 2, 4, 8 or 16")
+        if self.unroll is not None and self.unroll > 8:
+            raise ValueError(f"Force.unroll={self.unroll} must be 1..8")
         for name, known in (("sg_mode", SG_MODES + ("shuffle",)), ("strategy", STRATEGIES)):
             value = getattr(self, name)
             if value is not None and value not in known:
@@ -148,8 +159,13 @@ def _ceil_div(a: int, b: int) -> int:
 
 
 def _shuffle_mode(caps: DeviceCaps) -> str | None:
-    """The butterfly the device can run: KHR shuffle, else qcom's (Adreno has no KHR one)."""
-    return "shuffle_khr" if caps.khr_shuffle else ("shuffle_qcom" if caps.qcom_shuffle else None)
+    """The butterfly the device can run: KHR shuffle, else qcom's (Adreno has no KHR one),
+    else NVIDIA OpenCL's inline PTX (no sub-group extension there)."""
+    if caps.khr_shuffle:
+        return "shuffle_khr"
+    if caps.qcom_shuffle:
+        return "shuffle_qcom"
+    return "shuffle_ptx" if caps.ptx_shuffle and caps.subgroup_sizes else None
 
 
 def _choose_sg_mode(caps: DeviceCaps, forced: str | None) -> str:
@@ -164,12 +180,13 @@ def _choose_sg_mode(caps: DeviceCaps, forced: str | None) -> str:
         if not caps.subgroup_reduce_builtins:
             raise UnsupportedOnDevice(f"sg_mode='builtin' needs working sub-group reduce built-ins; {caps.name!r} has none")
         return "builtin"
-    if forced in ("shuffle", "shuffle_khr", "shuffle_qcom"):
+    if forced in ("shuffle", "shuffle_khr", "shuffle_qcom", "shuffle_ptx"):
         wanted = shuffle if forced == "shuffle" else forced
         if wanted is None or wanted != shuffle:
             raise UnsupportedOnDevice(f"sg_mode={forced!r} needs a sub-group shuffle extension {caps.name!r} does not list")
         return wanted
-    raise ValueError(f"unknown sg_mode {forced!r}; known: local, builtin, shuffle, shuffle_khr, shuffle_qcom")
+    raise ValueError(f"unknown sg_mode {forced!r}; known: local, builtin, shuffle, shuffle_khr, shuffle_qcom, "
+                     "shuffle_ptx")
 
 
 def _choose_sg_size(caps: DeviceCaps, forced: int | None) -> tuple[int, str]:
@@ -284,19 +301,46 @@ def _plan_rows(caps: DeviceCaps, problem: Problem, force: Force, op, rule) -> La
         return max(1, min(lanes_cap, _pow2_floor(_ceil_div(length, vec * 4))))
 
     strategy = force.strategy if force.strategy != "columns" else None
+    if force.split is not None and force.split >= 2:
+        if strategy not in (None, "split_k"):
+            raise ValueError(f"split={force.split} needs strategy split_k, not {strategy!r}")
+        strategy = "split_k"
+    elif force.split == 1 and strategy == "split_k":
+        raise ValueError("split=1 (no split) contradicts strategy='split_k'")
     lanes = natural_lanes(problem.row_len)
     split = 1
-    if strategy in (None, "split_k") and problem.row_len >= (SPLIT_MIN_ROW if strategy is None else 2):
+    unroll = force.unroll
+    # NVIDIA GPUs (CUDA or NVIDIA's OpenCL): measured team widths, unrolling and split counts
+    # (plan_nvidia.py) where the caller left the launch shape to the planner.
+    nvidia = (nvidia_gpu(caps) and force.strategy is None and force.wg_size is None and force.vec is None)
+    if strategy in (None, "split_k") and force.split != 1 and \
+            problem.row_len >= (SPLIT_MIN_ROW if strategy is None else 2):
         # Few long rows cannot fill the device one team per row: cut rows into chunks.
         want_tasks = (wg // lanes) * max(1, caps.compute_units) * 4
         split = min(_ceil_div(want_tasks, problem.rows), _ceil_div(problem.row_len, SPLIT_MIN_CHUNK))
         if strategy == "split_k":
             split = max(2, min(split, problem.row_len))
+        if force.split is not None:
+            split = min(force.split, problem.row_len)
+        elif split >= 2 and nvidia:
+            split = split_count(problem.rows, problem.row_len, itemsize, caps.compute_units)
         if split >= 2:
             strategy = "split_k"
-            lanes = natural_lanes(_ceil_div(problem.row_len, split))
+            if nvidia and force.lanes is None:
+                lanes, unroll = wg, unroll or _NV_SPLIT_UNROLL
+            else:
+                lanes = natural_lanes(_ceil_div(problem.row_len, split))
         else:
             split = 1
+    if split == 1 and nvidia and force.lanes is None:
+        lanes, nv_unroll = row_team(problem.row_len, itemsize, vec, wg, arg=op.kind == "arg")
+        unroll = unroll or nv_unroll
+    if force.lanes is not None:
+        if force.lanes > wg:
+            raise ValueError(f"lanes={force.lanes} exceeds the work-group size {wg}")
+        if strategy not in (None, "split_k"):
+            raise ValueError(f"lanes={force.lanes} cannot be combined with strategy {strategy!r}")
+        lanes = force.lanes
     if strategy is None or strategy == "split_k":
         strategy = strategy or ("rows_per_sg" if lanes < width else ("sg_per_row" if lanes == width else "wg_per_row"))
     elif strategy == "rows_per_sg":
@@ -328,7 +372,8 @@ def _plan_rows(caps: DeviceCaps, problem: Problem, force: Force, op, rule) -> La
     partials_bytes = 0
     if split == 1:
         passes = (family(**common, rows=problem.rows, row_len=problem.row_len, lanes=lanes, vec=vec,
-                         in_dtype=problem.dtype, split=1, chunk=problem.row_len, first=True, last=True),)
+                         in_dtype=problem.dtype, split=1, chunk=problem.row_len, first=True, last=True,
+                         unroll=unroll),)
     else:
         chunk = _ceil_div(_ceil_div(problem.row_len, split), vec) * vec
         split = _ceil_div(problem.row_len, chunk)
@@ -337,7 +382,7 @@ def _plan_rows(caps: DeviceCaps, problem: Problem, force: Force, op, rule) -> La
             lanes2 = sg_size if sg_size <= wg else 1
         passes = (
             family(**common, rows=problem.rows, row_len=problem.row_len, lanes=lanes, vec=vec,
-                   in_dtype=problem.dtype, split=split, chunk=chunk, first=True, last=False),
+                   in_dtype=problem.dtype, split=split, chunk=chunk, first=True, last=False, unroll=unroll),
             family(**common, rows=problem.rows, row_len=split, lanes=lanes2, vec=1,
                    in_dtype=rule.acc, split=1, chunk=split, first=False, last=True),
         )
@@ -471,22 +516,30 @@ def _groups(caps: DeviceCaps, needed: int) -> int:
 
 
 def _finish(caps, kernel_file, entry, defines, cl_std, groups, wg, scalars, acc, first, last) -> KernelLaunch:
+    if caps.backend == "opencl" and caps.implementation == "nvidia":
+        # NVIDIA's OpenCL compiler turns vloadn (element alignment only) into n scalar loads;
+        # ALIGNED_VLOAD makes cl_dialect_opencl.h read 16-byte vectors after a scalar head.
+        defines = {**defines, "ALIGNED_VLOAD": 1}
     pairs = tuple(sorted((k, str(v)) for k, v in defines.items()))
     return KernelLaunch(kernel_file=kernel_file, entry=entry, defines=pairs, options=build_options(pairs, cl_std),
                         global_size=groups * wg, local_size=wg, scalars=tuple(scalars), acc_dtype=acc,
                         reads="input" if first else "partials", writes="output" if last else "partials")
 
 
-def _rows_defines(caps, op, rule, sg_mode, sg_size, reqd, wg, lanes, vec, split, in_dtype, first, last):
+def _rows_defines(caps, op, rule, sg_mode, sg_size, reqd, wg, lanes, vec, split, in_dtype, first, last, unroll):
     defines = _op_defines(op, rule, in_dtype, first, last)
     defines.update({"WG_SIZE": wg, "LANES": lanes, "VEC": vec, "SPLIT": split,
                     "SG_MODE": _SG_MODE_MACRO[sg_mode], "SG_SIZE": sg_size or 0, "REQD_SG": _REQD_MACRO[reqd]})
-    return defines, (caps.cl_std if sg_mode != "local" else None)
+    if unroll is not None:
+        defines["UNROLL"] = unroll
+    # inline PTX needs no sub-group built-ins, hence no -cl-std beyond the driver's default
+    return defines, (caps.cl_std if sg_mode not in ("local", "shuffle_ptx") else None)
 
 
 def _launch_rows(*, caps, op, rule, sg_mode, sg_size, reqd, wg, rows, row_len, lanes, vec, in_dtype,
-                 split, chunk, first, last, param, count) -> KernelLaunch:
-    defines, cl_std = _rows_defines(caps, op, rule, sg_mode, sg_size, reqd, wg, lanes, vec, split, in_dtype, first, last)
+                 split, chunk, first, last, param, count, unroll=None) -> KernelLaunch:
+    defines, cl_std = _rows_defines(caps, op, rule, sg_mode, sg_size, reqd, wg, lanes, vec, split, in_dtype, first,
+                                    last, unroll)
     scalars = [("n_rows", "u64", rows), ("row_len", "u64", row_len), ("row_stride", "u64", row_len),
                ("chunk_len", "u64", chunk), ("mean_count", "u64", count)]
     groups = _groups(caps, _ceil_div(rows * split, wg // lanes))
@@ -494,8 +547,9 @@ def _launch_rows(*, caps, op, rule, sg_mode, sg_size, reqd, wg, rows, row_len, l
 
 
 def _launch_rows_state(*, caps, op, rule, sg_mode, sg_size, reqd, wg, rows, row_len, lanes, vec, in_dtype,
-                       split, chunk, first, last, param, count) -> KernelLaunch:
-    defines, cl_std = _rows_defines(caps, op, rule, sg_mode, sg_size, reqd, wg, lanes, vec, split, in_dtype, first, last)
+                       split, chunk, first, last, param, count, unroll=None) -> KernelLaunch:
+    defines, cl_std = _rows_defines(caps, op, rule, sg_mode, sg_size, reqd, wg, lanes, vec, split, in_dtype, first,
+                                    last, unroll)
     defines.update({"ENTRY": 1, "OPK": _OPK_MACRO[op.kind], "IN_STATES": int(not first), "OUT_STATES": int(not last)})
     scalars = [("n_rows", "u64", rows), ("row_len", "u64", row_len), ("row_stride", "u64", row_len),
                ("chunk_len", "u64", chunk), ("count", "u64", count), ("param", "acc", param)]

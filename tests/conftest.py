@@ -430,10 +430,11 @@ def plan_variants(caps) -> list[Variant]:
     modes = []
     if caps.subgroup_reduce_builtins:
         modes.append("builtin")
-    if caps.khr_shuffle or caps.qcom_shuffle:
+    if caps.khr_shuffle or caps.qcom_shuffle or caps.ptx_shuffle:
         modes.append("shuffle")
     modes.append("local")
-    sizes = tuple(caps.subgroup_sizes) if caps.subgroups and caps.subgroup_sizes else ()
+    # NVIDIA OpenCL's PTX warps have a width but no sub-group extension
+    sizes = tuple(caps.subgroup_sizes) if (caps.subgroups or caps.ptx_shuffle) and caps.subgroup_sizes else ()
     forces: list[Force] = []
     for mode in modes:
         for size in (sizes if mode != "local" else (None,)):

@@ -360,8 +360,9 @@ def _kernel_fits(kernel: cl.Kernel, device: cl.Device, launch_plan: LaunchPlan, 
     limit = kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device)
     if limit < launch_plan.wg_size:
         return dataclasses.replace(caps, max_work_group_size=int(limit))
-    if launch_plan.sg_size and launch_plan.reqd_sg == "none":
+    if launch_plan.sg_size and launch_plan.reqd_sg == "none" and launch_plan.sg_mode != "shuffle_ptx":
         # Without a way to request a width, the compiler picks it: check it is the one planned.
+        # (PTX warps are 32 wide by the hardware; NVIDIA's driver has no sub-group query.)
         actual = kernel.get_sub_group_info(device, cl.kernel_sub_group_info.MAX_SUB_GROUP_SIZE_FOR_NDRANGE,
                                            (launch_plan.wg_size,))
         if actual != launch_plan.sg_size:
