@@ -113,21 +113,19 @@
 #error "logaddexp needs a float accumulator"
 #endif
 
-#if ACC_BYTES == 8 && ACC_IS_FLOAT
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#if SG_MODE != SG_LOCAL && FIXED_SG_SIZE && SG_SIZE != FIXED_SG_SIZE
+#error "this API has one sub-group width (FIXED_SG_SIZE): SG_SIZE must equal it"
 #endif
-#if SG_MODE != SG_LOCAL && defined(cl_khr_subgroups)
-#pragma OPENCL EXTENSION cl_khr_subgroups : enable
+#if SG_MODE == SG_SHUFFLE_QCOM && !HAS_QCOM_SHUFFLE
+#error "SG_MODE 3 (cl_qcom_subgroup_shuffle) has no meaning on this API: use 1 or 2"
 #endif
-#if SG_MODE == SG_SHUFFLE_KHR
-#pragma OPENCL EXTENSION cl_khr_subgroup_shuffle : enable
+#if REQD_SG != REQD_SG_NONE && !HAS_REQD_SG_ATTRS
+#error "this API cannot request a sub-group width: REQD_SG must be 0"
 #endif
-#if SG_MODE == SG_SHUFFLE_QCOM
-#pragma OPENCL EXTENSION cl_qcom_subgroup_shuffle : enable
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS 1
 #endif
-#if REQD_SG == REQD_SG_QCOM_HALF || REQD_SG == REQD_SG_QCOM_FULL
-#pragma OPENCL EXTENSION cl_qcom_reqd_sub_group_size : enable
-#endif
+/* (the extensions a variant needs are enabled by cl_dialect_opencl.h from these macros) */
 
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
@@ -143,9 +141,9 @@
 #endif
 
 #if IN_HALF
-#define LOAD(p, i) ((ACC_T)vload_half((i), (p)))
+#define LOAD(p, i) ((ACC_T)LOAD_RO_HALF((p) + (i)))
 #else
-#define LOAD(p, i) ((ACC_T)(p)[i])
+#define LOAD(p, i) ((ACC_T)LOAD_RO((p) + (i)))
 #endif
 #if OUT_HALF
 #define STORE(v, p, i) vstore_half((float)(v), (i), (p))
@@ -245,7 +243,7 @@ inline ACC_T team_prefix(const ACC_T t, ACC_T *total, LOCAL_PTR ACC_T *scratch, 
 #define TEAMS (WG_SIZE / LANES)
 #define TILE ((ulong)LANES * ITEMS)
 
-__kernel SG_ATTR __attribute__((reqd_work_group_size(WG_SIZE, 1, 1)))
+__kernel SG_ATTR KERNEL_WG_SIZE(WG_SIZE)
 void scan_rows(__global const IN_T *restrict in, const ulong in_offset,
                __global OUT_T *restrict out, const ulong out_offset,
                const ulong n_rows, const ulong row_len, const ulong chunk_len,

@@ -11,6 +11,11 @@ waits between the reduce and the write is the plan's main decision:
   CPU's "local memory" is ordinary memory and its caches already keep the row.
 * ``none`` - every pass reads the row again (softmax: three passes; norms and scales: two).
 
+Few long rows are split (``split`` chunks per row, two launches): the first writes each
+chunk's partial statistics, the second folds a row's partials and writes the chunk. On Mesa's
+llvmpipe (rusticl's CPU device) splits and group counts also keep every work-item under the
+driver's loop-trip limit (see ``LLVMPIPE_LOOP_LIMIT``).
+
 Sub-group mode and width follow :mod:`clreduce.plan`'s rules (its helpers are reused).
 """
 
@@ -66,6 +71,58 @@ LOCAL_CAP = 32 << 10
 LOCAL_STEP = 256
 # Short rows: about this many elements per lane before a team is widened.
 PER_LANE = 4
+# Few long rows: split a row when it is this long and the rows alone give fewer tasks than
+# the device wants, into chunks of at least ROW_SPLIT_MIN_CHUNK (a multiple of
+# ROW_SPLIT_ALIGN elements, so chunks start on 256-byte boundaries for float32).
+ROW_SPLIT_MIN_ROW = 1 << 15
+ROW_SPLIT_MIN_CHUNK = 1 << 13
+ROW_SPLIT_ALIGN = 64
+# Reads of the row (or chunk) a whole-row launch makes with CACHE none: softmax max, exp-sum
+# and write; norms and scales statistics and write; moments statistics only.
+_PASSES = {"softmax": 3, "log_softmax": 3, "rms_norm": 2, "layer_norm": 2, "moments": 1,
+           "absmax_scale": 2, "quantize_int8": 2}
+
+# Mesa's llvmpipe (the CPU device behind rusticl; seen on Mesa 22.3.6) compiles every kernel
+# loop with one shared trip counter per work-item batch (gallivm's loop limiter,
+# LP_MAX_TGSI_LOOP_ITERATIONS = 65535, "shared between every loop in a shader"): once the
+# back-edges of all loops of a launch's work-item add up to 65535, every loop still running
+# exits after its current trip, silently. softmax of a (2, 100000) float32 array with one
+# lane per row gave [1, 0, 0, ...]: the max loop used up the counter, the sum and the write
+# loops ran once. Plans for llvmpipe keep an upper bound of each work-item's back-edges
+# below half the limit (margin for loops inside built-ins): long rows are split, more groups
+# shorten the grid stride. Main's reductions stay under it by their vector loads and splits.
+LLVMPIPE_LOOP_LIMIT = 65535
+LLVMPIPE_TRIP_BUDGET = LLVMPIPE_LOOP_LIMIT // 2
+
+
+def llvmpipe_loop_limited(caps: DeviceCaps) -> bool:
+    """True for the device whose compiler cuts loops at ``LLVMPIPE_LOOP_LIMIT`` trips."""
+    return caps.implementation == "rusticl" and caps.device_type == "cpu"
+
+
+def row_trips(op: str, cache: str, lanes: int, nper: int, chunk: int, split: int, phase: int,
+              sg_size: int | None) -> int:
+    """Upper bound on the loop back-edges one work-item runs for one task of a row op.
+
+    ``phase`` 0 is a whole row, 1 a chunk's partials, 2 a chunk's write from the partials.
+    """
+    per_pass = nper if cache == "registers" else _ceil_div(chunk, lanes)
+    passes = _PASSES[op] if phase == 0 else (1 if phase == 1 or op != "moments" else 0)
+    reduce_trips = lanes.bit_length() + (lanes // sg_size if sg_size else 0) + 1
+    fold = 2 * _ceil_div(split, lanes) if phase == 2 else 0
+    return passes * per_pass + 3 * reduce_trips + fold + 1
+
+
+def _trip_groups(caps: DeviceCaps, groups: int, tasks: int, teams: int, trips: int, what: str) -> int:
+    """``groups``, raised on llvmpipe so a work-item's grid-stride trips fit the budget."""
+    if not llvmpipe_loop_limited(caps):
+        return groups
+    if trips > LLVMPIPE_TRIP_BUDGET:
+        raise UnsupportedOnDevice(f"{what}: {trips} loop trips per work-item exceed what llvmpipe runs "
+                                  f"correctly ({LLVMPIPE_TRIP_BUDGET}; Mesa's loop limiter cuts loops at "
+                                  f"{LLVMPIPE_LOOP_LIMIT}); use a wider team or a split")
+    per_item = max(1, LLVMPIPE_TRIP_BUDGET // trips)  # tasks one team may take in turn
+    return max(groups, _ceil_div(tasks, teams * per_item))
 
 
 @dataclass(frozen=True)
@@ -99,13 +156,14 @@ class RowForce:
     sg_size: int | None = None
     lanes: int | None = None
     wg_size: int | None = None
-    split: int | None = None  # scans only: chunks per row (reduce-then-scan over work-groups)
+    split: int | None = None  # chunks per row (two launches; scans: reduce-then-scan)
 
 
 @dataclass(frozen=True)
 class RowPass:
-    """One launch of a multi-pass plan (split scans). Buffers: "input", "output",
-    "partials" (chunk totals) and "carries" (their inclusive scan), all per (row, chunk)."""
+    """One launch of a plan. Buffers: "input", "output", "partials" (per (row, chunk): scan
+    totals, or two statistics of the other families) and "carries" (scans: the totals'
+    inclusive scan)."""
 
     options: tuple[str, ...]
     global_size: int
@@ -115,6 +173,7 @@ class RowPass:
     n_rows: int
     row_len: int
     chunk_len: int
+    defines: tuple[tuple[str, str], ...] = ()  # the -D pairs of ``options`` (CUDA builds from these)
 
 
 @dataclass(frozen=True)
@@ -141,7 +200,7 @@ class RowPlan:
     local_size: int
     scalars: tuple[tuple[str, str, int], ...]
     split: int = 1
-    passes: tuple[RowPass, ...] = ()  # scans: the launches in order (one unless split)
+    passes: tuple[RowPass, ...] = ()  # the launches in order (one unless split)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -189,6 +248,11 @@ SCAN_SPLIT_MIN_ROW = 1 << 15
 SCAN_SPLIT_MIN_CHUNK = 1 << 13
 # CPUs: a work-group runs on one core; small groups of one-work-item rows spread over cores.
 SCAN_CPU_WG = 16
+
+
+def scan_tile_trips(items: int, lanes: int) -> int:
+    """Upper bound on a scan tile's loop back-edges: ITEMS loads, ITEMS stores, the prefix."""
+    return 2 * items + lanes.bit_length() + 2
 
 
 def plan_scan(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = None) -> RowPlan:
@@ -255,6 +319,13 @@ def plan_scan(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = No
         want_tasks = max(1, caps.compute_units) * teams * (2 if cpu else 4)
         split = max(1, min(_ceil_div(want_tasks, problem.rows), _ceil_div(k, SCAN_SPLIT_MIN_CHUNK)))
     tile = lanes * items
+    if llvmpipe_loop_limited(caps):
+        # a tile runs ITEMS loads, ITEMS stores and the team prefix; see LLVMPIPE_LOOP_LIMIT
+        need = _ceil_div(k, ((LLVMPIPE_TRIP_BUDGET - 4) // scan_tile_trips(items, lanes)) * tile)
+        if force.split is not None and split < need:
+            raise UnsupportedOnDevice(f"split={split} leaves chunks too long for llvmpipe's loop limit "
+                                      f"(Mesa's loop limiter): it needs split >= {need} here")
+        split = max(split, need)
     chunk = _ceil_div(_ceil_div(k, split), tile) * tile if split > 1 else k
     split = _ceil_div(k, chunk)  # no empty chunk
     if force.split is not None and force.split > 1 and split < 2:
@@ -271,9 +342,12 @@ def plan_scan(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = No
         return pairs, build_options(pairs, caps.cl_std if mode != "local" else None)
 
     def launch(pairs_options, reads, writes, rows, row_len, chunk_len, n_lanes, sp):
-        groups = _groups(caps, _ceil_div(rows * sp, wg // n_lanes))
+        tasks, teams_ = rows * sp, wg // n_lanes
+        trips = _ceil_div(chunk_len, n_lanes * items) * scan_tile_trips(items, n_lanes) + 2
+        groups = _trip_groups(caps, _groups(caps, _ceil_div(tasks, teams_)), tasks, teams_, trips,
+                              f"{problem.op} of rows of {row_len}")
         return RowPass(options=pairs_options[1], global_size=groups * wg, local_size=wg, reads=reads, writes=writes,
-                       n_rows=rows, row_len=row_len, chunk_len=chunk_len)
+                       n_rows=rows, row_len=row_len, chunk_len=chunk_len, defines=pairs_options[0])
 
     main = defines_for(problem.dtype, out, sg_mode, sg_size, reqd, lanes, split, 0)
     if split == 1:
@@ -312,8 +386,6 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
     if problem.op in SCAN_OPS:
         return plan_scan(caps, problem, force)
     force = force or RowForce()
-    if force.split is not None:
-        raise ValueError(f"split is for scans; {problem.op} runs one team per row")
     if force.cache is not None and force.cache not in CACHES:
         raise ValueError(f"unknown cache {force.cache!r}; known: {', '.join(CACHES)}")
     if problem.dtype == "float64" and not caps.fp64:
@@ -366,6 +438,11 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
         lanes = wg  # one row per group keeps a forced local cache within the budget
         if sg_mode == "builtin" and lanes < sg_size:
             lanes = 1
+    if force.cache == "local" and force.lanes is not None and force.wg_size is None:
+        # forced narrow teams: fewer of them per group keep the row buffers in local memory
+        while wg > max(lanes, sg_size or 1, 1) and (wg // lanes) * local_len * acc_bytes + wg * acc_bytes > \
+                caps.local_mem_size:
+            wg //= 2
     teams = wg // lanes
     scratch = 0 if lanes == 1 else (wg if sg_mode == "local" else wg // sg_size) * acc_bytes
     nper = _pow2_ceil(_ceil_div(k, lanes))
@@ -390,6 +467,9 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
         cache = "local"
     else:
         cache = "none"
+    split, chunk = _row_split(caps, problem, force, cache, lanes, wg, sg_size)
+    if split > 1:
+        cache, nper, local_len = "none", 1, 1
     if cache != "registers":
         nper = 1
     if cache != "local":
@@ -400,30 +480,80 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
 
     kernel_file, entry, extra = FAMILIES[problem.op]
     out = out_dtype_of(problem.op, problem.dtype)
-    defines = {
-        "IN_T": CL_TYPE[problem.dtype], "OUT_T": CL_TYPE[out], "ACC_T": CL_TYPE[acc], "ACC_BYTES": acc_bytes,
-        "IN_HALF": int(problem.dtype == "float16"), "OUT_HALF": int(out == "float16"),
-        "WG_SIZE": wg, "LANES": lanes, "SG_MODE": _SG_MODE_MACRO[sg_mode], "SG_SIZE": sg_size or 0,
-        "REQD_SG": _REQD_MACRO[reqd], "CACHE": _CACHE_MACRO[cache], "NPER": nper, "LOCAL_LEN": local_len,
-        **extra,
-    }
-    if kernel_file == "row_norm.cl":
-        defines.update({"HAS_WEIGHT": int(problem.weight), "HAS_BIAS": int(problem.bias)})
-    pairs = tuple(sorted((name, str(value)) for name, value in defines.items()))
-    options = build_options(pairs, caps.cl_std if sg_mode != "local" else None)
-    groups = _groups(caps, _ceil_div(problem.rows, teams))
-    scalars = (("n_rows", "u64", problem.rows), ("row_len", "u64", k))
+
+    def variant(phase):
+        defines = {
+            "IN_T": CL_TYPE[problem.dtype], "OUT_T": CL_TYPE[out], "ACC_T": CL_TYPE[acc], "ACC_BYTES": acc_bytes,
+            "ACC_IS_FLOAT": 1, "IN_HALF": int(problem.dtype == "float16"), "OUT_HALF": int(out == "float16"),
+            "WG_SIZE": wg, "LANES": lanes, "SG_MODE": _SG_MODE_MACRO[sg_mode], "SG_SIZE": sg_size or 0,
+            "REQD_SG": _REQD_MACRO[reqd], "CACHE": _CACHE_MACRO[cache], "NPER": nper, "LOCAL_LEN": local_len,
+            "SPLIT": split, "PHASE": phase, **extra,
+        }
+        if kernel_file == "row_norm.cl":
+            defines.update({"HAS_WEIGHT": int(problem.weight), "HAS_BIAS": int(problem.bias)})
+        pairs = tuple(sorted((name, str(value)) for name, value in defines.items()))
+        return pairs, build_options(pairs, caps.cl_std if sg_mode != "local" else None)
+
+    tasks = problem.rows * split
+    passes = []
+    for phase, reads, writes in (((0, "input", "output"),) if split == 1 else
+                                 ((1, "input", "partials"), (2, "input", "output"))):
+        trips = row_trips(problem.op, cache, lanes, nper, chunk, split, phase, sg_size)
+        groups = _trip_groups(caps, _groups(caps, _ceil_div(tasks, teams)), tasks, teams, trips,
+                              f"{problem.op} of rows of {k}")
+        pairs, options = variant(phase)
+        passes.append(RowPass(options=options, global_size=groups * wg, local_size=wg, reads=reads, writes=writes,
+                              n_rows=problem.rows, row_len=k, chunk_len=chunk, defines=pairs))
+    pairs, options = variant(0 if split == 1 else 2)
+    scalars = (("n_rows", "u64", problem.rows), ("row_len", "u64", k), ("chunk_len", "u64", chunk))
     return RowPlan(op=problem.op, cache=cache, sg_mode=sg_mode, sg_size=sg_size, reqd_sg=reqd, wg_size=wg,
                    lanes=lanes, nper=nper, local_len=local_len, local_mem_bytes=local_bytes, acc_dtype=acc,
                    out_dtype=out, kernel_file=kernel_file, entry=entry, defines=pairs, options=options,
-                   global_size=groups * wg, local_size=wg, scalars=scalars)
+                   global_size=passes[-1].global_size, local_size=wg, scalars=scalars, split=split,
+                   passes=tuple(passes))
+
+
+def _row_split(caps: DeviceCaps, problem: RowProblem, force: RowForce, cache: str, lanes: int, wg: int,
+               sg_size: int | None) -> tuple[int, int]:
+    """(split, chunk_len) for softmax / norms / scales: 1 and the row unless few long rows
+    leave the device idle, or llvmpipe's loop limit needs shorter chunks."""
+    k = problem.row_len
+    teams = wg // lanes
+    if force.split is not None:
+        split = force.split
+        if split < 1 or split > k:
+            raise ValueError(f"split={split} must be between 1 and the row length {k}")
+        if split > 1 and cache != "none":
+            raise UnsupportedOnDevice(f"split rows are read twice: cache={cache!r} cannot be split (use cache='none')")
+    elif cache == "none" and k >= ROW_SPLIT_MIN_ROW:
+        want_tasks = max(1, caps.compute_units) * teams * (2 if caps.device_type == "cpu" else 4)
+        split = max(1, min(_ceil_div(want_tasks, problem.rows), k // ROW_SPLIT_MIN_CHUNK))
+    else:
+        split = 1
+    nper = _pow2_ceil(_ceil_div(k, lanes))
+    if llvmpipe_loop_limited(caps) and row_trips(problem.op, cache, lanes, nper, k, 1, 0, sg_size) > LLVMPIPE_TRIP_BUDGET:
+        if cache != "none":  # registers and local caches hold short rows only
+            raise UnsupportedOnDevice(f"cache={cache!r} for rows of {k} exceeds llvmpipe's loop limit")
+        overhead = row_trips(problem.op, "none", lanes, 1, 0, 1, 0, sg_size)
+        max_chunk = lanes * ((LLVMPIPE_TRIP_BUDGET - overhead) // _PASSES[problem.op])
+        need = _ceil_div(k, max_chunk)
+        if force.split is not None and force.split < need:
+            raise UnsupportedOnDevice(f"split={force.split} leaves chunks of {_ceil_div(k, force.split)} elements; "
+                                      f"llvmpipe's loop limit (Mesa's loop limiter) needs split >= {need} here")
+        split = max(split, need)
+    if split == 1:
+        return 1, k
+    chunk = _ceil_div(k, split)
+    if force.split is None:
+        chunk = _ceil_div(chunk, ROW_SPLIT_ALIGN) * ROW_SPLIT_ALIGN
+    return _ceil_div(k, chunk), chunk
 
 
 def row_variants(caps: DeviceCaps, problem: RowProblem) -> list[RowForce]:
     """Every forced variant the device can run for ``problem`` (None-free forces).
 
     Cache x sub-group mode (builtin, shuffle, local where the device has them) x every
-    width x lanes in (1, a sub-group's width, the whole work-group), and for scans each
+    width x lanes in (1, a sub-group's width, the whole work-group), and each uncached one
     also split in three chunks; impossible ones (a row too long for registers, ...) are
     left out.
     """
@@ -437,11 +567,13 @@ def row_variants(caps: DeviceCaps, problem: RowProblem) -> list[RowForce]:
             for size in (sizes if mode != "local" else (None,)):
                 width = size or 32
                 for lanes in sorted({1, min(width, 8) // 2 or 1, width, 64, 256}):
-                    force = RowForce(cache=cache, sg_mode=mode, sg_size=size, lanes=lanes,
-                                     wg_size=max(lanes, size or 1, 64 if lanes < 64 else lanes))
+                    wg = min(max(lanes, size or 1, 64), _pow2_floor(caps.max_work_group_size))
+                    if lanes > wg:
+                        continue
+                    force = RowForce(cache=cache, sg_mode=mode, sg_size=size, lanes=lanes, wg_size=wg)
                     candidates = [force]
-                    if problem.op in SCAN_OPS and problem.row_len >= 3:
-                        candidates.append(dataclasses.replace(force, split=3))  # reduce-then-scan
+                    if problem.row_len >= 3 and (problem.op in SCAN_OPS or cache == "none"):
+                        candidates.append(dataclasses.replace(force, split=3))  # partials, then the rows
                     for candidate in candidates:
                         try:
                             plan_row(caps, problem, candidate)

@@ -162,12 +162,42 @@ def test_non_float_problem_is_a_type_error():
         RowProblem("softmax", 4, 100, "int32")
 
 
-def test_kernel_files_share_one_copy_of_the_row_machinery():
-    """softmax.cl, row_norm.cl and row_scale.cl are self-contained; their shared block must
-    stay identical (a fix in one file must reach the others)."""
-    pattern = re.compile(r"/\* ---- shared row machinery.*?end of shared row machinery ---- \*/", re.S)
-    blocks = {f: pattern.search(read_source(f)).group(0) for f in ("softmax.cl", "row_norm.cl", "row_scale.cl")}
-    assert len(set(blocks.values())) == 1
+def test_kernel_files_share_one_copy_of_the_row_machinery(tmp_path):
+    """softmax.cl, row_norm.cl and row_scale.cl include row_common.h: one team reduce, spliced
+    into each program's text, so the source hash follows the shared file."""
+    import shutil
+
+    from clreduce.kernels import _read, _read_source, kernel_dirs, source_hash
+
+    common = read_source("row_common.h")
+    assert "inline ACC_T team_reduce(" in common
+    for name in ("softmax.cl", "row_norm.cl", "row_scale.cl"):
+        raw = kernel_dirs()[-1].joinpath(name).read_text()
+        assert '#include "row_common.h"' in raw and "team_reduce(ACC_T v" not in raw, name
+        text = read_source(name)
+        assert text.count("inline ACC_T team_reduce(") == 1 and not re.search(r"^\s*#\s*include", text, re.M), name
+        assert read_source(name, "cuda").count("inline ACC_T team_reduce(") == 1, name
+    # a copy of the folder with a changed row_common.h gives another program text and hash
+    copy = tmp_path / "cl_kernels"
+    shutil.copytree(kernel_dirs()[-1], copy)
+    (copy / "row_common.h").write_text((copy / "row_common.h").read_text() + "\n/* changed */\n")
+    before = _read_source("softmax.cl", "opencl", tuple(kernel_dirs()))
+    after = _read_source("softmax.cl", "opencl", (copy,))
+    assert "/* changed */" in after and source_hash(after) != source_hash(before)
+    _read.cache_clear()
+    _read_source.cache_clear()
+
+
+def test_kernel_include_cycle_is_an_error(tmp_path):
+    from clreduce.kernels import _read, _read_source
+
+    (tmp_path / "a.cl").write_text('#include "b.h"\n')
+    (tmp_path / "b.h").write_text('#include "a.cl"\n')
+    (tmp_path / "cl_dialect_opencl.h").write_text("")
+    with pytest.raises(ValueError, match="cycle"):
+        _read_source("a.cl", "opencl", (tmp_path,))
+    _read.cache_clear()
+    _read_source.cache_clear()
 
 
 def test_scan_dtypes_follow_numpy():
@@ -202,6 +232,25 @@ def test_few_long_rows_scan_over_several_groups(name):
     assert many.split == 1
 
 
-def test_split_is_only_for_scans():
+@pytest.mark.parametrize("name", sorted(ALL_CAPS))
+@pytest.mark.parametrize("op", ["softmax", "layer_norm", "moments", "quantize_int8"])
+def test_few_long_rows_split_into_two_launches(name, op):
+    """(2, 10**6): chunk partials, then the rows from them; many short rows stay one launch."""
+    caps = ALL_CAPS[name]
+    p = plan_row(caps, RowProblem(op, 2, 10**6, "float32"))
+    assert p.split > 1 and p.cache == "none" and [x.writes for x in p.passes] == ["partials", "output"]
+    assert [dict(pa.options and [o[2:].split("=") for o in pa.options if o.startswith("-D")])["PHASE"]
+            for pa in p.passes] == ["1", "2"]
+    chunk = p.scalars[2][2]
+    assert (p.split - 1) * chunk < 10**6 <= p.split * chunk  # no empty chunk
+    assert plan_row(caps, RowProblem(op, 10**5, 100, "float32")).split == 1
+
+
+def test_forced_split_needs_an_uncached_row():
+    caps = ALL_CAPS["Intel GPU (synthetic)"]
+    p = plan_row(caps, RowProblem("softmax", 4, 100, "float32"), RowForce(split=3, cache="none"))
+    assert p.split == 3 and p.scalars[2][2] == 34
+    with pytest.raises(UnsupportedOnDevice, match="split"):
+        plan_row(caps, RowProblem("softmax", 4, 100, "float32"), RowForce(split=2, cache="registers"))
     with pytest.raises(ValueError, match="split"):
-        plan_row(ALL_CAPS["Intel GPU (synthetic)"], RowProblem("softmax", 4, 100, "float32"), RowForce(split=2))
+        plan_row(caps, RowProblem("softmax", 4, 100, "float32"), RowForce(split=101))

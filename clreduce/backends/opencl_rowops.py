@@ -13,6 +13,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
+from ..plan import UnsupportedOnDevice
 from ..plan_rowops import RowForce, RowPlan, RowProblem, plan_row
 from .opencl import caps_of, get_kernel
 
@@ -53,7 +54,7 @@ def plan_for(queue: cl.CommandQueue, problem: RowProblem, force: RowForce | None
     for attempt in range(2):
         if p is None:
             p = plan_row(caps, problem, force)
-        options = [launch.options for launch in p.passes] or [p.options]
+        options = [launch.options for launch in p.passes]
         kernels = [get_kernel(queue.context, queue.device, p.kernel_file, p.entry, o) for o in options]
         fix = None
         for kernel in kernels:
@@ -63,11 +64,24 @@ def plan_for(queue: cl.CommandQueue, problem: RowProblem, force: RowForce | None
                 _plans.clear()
             _plans[key] = (p, kernels)
             return p, kernels
+        if force and force.wg_size and "max_work_group_size" in fix:
+            # e.g. rusticl on llvmpipe: CL_DEVICE_MAX_WORK_GROUP_SIZE 1024, a built kernel 32
+            raise UnsupportedOnDevice(f"forced wg_size={force.wg_size}: the compiled {p.kernel_file} allows at most "
+                                      f"{fix['max_work_group_size']} work-items per group on {queue.device.name!r}")
         if attempt == 1 or (force and force.wg_size):
             break
         caps = dataclasses.replace(caps, **fix)
         p = None
     raise RuntimeError(f"the compiled {p.kernel_file} cannot run plan {p} on {queue.device.name!r}")
+
+
+def runnable_caps(queue: cl.CommandQueue):
+    """The device's caps with ``max_work_group_size`` lowered to what a built row kernel
+    allows (llvmpipe: 32 of the 1024 the device reports), for listing forced variants."""
+    caps = caps_of(queue.device)
+    p, kernels = plan_for(queue, RowProblem("softmax", 1, 4096, "float32"))
+    limit = min(k.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, queue.device) for k in kernels)
+    return dataclasses.replace(caps, max_work_group_size=min(caps.max_work_group_size, int(limit)))
 
 
 def is_cl_array(x) -> bool:
@@ -83,7 +97,6 @@ def run(queue: cl.CommandQueue, problem: RowProblem, src, *, weight=None, bias=N
     moments, ``(rows,)`` absmax for absmax_scale, scale for quantize_int8, else None.
     """
     p, kernels = plan_for(queue, problem, force)
-    kernel = kernels[0]
     ctx = queue.context
     rows, k = problem.rows, problem.row_len
     if isinstance(src, np.ndarray):
@@ -117,18 +130,22 @@ def run(queue: cl.CommandQueue, problem: RowProblem, src, *, weight=None, bias=N
     if family == "row_scan.cl":
         _run_scan(queue, p, kernels, src_dev, in_off, out)
         return out, None
-    args = [src_dev.base_data, np.uint64(in_off), buf(out), np.uint64(0 if out is None else out.offset // out.dtype.itemsize)]
+    # (rows * split, 2) partial statistics between the two launches of a split plan
+    partials = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, rows * p.split * 2 * acc.itemsize) if p.split > 1 else None
+    out_off = np.uint64(0 if out is None else out.offset // out.dtype.itemsize)
+    args = [src_dev.base_data, np.uint64(in_off), buf(out), out_off]
     if family == "row_norm.cl":
         w, b = dev(weight), dev(bias)
         args += [buf(w), buf(b), buf(stats)]
     elif family == "row_scale.cl":
         args += [buf(stats)]
-    args += [np.uint64(rows), np.uint64(k)]
+    args += [partials or buf(None), np.uint64(rows), np.uint64(k), np.uint64(p.scalars[2][2])]
     if family == "row_norm.cl":
         args.append(acc.type(eps))
     with _launch_lock:
-        kernel.set_args(*args)
-        cl.enqueue_nd_range_kernel(queue, kernel, (p.global_size,), (p.local_size,))
+        for launch, kernel in zip(p.passes, kernels):
+            kernel.set_args(*args)
+            cl.enqueue_nd_range_kernel(queue, kernel, (launch.global_size,), (launch.local_size,))
     return out, stats
 
 
