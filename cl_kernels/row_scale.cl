@@ -51,7 +51,9 @@ void scale_rows(__global const IN_T *restrict in, const ulong in_offset,
         ulong row, start;
         const ulong len = task_len(task, n_rows, row_len, chunk_len, &row, &start);
         __global const IN_T *p = in + in_offset + row * row_len + start;
+#if PHASE != 1
         __global OUT_T *q = out + out_offset + row * row_len + start;
+#endif
 
         ACC_T amax = 0;
 #if PHASE == 2
@@ -83,7 +85,6 @@ void scale_rows(__global const IN_T *restrict in, const ulong in_offset,
             partials[2 * task] = amax;
             partials[2 * task + 1] = 0;
         }
-        (void)q;
 #else
 #if QUANT
         const ACC_T s = amax / (ACC_T)127;

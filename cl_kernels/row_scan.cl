@@ -275,12 +275,16 @@ void scan_rows(__global const IN_T *restrict in, const ulong in_offset,
 #endif
         for (ulong t0 = 0; t0 < chunk_len; t0 += TILE) {   /* uniform trip count: chunk_len */
             const ulong first = t0 + (ulong)lane * ITEMS;
-            ACC_T v[ITEMS];
+#if PHASE == 0
+            ACC_T v[ITEMS];   /* the lane's running values; PHASE 1 needs only the total */
+#endif
             ACC_T run = IDENT;
             for (uint j = 0; j < ITEMS; ++j) {
                 const ulong i = first + j;
                 run = OP(run, i < len ? LOAD(p, i) : IDENT);
+#if PHASE == 0
                 v[j] = run;
+#endif
             }
             ACC_T total;
             const ACC_T excl = team_prefix(run, &total, scratch, lid, lane);

@@ -81,7 +81,9 @@ void softmax_rows(__global const IN_T *restrict in, const ulong in_offset,
         ulong row, start;
         const ulong len = task_len(task, n_rows, row_len, chunk_len, &row, &start);
         __global const IN_T *p = in + in_offset + row * row_len + start;
+#if PHASE != 1
         __global OUT_T *q = out + out_offset + row * row_len + start;
+#endif
 
 #if PHASE == 1
         ACC_T m = -INFINITY, s = 0, comp = 0;
@@ -94,7 +96,6 @@ void softmax_rows(__global const IN_T *restrict in, const ulong in_offset,
             partials[2 * task] = tm;
             partials[2 * task + 1] = ts;
         }
-        (void)q;
 #else
 #if PHASE == 2
         ACC_T m = -INFINITY;

@@ -90,28 +90,59 @@ def _close(got, want, dtype, tol, what):
     np.testing.assert_allclose(got.astype(np.float64), want_rounded, err_msg=what, **tol[str(np.dtype(dtype))])
 
 
-SHAPES = [(1, 1), (5, 1), (9, 7), (33, 128), (3, 4097), (2, 10**6)]
+# The issue's odd row lengths K = 1, 7, 4097, 10**6 (rows: a few, so teams have padding).
+ODD_SHAPES = [(5, 1), (9, 7), (3, 4097), (1, 10**6)]
 
 
-def _shape_marks(shape, dtype):
-    # the 10**6 row runs in float32 by default, in every dtype with --slow
-    return (pytest.mark.slow,) if shape[-1] == 10**6 and dtype != "float32" else ()
+def _odd_marks(shape, dtype):
+    # float32 on every shape, the other dtypes on K=4097 by default (each op is a program
+    # build per dtype and shape); every pair with --slow
+    return () if dtype == "float32" or shape == (3, 4097) else (pytest.mark.slow,)
 
 
-@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
-@pytest.mark.parametrize("shape, dtype", [pytest.param(s, d, marks=_shape_marks(s, d), id=f"{s[0]}x{s[1]}-{d}")
-                                          for s in SHAPES for d in ("float32", "float16", "float64")])
-def test_softmax_matches_numpy(cl_device, op, shape, dtype):
+@pytest.mark.parametrize("shape, dtype", [pytest.param(s, d, marks=_odd_marks(s, d), id=f"{s[0]}x{s[1]}-{d}")
+                                          for s in ODD_SHAPES for d in ("float32", "float16", "float64")])
+def test_every_op_matches_numpy(cl_device, shape, dtype):
+    """All eleven row ops on one input, against numpy references in float64."""
     if dtype not in _dtypes(cl_device):
         pytest.skip("no fp64 on this device")
-    x = (_rng(op, shape, dtype).standard_normal(shape) * 4).astype(dtype)
+    rng = _rng("odd", shape, dtype)
+    x = (rng.standard_normal(shape) * 3 + 0.5).astype(dtype)
     before = x.copy()
-    got = getattr(rowops, op)(x, device=cl_device)
+    w = rng.standard_normal(shape[-1]).astype(np.float32)
+    b = rng.standard_normal(shape[-1]).astype(np.float32)
+    what = f"{shape} {dtype}"
+    got = rowops.softmax(x, device=cl_device)
+    _close(got, ref_softmax(x), dtype, TOL, f"softmax {what}")
+    np.testing.assert_allclose(got.astype(np.float64).sum(-1), 1.0, rtol=1e-4 + 2e-3 * (dtype == "float16"))
+    _close(rowops.log_softmax(x, device=cl_device), ref_log_softmax(x), dtype, LOG_TOL, f"log_softmax {what}")
+    _close(rowops.rms_norm(x, w, eps=1e-3, device=cl_device), ref_rms_norm(x, w, 1e-3), dtype, NORM_TOL, f"rms {what}")
+    _close(rowops.layer_norm(x, w, b, device=cl_device), ref_layer_norm(x, w, b), dtype, NORM_TOL, f"ln {what}")
+    mean, var = rowops.moments(x, device=cl_device)
+    _close(mean, x.astype(np.float64).mean(-1), dtype, NORM_TOL, f"mean {what}")
+    _close(var, x.astype(np.float64).var(-1), dtype, NORM_TOL, f"var {what}")
+    y, amax = rowops.absmax_scale(x, device=cl_device)
+    np.testing.assert_array_equal(amax, np.abs(x).max(-1), err_msg=what)
+    _close(y, x.astype(np.float64) / np.abs(x.astype(np.float64)).max(-1, keepdims=True), dtype, TOL, f"absmax {what}")
+    q, s = rowops.quantize_int8(x, device=cl_device)
+    q_ref, yq, s_ref = ref_quantize(x)
+    near_tie = np.abs(np.abs(yq - np.floor(yq)) - 0.5) < 1e-4  # OpenCL's divide: up to 2.5 ulp
+    assert not ((q != q_ref) & ~near_tie).any(), f"quantize {what}"
+    np.testing.assert_allclose(s, s_ref.astype(np.float32), rtol=1e-7)
+    if dtype == "float64":
+        np.testing.assert_allclose(rowops.cumsum(x, axis=-1, device=cl_device), np.cumsum(x, -1), rtol=1e-9, atol=1e-9)
+    else:
+        _assert_cumsum_bound(rowops.cumsum(x, axis=-1, device=cl_device), x, -1, f"cumsum {what}")
+    p = np.exp(0.001 * rng.standard_normal(shape)).astype(dtype)  # products stay near 1 over 10**6 terms
+    n = np.arange(1, shape[-1] + 1)
+    rel = np.abs(rowops.cumprod(p, axis=-1, device=cl_device) / np.cumprod(p.astype(np.float64), -1) - 1)
+    assert np.all(rel <= (n + 1) * U32 * 1.01 + 2.0 ** -11 * (dtype == "float16")), f"cumprod {what}"
+    with np.errstate(invalid="ignore"):
+        want = np.logaddexp.accumulate(x.astype(np.float64), axis=-1)
+    tol = 2e-3 if dtype == "float16" else 2e-5
+    np.testing.assert_allclose(rowops.logcumsumexp(x, axis=-1, device=cl_device).astype(np.float64), want,
+                               rtol=tol, atol=tol, err_msg=f"logcumsumexp {what}")
     np.testing.assert_array_equal(x, before, err_msg="input modified")
-    ref = ref_softmax(x) if op == "softmax" else ref_log_softmax(x)
-    _close(got, ref, dtype, TOL if op == "softmax" else LOG_TOL, f"{op} {shape} {dtype}")
-    if op == "softmax":
-        np.testing.assert_allclose(got.astype(np.float64).sum(-1), 1.0, rtol=TOL[dtype]["rtol"] * 10 + 1e-3 * (dtype == "float16"))
 
 
 ADVERSARIAL = {
@@ -123,6 +154,8 @@ ADVERSARIAL = {
     "large offset": [1e30, 1e30 + 1e24, 1e30 - 1e24, 1e30, 1e30, 1e30],
     "huge spread": [3e38, -3e38, 0.0, 1.0, 2.0, 3.0],
     "one element hot": [0.0, 0.0, 100.0, 0.0, 0.0, 0.0],
+    "-inf first half": [-np.inf, -np.inf, -np.inf, 1.0, 2.0, 3.0],
+    "+inf last": [1.0, 2.0, 3.0, 0.5, -1.0, np.inf],
 }
 HALF_ROWS = {
     "near 65504": [65504.0, 65000.0, -65504.0, 65504.0, 60000.0, 0.0],
@@ -133,7 +166,8 @@ HALF_ROWS = {
 @pytest.mark.parametrize("op", ["softmax", "log_softmax"])
 def test_softmax_inf_nan_follow_scipy(cl_device, op):
     """NaN and +inf rows give NaN, all -inf rows NaN, -inf elements 0 (softmax) -- scipy's
-    formulas, evaluated in float64 on the same rows; every forced cache variant agrees."""
+    formulas, evaluated in float64 on the same rows; the uncached, local and split variants
+    agree (a split chunk of only -inf, or holding the row's +inf, keeps the rules)."""
     fn, ref = getattr(rowops, op), (ref_softmax if op == "softmax" else ref_log_softmax)
     tol = TOL if op == "softmax" else LOG_TOL
     for dtype, rows in (("float32", ADVERSARIAL), ("float16", {**HALF_ROWS, **{k: v for k, v in ADVERSARIAL.items()
@@ -141,7 +175,7 @@ def test_softmax_inf_nan_follow_scipy(cl_device, op):
         x = np.array(list(rows.values()), dtype=dtype) if dtype == "float32" else \
             np.array([r for r in rows.values() if np.all(np.abs(np.array(r)[np.isfinite(r)]) < 65505)], dtype=dtype)
         want = ref(x)
-        for force in (None, RowForce(cache="none"), RowForce(cache="local", lanes=1)):
+        for force in (None, RowForce(cache="none", split=2), RowForce(cache="local", lanes=1)):
             got = fn(x, device=cl_device, force=force)
             np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=f"{op} {dtype} {force} NaN positions")
             _close(got, want, dtype, tol, f"{op} {dtype} {force}")
@@ -171,7 +205,7 @@ def test_every_forced_variant(cl_device, cl_queue, op, request):
     for k in (7, 4097):
         x = _rng(op, k).standard_normal((37, k)).astype(np.float32) * 3
         variants = row_variants(caps, RowProblem(op, 37, k, "float32"))
-        for force in _sample(variants, 3, zlib.crc32(f"{op}{k}".encode()), request):
+        for force in _sample(variants, 2, zlib.crc32(f"{op}{k}".encode()), request):
             what = f"{op} K={k} {force}"
             if op in ("softmax", "log_softmax"):
                 ref = ref_softmax(x) if op == "softmax" else ref_log_softmax(x)
@@ -192,33 +226,6 @@ def test_every_forced_variant(cl_device, cl_queue, op, request):
 
 
 # ---- norms ---------------------------------------------------------------------------------------
-NORM_SHAPES = [(1, 1), (9, 7), (33, 128), (3, 4097), (1, 10**6)]
-
-
-@pytest.mark.parametrize("shape, dtype", [
-    # float32 on every shape; the other dtypes on two (each is ~10 program builds), all with --slow
-    pytest.param(s, d, id=f"{s[0]}x{s[1]}-{d}",
-                 marks=() if d == "float32" or s in ((9, 7), (3, 4097)) else (pytest.mark.slow,))
-    for s in NORM_SHAPES for d in ("float32", "float16", "float64")])
-def test_norms_match_numpy(cl_device, shape, dtype):
-    if dtype not in _dtypes(cl_device):
-        pytest.skip("no fp64 on this device")
-    rng = _rng("norm", shape)
-    if True:
-        x = (rng.standard_normal(shape) * 2 + 0.5).astype(dtype)
-        w = rng.standard_normal(shape[-1]).astype(np.float32)
-        b = rng.standard_normal(shape[-1]).astype(np.float32)
-        _close(rowops.rms_norm(x, device=cl_device), ref_rms_norm(x), dtype, NORM_TOL, f"rms {dtype}")
-        _close(rowops.rms_norm(x, w, eps=1e-3, device=cl_device), ref_rms_norm(x, w, 1e-3), dtype, NORM_TOL, f"rms w {dtype}")
-        _close(rowops.layer_norm(x, device=cl_device), ref_layer_norm(x), dtype, NORM_TOL, f"ln {dtype}")
-        _close(rowops.layer_norm(x, w, b, device=cl_device), ref_layer_norm(x, w, b), dtype, NORM_TOL, f"ln wb {dtype}")
-        _close(rowops.layer_norm(x, bias=b, device=cl_device), ref_layer_norm(x, None, b), dtype, NORM_TOL, f"ln b {dtype}")
-        if shape[-1] > 1:
-            mean, var = rowops.moments(x, device=cl_device)
-            _close(mean, x.astype(np.float64).mean(-1), dtype, NORM_TOL, f"mean {dtype}")
-            _close(var, x.astype(np.float64).var(-1), dtype, NORM_TOL, f"var {dtype}")
-
-
 def test_large_mean_float32_statistics_stay_accurate(cl_device):
     """Rows of 1e4 + N(0, 1) in float32: E[x^2] - E[x]^2 without a shift loses every digit
     (1e8 +- 6 in float32); the first-element shift and compensated sums keep var to 1e-5."""
@@ -281,7 +288,8 @@ def ref_quantize(x, axis=-1):
     return q, y, np.squeeze(scale, axis)
 
 
-@pytest.mark.parametrize("shape, axis", [((9, 7), -1), ((33, 128), 0), ((3, 4097), -1), ((1, 1), -1)])
+@pytest.mark.parametrize("shape, axis", [((9, 7), -1), pytest.param((33, 128), 0, marks=pytest.mark.slow),
+                                         ((7, 4097), 0)])
 def test_quantize_int8_round_half_even(cl_device, shape, axis):
     rng = _rng("q", shape)
     for dtype in _dtypes(cl_device):
@@ -387,20 +395,8 @@ def _assert_cumsum_bound(got, x, axis, what):
     assert np.all(err <= bound), f"{what}: worst excess {np.max(err - bound)}"
 
 
-@pytest.mark.parametrize("shape", [(1, 1), (5, 1), (9, 7), (33, 128), (3, 4097), pytest.param((1, 10**6), id="1x1e6")])
-def test_cumsum_float_error_bound(cl_device, shape):
-    rng = _rng("cumsum", shape)
-    for dtype in ("float32", "float16"):
-        x = rng.standard_normal(shape).astype(dtype)
-        got = rowops.cumsum(x, axis=-1, device=cl_device)
-        assert got.dtype == np.dtype(dtype) and got.shape == shape
-        _assert_cumsum_bound(got, x, -1, f"cumsum {shape} {dtype}")
-    if "float64" in _dtypes(cl_device):
-        x = rng.standard_normal(shape)
-        np.testing.assert_allclose(rowops.cumsum(x, axis=-1, device=cl_device), np.cumsum(x, -1), rtol=1e-9, atol=1e-9)
-
-
-@pytest.mark.parametrize("dtype", ["bool", "int8", "uint8", "int32", "uint32", "int64"])
+@pytest.mark.parametrize("dtype", ["bool", pytest.param("int8", marks=pytest.mark.slow), "uint8",
+                                   pytest.param("int32", marks=pytest.mark.slow), "uint32", "int64"])
 def test_integer_cumsum_cumprod_exact_like_numpy(cl_device, dtype):
     rng = _rng("icum", dtype)
     info = np.iinfo(dtype) if dtype != "bool" else None
@@ -417,14 +413,6 @@ def test_integer_cumsum_cumprod_exact_like_numpy(cl_device, dtype):
             want = getattr(np, op)(x, axis=axis)
             assert got.dtype == want.dtype and got.shape == want.shape, (op, dtype, axis)
             np.testing.assert_array_equal(got, want, err_msg=f"{op} {dtype} axis={axis}")
-
-
-def test_cumprod_float_relative_error(cl_device):
-    x = (1 + 0.01 * _rng("cprod").standard_normal((5, 20001))).astype(np.float32)
-    got = rowops.cumprod(x, axis=1, device=cl_device)
-    exact = np.cumprod(x.astype(np.float64), axis=1)
-    n = np.arange(1, x.shape[1] + 1)
-    assert np.all(np.abs(got / exact - 1) <= (n + 1) * U32 * 1.01)
 
 
 def test_logcumsumexp_matches_logaddexp_accumulate(cl_device):
@@ -471,7 +459,7 @@ def test_every_forced_scan_variant(cl_device, cl_queue, op, request):
         xi = rng.integers(-1000, 1000, (37, k)).astype(np.int32)
         variants = row_variants(caps, RowProblem(op, 37, k, "float32"))
         assert variants
-        for force in _sample(variants, 4, zlib.crc32(f"{op}{k}".encode()), request):
+        for force in _sample(variants, 2, zlib.crc32(f"{op}{k}".encode()), request):
             what = f"{op} K={k} {force}"
             got = getattr(rowops, op)(x, axis=-1, device=cl_device, force=force)
             if op == "cumsum":
@@ -528,3 +516,69 @@ def test_float16_norms_near_65504_do_not_overflow(cl_device):
     _close(rowops.layer_norm(x, device=cl_device), ref_layer_norm(x), "float16", NORM_TOL, "ln f16 max")
     mean, var = rowops.moments(x, device=cl_device)
     assert np.isfinite(mean).all() and np.isinf(var).all()  # var ~2.7e9 does not fit float16, as numpy's
+
+
+# ---- out= and array kinds ---------------------------------------------------------------------------
+def test_out_writes_in_place_and_checks_kind_shape_dtype(cl_device, cl_queue):
+    import pyopencl.array as cla
+
+    x = _rng("out").standard_normal((4, 5, 9)).astype(np.float32)
+    dst = np.full(x.shape, np.nan, np.float32)
+    assert rowops.softmax(x, axis=1, out=dst, device=cl_device) is dst
+    _close(dst, ref_softmax(x, axis=1), "float32", TOL, "numpy out=")
+    q, s = np.empty(x.shape, np.int8), np.empty(x.shape[:-1], np.float32)
+    assert rowops.quantize_int8(x, out=(q, s), device=cl_device) == (q, s)
+    np.testing.assert_array_equal(q, ref_quantize(x)[0])
+    mean = np.empty((4, 9), np.float32)
+    got_mean, got_var = rowops.moments(x, axis=1, out=(mean, None), device=cl_device)
+    assert got_mean is mean and got_var.shape == (4, 9)
+    np.testing.assert_allclose(mean, x.astype(np.float64).mean(1), rtol=1e-5, atol=1e-6)
+    c = np.empty(x.size, np.float32)
+    assert rowops.cumsum(x, out=c, device=cl_device) is c
+    _assert_cumsum_bound(c, x.ravel(), 0, "cumsum out= flattened")
+    back = np.empty(x.shape, np.float32)
+    assert rowops.dequantize(q, s, out=back) is back
+    # pyopencl in, pyopencl out= (a strided axis: the result goes through a gather first)
+    xd = cla.to_device(cl_queue, x)
+    dd = cla.empty(cl_queue, x.shape, np.float32)
+    assert rowops.layer_norm(xd, out=dd) is dd
+    _close(dd.get(), ref_layer_norm(x), "float32", NORM_TOL, "pyopencl out=")
+    assert rowops.log_softmax(xd, axis=0, out=dd) is dd
+    _close(dd.get(), ref_log_softmax(x, axis=0), "float32", LOG_TOL, "pyopencl out= axis 0")
+    # refused: another dtype, shape or kind; a single array for a two-result op
+    with pytest.raises(TypeError, match="dtype"):
+        rowops.softmax(x, out=np.empty(x.shape, np.float64), device=cl_device)
+    with pytest.raises(ValueError, match="shape"):
+        rowops.rms_norm(x, out=np.empty((4, 5), np.float32), device=cl_device)
+    with pytest.raises(TypeError, match="pyopencl"):
+        rowops.softmax(xd, out=np.empty(x.shape, np.float32))
+    with pytest.raises(TypeError, match="tuple of two"):
+        rowops.absmax_scale(x, out=np.empty(x.shape, np.float32), device=cl_device)
+    np.testing.assert_array_equal(xd.get(), x)
+
+
+def test_array_likes_and_cpu_tensors_come_back_as_numpy(cl_device, cl_caps):
+    rows = [[1.0, 2.0, 3.0], [0.0, -1.0, 5.0]]
+    if cl_caps.fp64:  # a list of Python floats is float64, as numpy.asarray makes it
+        got = rowops.softmax(rows, device=cl_device)
+        assert isinstance(got, np.ndarray) and got.dtype == np.float64
+        _close(got, ref_softmax(np.asarray(rows)), "float64", TOL, "list")
+    else:
+        with pytest.raises(UnsupportedOnDevice, match="fp64"):
+            rowops.softmax(rows, device=cl_device)
+
+    class HostArray:  # what a CPU torch tensor offers numpy (importing torch here costs seconds)
+        def __array__(self, dtype=None, copy=None):
+            return np.asarray(rows, np.float32)
+
+    got = rowops.layer_norm(HostArray(), device=cl_device)
+    assert isinstance(got, np.ndarray)
+    _close(got, ref_layer_norm(np.asarray(rows, np.float32)), "float32", NORM_TOL, "__array__ object")
+
+
+def test_cuda_backend_without_cupy_says_what_is_missing(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    with pytest.raises(RuntimeError, match="cupy"):
+        rowops.softmax(np.ones((2, 3), np.float32), backend="cuda")

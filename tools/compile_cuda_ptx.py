@@ -17,6 +17,7 @@ so a syntax error in any variant fails CI.
     python tools/compile_cuda_ptx.py --list     # print the option sets, compile nothing
     python tools/compile_cuda_ptx.py --quick    # float32/int8/float16 only
     python tools/compile_cuda_ptx.py --all      # every distinct option set, not one per path
+    python tools/compile_cuda_ptx.py --files softmax.cl,row_norm.cl   # only these kernel files
 """
 
 from __future__ import annotations
@@ -242,9 +243,13 @@ def main(argv=None) -> int:
                     help="compile with NVRTC through CuPy instead of nvcc (what the backend uses at run time)")
     ap.add_argument("--all", action="store_true",
                     help="every distinct option set of three parts (H100, A100, T4), not one per code path")
+    ap.add_argument("--files", default="", help="comma-separated kernel files to keep (e.g. softmax.cl,row_scan.cl)")
     args = ap.parse_args(argv)
 
     found = variants(args.quick, args.all)
+    if args.files:
+        keep = set(args.files.split(","))
+        found = {key: why for key, why in found.items() if key[0] in keep}
     if args.list:
         for (name, options), why in sorted(found.items()):
             print(name, " ".join(options), "#", why)
