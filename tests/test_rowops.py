@@ -205,7 +205,7 @@ def test_every_forced_variant(cl_device, cl_queue, op, request):
     for k in (7, 4097):
         x = _rng(op, k).standard_normal((37, k)).astype(np.float32) * 3
         variants = row_variants(caps, RowProblem(op, 37, k, "float32"))
-        for force in _sample(variants, 2, zlib.crc32(f"{op}{k}".encode()), request):
+        for force in _sample(variants, 1, zlib.crc32(f"{op}{k}".encode()), request):
             what = f"{op} K={k} {force}"
             if op in ("softmax", "log_softmax"):
                 ref = ref_softmax(x) if op == "softmax" else ref_log_softmax(x)
@@ -459,7 +459,7 @@ def test_every_forced_scan_variant(cl_device, cl_queue, op, request):
         xi = rng.integers(-1000, 1000, (37, k)).astype(np.int32)
         variants = row_variants(caps, RowProblem(op, 37, k, "float32"))
         assert variants
-        for force in _sample(variants, 2, zlib.crc32(f"{op}{k}".encode()), request):
+        for force in _sample(variants, 1, zlib.crc32(f"{op}{k}".encode()), request):
             what = f"{op} K={k} {force}"
             got = getattr(rowops, op)(x, axis=-1, device=cl_device, force=force)
             if op == "cumsum":
