@@ -197,3 +197,44 @@ def test_long_rows_past_the_llvmpipe_loop_limit(cl_device):
     xi = rng.integers(-1000, 1000, (16, 40_000)).astype(np.int32)
     np.testing.assert_array_equal(rowops.cumsum(xi, axis=1, device=cl_device, force=RowForce(lanes=1, wg_size=1)),
                                   np.cumsum(xi, axis=1))
+
+
+@pytest.mark.parametrize("op", ["softmax", "layer_norm", "moments", "quantize_int8", "cumsum", "logcumsumexp"])
+def test_forced_row_variants_on_long_rows(cl_device, cl_queue, op, request):
+    """Every forced variant the planner offers for rows of 70000 (past llvmpipe's loop limit
+    with one or two lanes): one sampled per op by default, all with --slow."""
+    import random
+
+    import numpy as np
+    from conftest import slow_enabled
+
+    from clreduce import rowops
+    from clreduce.backends import opencl_rowops
+    from clreduce.plan_rowops import RowProblem, row_variants
+
+    x = np.random.default_rng(11).standard_normal((3, 70_000)).astype(np.float32)
+    x64 = x.astype(np.float64)
+    variants = row_variants(opencl_rowops.runnable_caps(cl_queue), RowProblem(op, 3, 70_000, "float32"))
+    assert variants
+    if not slow_enabled(request.config):
+        variants = random.Random(op).sample(variants, 1)
+    for force in variants:
+        kwargs = {} if op == "layer_norm" else {"axis": -1}
+        got = getattr(rowops, op)(x, device=cl_device, force=force, **kwargs)
+        if op == "softmax":
+            e = np.exp(x64 - x64.max(1, keepdims=True))
+            np.testing.assert_allclose(got, e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-12, err_msg=str(force))
+        elif op == "layer_norm":
+            ln = (x64 - x64.mean(1, keepdims=True)) / np.sqrt(x64.var(1, keepdims=True) + 1e-5)
+            np.testing.assert_allclose(got, ln, rtol=1e-5, atol=1e-5, err_msg=str(force))
+        elif op == "moments":
+            np.testing.assert_allclose(got[1], x64.var(1), rtol=1e-5, err_msg=str(force))
+        elif op == "quantize_int8":
+            np.testing.assert_allclose(got[1], np.abs(x).max(1) / 127, rtol=1e-6, err_msg=str(force))
+            assert np.abs(got[0].astype(int) - np.rint(x / got[1][:, None])).max() <= 1, force
+        elif op == "cumsum":
+            exact = np.cumsum(x64, 1)
+            bound = (np.arange(2, x.shape[1] + 2) * 2.0 ** -24) * np.cumsum(np.abs(x64), 1)
+            assert np.all(np.abs(got - exact) <= bound), force
+        else:
+            np.testing.assert_allclose(got, np.logaddexp.accumulate(x64, 1), rtol=2e-5, atol=2e-5, err_msg=str(force))
