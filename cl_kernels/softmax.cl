@@ -7,7 +7,8 @@
  *   CACHE 0  registers: a private array of NPER floats (row read once)
  *   CACHE 1  local memory: LOCAL_LEN floats per team (row read once); a lane reads back
  *            only what it wrote itself, so the row buffer needs no barrier
- *   CACHE 2  none: max, sum and write each read the row from global memory (three passes)
+ *   CACHE 2  none: two reads of the row from global memory, the first for the max and the
+ *            sum at once (an online max, as split rows' PHASE 1), the second for the write
  * Math is in ACC_T (float for half input); the shift follows scipy.special:
  *   softmax      y = exp(x - m) / sum(exp(x - m)),      m = max(x)   (NaN propagates)
  *   log_softmax  y = (x - s) - log(sum(exp(x - s))),    s = m if finite else 0
@@ -38,7 +39,13 @@
 /* shift of a max: itself when finite, else 0 (log_softmax's rule; the partial sums use it) */
 inline ACC_T finite_or_zero(const ACC_T m) { return isfinite(m) ? m : (ACC_T)0; }
 
-#if PHASE == 1
+#if PHASE == 1 || (PHASE == 0 && CACHE == CACHE_NONE)
+#define ONLINE 1  /* max and sum from one read of the row (or chunk) */
+#else
+#define ONLINE 0
+#endif
+
+#if ONLINE
 /* One element into a lane's (max m, compensated sum (s, c) of exp(x - shift(m))). -inf adds
  * nothing; a new max rescales the sum (to 0 when the old max was -inf, or the new is +inf,
  * whose sum then is exp(+inf) = inf); a NaN becomes the max and the sum. */
@@ -85,19 +92,26 @@ void softmax_rows(__global const IN_T *restrict in, const ulong in_offset,
         __global OUT_T *q = out + out_offset + row * row_len + start;
 #endif
 
-#if PHASE == 1
-        ACC_T m = -INFINITY, s = 0, comp = 0;
+#if ONLINE
+        /* each lane's (max, sum of exp(x - shift(max))), then the team's */
+        ACC_T lm = -INFINITY, ls_ = 0, comp = 0;
         for (ulong i = lane; i < len; i += LANES) {
-            online_add(&m, &s, &comp, LOAD(p, i));
+            online_add(&lm, &ls_, &comp, LOAD(p, i));
         }
-        const ACC_T tm = team_reduce(m, K_MAX, scratch, lid, lane);
-        const ACC_T ts = team_reduce(rebased(nsum_value(s, comp), m, finite_or_zero(tm)), K_SUM, scratch, lid, lane);
+        ACC_T m = team_reduce(lm, K_MAX, scratch, lid, lane);
+        ACC_T s = team_reduce(rebased(nsum_value(ls_, comp), lm, finite_or_zero(m)), K_SUM, scratch, lid, lane);
+#endif
+#if PHASE == 1
         if (lane == 0 && len > 0) {
-            partials[2 * task] = tm;
-            partials[2 * task + 1] = ts;
+            partials[2 * task] = m;
+            partials[2 * task + 1] = s;
         }
 #else
-#if PHASE == 2
+#if ONLINE
+#if LOG
+        const ACC_T shift = finite_or_zero(m);
+#endif
+#elif PHASE == 2
         ACC_T m = -INFINITY;
         for (uint j = lane; j < SPLIT; j += LANES) {
             m = comb(m, PARTIAL(row, j, 0), K_MAX);
@@ -124,10 +138,6 @@ void softmax_rows(__global const IN_T *restrict in, const ulong in_offset,
             const ACC_T x = LOAD(p, i);
             c[i] = x;
             m = comb(m, x, K_MAX);
-        }
-#else
-        for (ulong i = lane; i < len; i += LANES) {
-            m = comb(m, LOAD(p, i), K_MAX);
         }
 #endif
         m = team_reduce(m, K_MAX, scratch, lid, lane);
@@ -157,21 +167,17 @@ void softmax_rows(__global const IN_T *restrict in, const ulong in_offset,
             c[i] = e;
 #endif
         }
-#else
-        for (ulong i = lane; i < len; i += LANES) {
-            nsum_add(&s, &comp, exp(LOAD(p, i) - shift));
-        }
 #endif
         s = team_reduce(nsum_value(s, comp), K_SUM, scratch, lid, lane);
-#endif /* PHASE 0 */
+#endif /* PHASE 0, cached */
 
 #if LOG
         const ACC_T ls = log(s);
 #define RESULT(x) (((x) - shift) - ls)
 #define RESULT_CACHED(x) RESULT(x)
-#elif PHASE == 2
+#elif ONLINE || PHASE == 2
         /* a non-finite max (NaN, +inf, all -inf) makes the whole row NaN, as exp(x - m) does
-         * in PHASE 0 */
+         * in the cached variants */
         const ACC_T m_ = isfinite(m) ? m : (ACC_T)NAN;
 #define RESULT(x) (exp((x) - m_) / s)
 #else

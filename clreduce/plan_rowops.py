@@ -77,8 +77,9 @@ PER_LANE = 4
 ROW_SPLIT_MIN_ROW = 1 << 15
 ROW_SPLIT_MIN_CHUNK = 1 << 13
 ROW_SPLIT_ALIGN = 64
-# Reads of the row (or chunk) a whole-row launch makes with CACHE none: softmax max, exp-sum
-# and write; norms and scales statistics and write; moments statistics only.
+# Loops over the row a whole-row launch runs (cached: over NPER registers or local memory):
+# softmax max, exp-sum and write (uncached: max and sum in one loop, then the write); norms
+# and scales statistics and write; moments statistics only.
 _PASSES = {"softmax": 3, "log_softmax": 3, "rms_norm": 2, "layer_norm": 2, "moments": 1,
            "absmax_scale": 2, "quantize_int8": 2}
 
@@ -108,6 +109,8 @@ def row_trips(op: str, cache: str, lanes: int, nper: int, chunk: int, split: int
     """
     per_pass = nper if cache == "registers" else _ceil_div(chunk, lanes)
     passes = _PASSES[op] if phase == 0 else (1 if phase == 1 or op != "moments" else 0)
+    if phase == 0 and cache == "none" and op in ("softmax", "log_softmax"):
+        passes = 2  # max and sum in one read (an online max), then the write
     reduce_trips = lanes.bit_length() + (lanes // sg_size if sg_size else 0) + 1
     fold = 2 * _ceil_div(split, lanes) if phase == 2 else 0
     return passes * per_pass + 3 * reduce_trips + fold + 1
@@ -535,7 +538,8 @@ def _row_split(caps: DeviceCaps, problem: RowProblem, force: RowForce, cache: st
         if cache != "none":  # registers and local caches hold short rows only
             raise UnsupportedOnDevice(f"cache={cache!r} for rows of {k} exceeds llvmpipe's loop limit")
         overhead = row_trips(problem.op, "none", lanes, 1, 0, 1, 0, sg_size)
-        max_chunk = lanes * ((LLVMPIPE_TRIP_BUDGET - overhead) // _PASSES[problem.op])
+        passes = row_trips(problem.op, "none", 1, 1, 1, 1, 0, None) - row_trips(problem.op, "none", 1, 1, 0, 1, 0, None)
+        max_chunk = lanes * ((LLVMPIPE_TRIP_BUDGET - overhead) // passes)
         need = _ceil_div(k, max_chunk)
         if force.split is not None and force.split < need:
             raise UnsupportedOnDevice(f"split={force.split} leaves chunks of {_ceil_div(k, force.split)} elements; "
