@@ -21,7 +21,7 @@ import zlib
 import numpy as np
 import pytest
 from conftest import slow_enabled
-from test_rowops import (ADVERSARIAL, LOG_TOL, NORM_TOL, TOL, U32, _assert_cumsum_bound, _close, ref_layer_norm,
+from rowops_refs import (ADVERSARIAL, LOG_TOL, NORM_TOL, TOL, U32, _assert_cumsum_bound, _close, ref_layer_norm,
                          ref_log_softmax, ref_quantize, ref_rms_norm, ref_softmax)
 
 from clreduce import rowops
