@@ -7,7 +7,8 @@
  * caches see this file too, and no include path is needed at build time).
  *
  * Required macros: IN_T, OUT_T, ACC_T, ACC_BYTES, ACC_IS_FLOAT, IN_HALF, OUT_HALF, WG_SIZE,
- * LANES, SG_MODE, SG_SIZE, REQD_SG, CACHE, NPER, LOCAL_LEN, SPLIT, PHASE.
+ * LANES, SG_MODE (0 local, 1 builtin, 2 KHR, 3 qcom, 4 NVIDIA OpenCL PTX shuffle), SG_SIZE,
+ * REQD_SG, CACHE, NPER, LOCAL_LEN, SPLIT, PHASE.
  * Optional: MIN_BLOCKS (CUDA's __launch_bounds__ second argument, default 1).
  *
  * Tasks. A task is one row (SPLIT 1) or one of SPLIT chunks of chunk_len elements of a row
@@ -32,6 +33,7 @@
 #define SG_BUILTIN 1
 #define SG_SHUFFLE_KHR 2
 #define SG_SHUFFLE_QCOM 3
+#define SG_SHUFFLE_PTX 4
 #define REQD_SG_NONE 0
 #define REQD_SG_INTEL 1
 #define REQD_SG_QCOM_HALF 2
@@ -118,6 +120,9 @@
 #if SG_MODE == SG_SHUFFLE_QCOM && !HAS_QCOM_SHUFFLE
 #error "SG_MODE 3 (cl_qcom_subgroup_shuffle) has no meaning on this API: use 1 or 2"
 #endif
+#if SG_MODE == SG_SHUFFLE_PTX && !HAS_WORD_SHUFFLE
+#error "SG_MODE 4 (NVIDIA OpenCL's inline-PTX warp shuffle) has no meaning on this API: use 1 or 2"
+#endif
 #if REQD_SG != REQD_SG_NONE && !HAS_REQD_SG_ATTRS
 #error "this API cannot request a sub-group width: REQD_SG must be 0"
 #endif
@@ -169,6 +174,20 @@ inline ACC_T shuffle_xor(ACC_T v, uint m) { return sub_group_shuffle_xor(v, m); 
 #elif SG_MODE == SG_SHUFFLE_QCOM
 inline ACC_T shuffle_xor(ACC_T v, uint m) {
     return qcom_sub_group_shuffle_xor(v, m, CLK_SUB_GROUP_SHUFFLE_WIDTH_WAVE_SIZE_QCOM, v);
+}
+#elif SG_MODE == SG_SHUFFLE_PTX
+/* the dialect's 32-bit word shuffle (NVIDIA OpenCL: shfl.sync.bfly.b32); double as two words */
+#define ROW_CAT_(a, b) a##b
+#define ROW_CAT(a, b) ROW_CAT_(a, b)
+inline ACC_T shuffle_xor(ACC_T v, uint m) {
+#if ACC_BYTES == 8
+    uint2 u = as_uint2(v);
+    u.x = word_shuffle_xor(u.x, m);
+    u.y = word_shuffle_xor(u.y, m);
+    return ROW_CAT(as_, ACC_T)(u);
+#else
+    return ROW_CAT(as_, ACC_T)(word_shuffle_xor(as_uint(v), m));
+#endif
 }
 #endif
 

@@ -9,7 +9,7 @@
  *
  * Team prefix (SG_MODE):
  *   1 builtin        sub_group_scan_exclusive_add + sub_group_reduce_add (sums, LANES == SG_SIZE)
- *   2/3 shuffle      xor butterfly over aligned groups of LANES lanes (LANES <= SG_SIZE):
+ *   2/3/4 shuffle    xor butterfly over aligned groups of LANES lanes (LANES <= SG_SIZE):
  *                    at each level the upper half adds the lower half's block total
  *                    (the standard butterfly prefix; only xor shuffles are needed)
  *   0 local          Hillis-Steele steps in __local scratch[WG_SIZE] (any LANES)
@@ -37,6 +37,7 @@
 #define SG_BUILTIN 1
 #define SG_SHUFFLE_KHR 2
 #define SG_SHUFFLE_QCOM 3
+#define SG_SHUFFLE_PTX 4
 #define REQD_SG_NONE 0
 #define REQD_SG_INTEL 1
 #define REQD_SG_QCOM_HALF 2
@@ -119,6 +120,9 @@
 #if SG_MODE == SG_SHUFFLE_QCOM && !HAS_QCOM_SHUFFLE
 #error "SG_MODE 3 (cl_qcom_subgroup_shuffle) has no meaning on this API: use 1 or 2"
 #endif
+#if SG_MODE == SG_SHUFFLE_PTX && !HAS_WORD_SHUFFLE
+#error "SG_MODE 4 (NVIDIA OpenCL's inline-PTX warp shuffle) has no meaning on this API: use 1 or 2"
+#endif
 #if REQD_SG != REQD_SG_NONE && !HAS_REQD_SG_ATTRS
 #error "this API cannot request a sub-group width: REQD_SG must be 0"
 #endif
@@ -189,6 +193,18 @@ inline ACC_T shuffle_xor(ACC_T v, uint m) {
     return qcom_sub_group_shuffle_xor(v, m, CLK_SUB_GROUP_SHUFFLE_WIDTH_WAVE_SIZE_QCOM, v);
 #endif
 }
+#elif SG_MODE == SG_SHUFFLE_PTX
+/* the dialect's 32-bit word shuffle (NVIDIA OpenCL: shfl.sync.bfly.b32); 64-bit values as two words */
+inline ACC_T shuffle_xor(ACC_T v, uint m) {
+#if ACC_BYTES == 8
+    uint2 u = CAT(as_, uint2)(v);
+    u.x = word_shuffle_xor(u.x, m);
+    u.y = word_shuffle_xor(u.y, m);
+    return CAT(as_, ACC_T)(u);
+#else
+    return CAT(as_, ACC_T)(word_shuffle_xor(CAT(as_, uint)(v), m));
+#endif
+}
 #endif
 
 #define SCRATCH_LEN (SG_MODE == SG_LOCAL && LANES > 1 ? WG_SIZE : 1)
@@ -200,7 +216,7 @@ inline ACC_T team_prefix(const ACC_T t, ACC_T *total, LOCAL_PTR ACC_T *scratch, 
 #elif SG_MODE == SG_BUILTIN
     *total = sub_group_reduce_add(t);
     return sub_group_scan_exclusive_add(t);
-#elif SG_MODE == SG_SHUFFLE_KHR || SG_MODE == SG_SHUFFLE_QCOM
+#elif SG_MODE == SG_SHUFFLE_KHR || SG_MODE == SG_SHUFFLE_QCOM || SG_MODE == SG_SHUFFLE_PTX
     /* Each lane holds the total of its aligned block of 2m lanes and the part of it that
      * lies before the lane; blocks double at every level. */
     ACC_T block = t, before = IDENT;
