@@ -37,6 +37,11 @@ CPU_ITEMS_PER_CU = 8
 # cpu_blocks: independent vector accumulators per work-item (the add latency is 3-4 cycles;
 # four chains keep the loads, not the adds, the limit).
 CPU_UNROLL = 4
+# cpu_blocks argmax/argmin count vector steps in 32-bit lanes (float32/int32 input): tasks of
+# at most this many elements keep every step count far below 2**31.
+CPU_ARG_CHUNK = 1 << 28
+# op kinds with a cpu_blocks kernel (reduce_rows_cpu; reduce_rows_state_cpu)
+_CPU_KINDS = ("scalar", "arg", "welford")
 
 
 class UnsupportedOnDevice(TypeError):
@@ -268,11 +273,11 @@ def _choose_wg(caps: DeviceCaps, force: Force, sg_size: int | None) -> int:
 
 
 def _plan_rows(caps: DeviceCaps, problem: Problem, force: Force, op, rule) -> LaunchPlan:
-    if op.kind == "scalar" and (force.strategy == CPU_STRATEGY or (
+    if op.kind in _CPU_KINDS and (force.strategy == CPU_STRATEGY or (
             force.strategy is None and force.sg_mode is None and force.sg_size is None and cpu_blocks_default(caps))):
         return _plan_cpu_blocks(caps, problem, force, op, rule)
     if force.strategy == CPU_STRATEGY:
-        force = dataclasses.replace(force, strategy=None)  # struct-state ops: no CPU-block kernel yet
+        force = dataclasses.replace(force, strategy=None)  # logsumexp: no CPU-block kernel
     sg_mode = _choose_sg_mode(caps, force.sg_mode)
     if force.sg_mode is None and not caps.subgroup_sizes:
         sg_mode = "local"  # sub-groups listed but no known width (a profile without one): cannot plan teams
@@ -397,23 +402,28 @@ def _plan_cpu_blocks(caps: DeviceCaps, problem: Problem, force: Force, op, rule)
     split = 1
     if problem.rows < items and problem.row_len >= 2 * SPLIT_MIN_CHUNK:
         split = min(_ceil_div(items, problem.rows), _ceil_div(problem.row_len, SPLIT_MIN_CHUNK))
+    if op.kind == "arg":
+        split = max(split, _ceil_div(problem.row_len, CPU_ARG_CHUNK))
+    family = _row_family(op)
     common = dict(caps=caps, op=op, rule=rule, sg_mode="local", sg_size=None, reqd="none", wg=wg,
                   param=problem.param, count=problem.row_len, cpu_items=items)
     partials_bytes = 0
     if split == 1:
-        passes = (_launch_rows(**common, rows=problem.rows, row_len=problem.row_len, lanes=1, vec=vec,
-                               in_dtype=problem.dtype, split=1, chunk=problem.row_len, first=True, last=True),)
+        passes = (family(**common, rows=problem.rows, row_len=problem.row_len, lanes=1, vec=vec,
+                         in_dtype=problem.dtype, split=1, chunk=problem.row_len, first=True, last=True),)
     else:
         chunk = _ceil_div(_ceil_div(problem.row_len, split), vec) * vec
         split = _ceil_div(problem.row_len, chunk)
-        vec2 = min(_cpu_vec(np.dtype(rule.acc).itemsize), _pow2_floor(split))
+        scalar = op.kind == "scalar"
+        # a pass over partial states reads one state at a time
+        vec2 = min(_cpu_vec(np.dtype(rule.acc).itemsize), _pow2_floor(split)) if scalar else 1
         passes = (
-            _launch_rows(**common, rows=problem.rows, row_len=problem.row_len, lanes=1, vec=vec,
-                         in_dtype=problem.dtype, split=split, chunk=chunk, first=True, last=False),
-            _launch_rows(**common, rows=problem.rows, row_len=split, lanes=1, vec=vec2,
-                         in_dtype=rule.acc, split=1, chunk=split, first=False, last=True),
+            family(**common, rows=problem.rows, row_len=problem.row_len, lanes=1, vec=vec,
+                   in_dtype=problem.dtype, split=split, chunk=chunk, first=True, last=False),
+            family(**common, rows=problem.rows, row_len=split, lanes=1, vec=vec2,
+                   in_dtype=rule.acc, split=1, chunk=split, first=False, last=True),
         )
-        partials_bytes = problem.rows * split * np.dtype(rule.acc).itemsize
+        partials_bytes = problem.rows * split * (np.dtype(rule.acc).itemsize if scalar else STATE_BYTES)
     return LaunchPlan(strategy="cpu_blocks", sg_mode="local", sg_size=None, reqd_sg="none", wg_size=wg,
                       lanes=1, vec=vec, split=split, acc_dtype=rule.acc, out_dtype=rule.out,
                       device_out_dtype=rule.device_out, host_divide=rule.host_divide,
@@ -570,11 +580,16 @@ def _launch_rows(*, caps, op, rule, sg_mode, sg_size, reqd, wg, rows, row_len, l
 
 
 def _launch_rows_state(*, caps, op, rule, sg_mode, sg_size, reqd, wg, rows, row_len, lanes, vec, in_dtype,
-                       split, chunk, first, last, param, count) -> KernelLaunch:
+                       split, chunk, first, last, param, count, cpu_items=0) -> KernelLaunch:
     defines, cl_std = _rows_defines(caps, op, rule, sg_mode, sg_size, reqd, wg, lanes, vec, split, in_dtype, first, last)
     defines.update({"ENTRY": 1, "OPK": _OPK_MACRO[op.kind], "IN_STATES": int(not first), "OUT_STATES": int(not last)})
     scalars = [("n_rows", "u64", rows), ("row_len", "u64", row_len), ("row_stride", "u64", row_len),
                ("chunk_len", "u64", chunk), ("count", "u64", count), ("param", "acc", param)]
+    if cpu_items:  # cpu_blocks: reduce_rows_state_cpu, one contiguous block of tasks per work-item
+        defines["ENTRY"] = 3
+        groups = max(1, _ceil_div(min(cpu_items, rows * split), wg))
+        return _finish(caps, "reduce_state.cl", "reduce_rows_state_cpu", defines, None, groups, wg, scalars,
+                       rule.acc, first, last)
     groups = _groups(caps, _ceil_div(rows * split, wg // lanes))
     return _finish(caps, "reduce_state.cl", "reduce_rows_state", defines, cl_std, groups, wg, scalars, rule.acc, first, last)
 

@@ -81,6 +81,7 @@ def check_plan(caps: DeviceCaps, problem: Problem, p: LaunchPlan, force: Force |
     if p.strategy == "cpu_blocks":
         assert p.sg_mode == "local" and p.lanes == 1 and p.local_mem_bytes == 0, where
         assert all(launch.entry == "reduce_rows_cpu" and dict(launch.defines)["CPU_BLOCKS"] == "1"
+                   or launch.entry == "reduce_rows_state_cpu" and dict(launch.defines)["ENTRY"] == "3"
                    for launch in p.passes), where
     if p.sg_mode in ("local", "none"):
         assert p.sg_size is None and p.reqd_sg == "none", where
@@ -238,9 +239,10 @@ def test_cpu_blocks_only_by_default_on_intel_and_pocl_cpus(name):
     (Intel's, PoCL); GPU profiles (mobile_gpus.json) and rusticl keep the team kernels."""
     caps = ALL_CAPS[name]
     expect = caps.device_type == "cpu" and caps.implementation in ("intel", "pocl")
-    for (rows, k), op in ((s, o) for s in SHAPES for o in ("sum", "mean", "max", "nansum", "argmax", "var")):
+    for (rows, k), op in ((s, o) for s in SHAPES for o in ("sum", "mean", "max", "nansum", "argmax", "var",
+                                                            "logsumexp")):
         p = plan(caps, Problem(rows=rows, row_len=k, dtype="float32", op=op))
-        assert (p.strategy == "cpu_blocks") == (expect and op not in ("argmax", "var")), (name, rows, k, op, p.strategy)
+        assert (p.strategy == "cpu_blocks") == (expect and op != "logsumexp"), (name, rows, k, op, p.strategy)
 
 
 def test_variant_list_covers_the_issue_grid(forced_variants):

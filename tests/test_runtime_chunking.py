@@ -20,7 +20,7 @@ class _Pieces:
     """What reached the device: the byte size of every piece, and the most resident at once."""
 
     def __init__(self):
-        self.sizes, self.live, self.most = [], {}, 0
+        self.sizes, self.live, self.most, self.arrays = [], {}, 0, []
 
     def __len__(self):
         return len(self.sizes)
@@ -47,6 +47,7 @@ def pieces(monkeypatch):
     def counting(queue, src, problem, force):
         assert src.flags.c_contiguous
         seen.sizes.append(src.nbytes)
+        seen.arrays.append(src)
         seen.live[id(src)] = seen.live.get(id(src), 0) + 1
         seen.most = max(seen.most, len(seen.live))
         return Handle(real(queue, src, problem, force), id(src))
@@ -183,3 +184,19 @@ def test_float64_converted_piece_by_piece_when_asked(cl_device, pieces, monkeypa
     x = np.random.default_rng(14).standard_normal((300, 200))
     got = clreduce.sum(x, axis=-1, dtype=np.float32, device=cl_device)
     np.testing.assert_allclose(got, x.sum(axis=-1), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("shape, perm, axis, op, in_place", [
+    ((300, 200), (1, 0), -1, "sum", True), ((300, 200), (1, 0), 0, "argmax", True),
+    ((6, 50, 70), (1, 2, 0), 2, "max", True), ((6, 50, 70), (1, 2, 0), (0, 1), "min", True),
+    # the kept axes would come out in another order: gathered (correct, one copy)
+    ((6, 50, 70), (2, 0, 1), 1, "max", False), ((3, 4, 50, 60), (3, 2, 1, 0), (1, 2), "count_nonzero", False)])
+def test_transposed_inputs_are_read_in_place(cl_device, pieces, shape, perm, axis, op, in_place):
+    """A transpose of a C-contiguous array (x.T, 2-D Fortran order) whose kept axes keep
+    their order is reduced from the array itself in its own axis order: no host copy (numpy
+    copied x.T of a (1024, 8192) float32 array at ~0.01 GB/s)."""
+    base = np.random.default_rng(15).integers(-100, 100, size=shape, dtype=np.int32)
+    x = base.transpose(perm)
+    got = getattr(clreduce, op)(x, axis=axis, device=cl_device)
+    np.testing.assert_array_equal(got, getattr(np, op)(x, axis=axis))
+    assert len(pieces) == 1 and np.shares_memory(pieces.arrays[0], base) == in_place

@@ -45,6 +45,10 @@ GATHER_MIN_BYTES = 16 << 20
 GATHER_FRACTION = 32
 # Column tiles (one reduced step does not fit an allocation): reduced steps per tile.
 TILE_STEPS = 256
+# Pieces enqueued before the oldest is waited for: 2 lets the host prepare (gather) piece
+# i+1 while the device reduces piece i; 1 runs them one after another (tools/bench_pieces.py
+# compares the two).
+IN_FLIGHT = 2
 
 
 @dataclasses.dataclass
@@ -229,7 +233,7 @@ def _run(queue, pieces, k_bounds, problem: Problem, force, start, dtype) -> np.n
                     h.release()
                 raise
             pending.append((piece, host, handles))
-            if len(pending) == 2:  # at most two pieces resident
+            if len(pending) >= IN_FLIGHT:  # at most IN_FLIGHT (two) pieces resident
                 finish(pending.popleft())
         while pending:
             finish(pending.popleft())
