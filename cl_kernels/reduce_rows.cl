@@ -533,11 +533,19 @@ void reduce_cols(__global const IN_T *restrict in, const ulong in_offset,
  *
  * Vector types are plain OpenCL C: this block is compiled only when the planner sets
  * CPU_BLOCKS, which a CUDA plan never does (NVRTC compiles the file without it).
- * The accumulate step is CPU_ACCUM, the same COMBINE_EXPR as every other path, applied to
- * whole vectors (OpenCL's ?: on a vector condition is select(), so the NaN rule of float
- * max/min holds lane by lane). */
+ * The accumulate step is CPU_ACCUM: for sum and prod the same COMBINE_EXPR as every other
+ * path, for max/min its twin without built-in calls (below), applied to whole vectors
+ * (OpenCL's ?: on a vector condition is select(), so the NaN rule of float max/min holds
+ * lane by lane). */
 #if defined(CPU_BLOCKS) && CPU_BLOCKS
 
+/* PoCL 3.0 from pip calls its built-ins (vloadN, isnan, max, fmax, min) as out-of-line
+ * functions, spilling every vector register around each call in the hot loop (seen in the
+ * objects it caches). So this block spells them with operators: a vector load is built
+ * from VEC scalar loads (every compiler here merges them into one unaligned vector load),
+ * isnan(x) is x != x, max/min/fmax/fmin are selects. */
+#define CPU_ISNAN(x) ((x) != (x))
+#define CPU_MIN_U64(a, b) ((a) < (b) ? (a) : (b))
 #if VEC == 1
 #define CPU_V(t) t
 #define CPU_LOAD(p) LOAD_RAW_1(p)
@@ -547,10 +555,15 @@ void reduce_cols(__global const IN_T *restrict in, const ulong in_offset,
 #if IN_HALF
 #define CPU_LOAD(p) CAT(vload_half, VEC)(0, (p))
 #else
-#define CPU_LOAD(p) CAT(vload, VEC)(0, (p))
+#define CPU_LOAD(p) CAT(CPU_LOAD_, VEC)(p)
 #endif
 #define CPU_TO_ACC(x) CAT(convert_, CPU_V(ACC_T))(x)
 #endif
+#define CPU_LOAD_2(p) ((CPU_RAWV)((p)[0], (p)[1]))
+#define CPU_LOAD_4(p) ((CPU_RAWV)((p)[0], (p)[1], (p)[2], (p)[3]))
+#define CPU_LOAD_8(p) ((CPU_RAWV)((p)[0], (p)[1], (p)[2], (p)[3], (p)[4], (p)[5], (p)[6], (p)[7]))
+#define CPU_LOAD_16(p) ((CPU_RAWV)((p)[0], (p)[1], (p)[2], (p)[3], (p)[4], (p)[5], (p)[6], (p)[7], \
+                                   (p)[8], (p)[9], (p)[10], (p)[11], (p)[12], (p)[13], (p)[14], (p)[15]))
 #define CPU_ACCV CPU_V(ACC_T)
 #define CPU_RAWV CPU_V(RAW_T)
 
@@ -561,14 +574,33 @@ void reduce_cols(__global const IN_T *restrict in, const ulong in_offset,
 #elif MAP == MAP_NONZERO
 #define CPU_MAP(x) (((x) != (CPU_RAWV)0) ? (CPU_RAWV)1 : (CPU_RAWV)0)
 #elif MAP == MAP_NOTNAN
-#define CPU_MAP(x) (isnan(x) ? (CPU_RAWV)0 : (CPU_RAWV)1)
+#define CPU_MAP(x) (CPU_ISNAN(x) ? (CPU_RAWV)0 : (CPU_RAWV)1)
 #elif MAP == MAP_NAN_TO_ZERO
-#define CPU_MAP(x) (isnan(x) ? (CPU_RAWV)0 : (x))
+#define CPU_MAP(x) (CPU_ISNAN(x) ? (CPU_RAWV)0 : (x))
 #elif MAP == MAP_ONE
 #define CPU_MAP(x) ((CPU_RAWV)1)
 #endif
 
-#define CPU_ACCUM(acc, x) ((acc) = COMBINE_EXPR((acc), (x)))
+/* COMBINE_EXPR (the op every path shares), with built-ins spelled as above; sum and prod
+ * are COMBINE_EXPR itself. */
+#if defined(OP_SUM) || defined(OP_PROD)
+#define CPU_COMBINE(a, b) COMBINE_EXPR(a, b)
+#elif defined(OP_NANMAX)
+#define CPU_COMBINE(a, b) ((CPU_ISNAN(b) || (a) > (b)) ? (a) : (b))
+#elif defined(OP_NANMIN)
+#define CPU_COMBINE(a, b) ((CPU_ISNAN(b) || (a) < (b)) ? (a) : (b))
+#elif ACC_IS_FLOAT && defined(OP_MAX)
+#define CPU_COMBINE(a, b) ((CPU_ISNAN(a) || (a) > (b)) ? (a) : (b))
+#elif ACC_IS_FLOAT && defined(OP_MIN)
+#define CPU_COMBINE(a, b) ((CPU_ISNAN(a) || (a) < (b)) ? (a) : (b))
+#elif defined(OP_MAX)
+#define CPU_COMBINE(a, b) (((a) > (b)) ? (a) : (b))
+#else
+#define CPU_COMBINE(a, b) (((a) < (b)) ? (a) : (b))
+#endif
+inline ACC_T cpu_combine1(const ACC_T a, const ACC_T b) { return CPU_COMBINE(a, b); }
+
+#define CPU_ACCUM(acc, x) ((acc) = CPU_COMBINE((acc), (x)))
 
 /* Horizontal fold of one accumulator vector: halves, then quarters, ... */
 inline ACC_T cpu_hreduce(const CPU_ACCV v) {
@@ -576,21 +608,21 @@ inline ACC_T cpu_hreduce(const CPU_ACCV v) {
     return v;
 #else
 #if VEC == 16
-    const CAT(ACC_T, 8) v8 = COMBINE_EXPR(v.lo, v.hi);
+    const CAT(ACC_T, 8) v8 = CPU_COMBINE(v.lo, v.hi);
 #elif VEC == 8
     const CAT(ACC_T, 8) v8 = v;
 #endif
 #if VEC >= 8
-    const CAT(ACC_T, 4) v4 = COMBINE_EXPR(v8.lo, v8.hi);
+    const CAT(ACC_T, 4) v4 = CPU_COMBINE(v8.lo, v8.hi);
 #elif VEC == 4
     const CAT(ACC_T, 4) v4 = v;
 #endif
 #if VEC >= 4
-    const CAT(ACC_T, 2) v2 = COMBINE_EXPR(v4.lo, v4.hi);
+    const CAT(ACC_T, 2) v2 = CPU_COMBINE(v4.lo, v4.hi);
 #else
     const CAT(ACC_T, 2) v2 = v;
 #endif
-    return COMBINE(v2.x, v2.y);
+    return cpu_combine1(v2.x, v2.y);
 #endif
 }
 
@@ -629,7 +661,7 @@ inline ACC_T cpu_block(__global const IN_T *p, const ulong len) {
     }
     ACC_T acc = cpu_hreduce(a0);
     for (; i < len; ++i) {
-        acc = COMBINE(acc, load_1(p + i));
+        acc = cpu_combine1(acc, load_1(p + i));
     }
     return acc;
 }
@@ -647,12 +679,12 @@ void reduce_rows_cpu(__global const IN_T *restrict in, const ulong in_offset,
     const ulong n_tasks = n_rows * SPLIT;
     const ulong items = (ulong)get_global_size(0);
     const ulong per = (n_tasks + items - 1) / items;
-    const ulong t0 = min((ulong)get_global_id(0) * per, n_tasks);
-    const ulong t1 = min(t0 + per, n_tasks);
+    const ulong t0 = CPU_MIN_U64((ulong)get_global_id(0) * per, n_tasks);
+    const ulong t1 = CPU_MIN_U64(t0 + per, n_tasks);
     for (ulong task = t0; task < t1; ++task) {
         const ulong row = task / SPLIT;
         const ulong start = (task % SPLIT) * chunk_len;
-        const ulong stop = min(start + chunk_len, row_len);
+        const ulong stop = CPU_MIN_U64(start + chunk_len, row_len);
         ACC_T acc = cpu_block(in + in_offset + row * row_stride + start, stop - start);
 #if FINALIZE == FIN_MEAN
         acc = acc / (ACC_T)mean_count;

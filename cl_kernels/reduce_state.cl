@@ -545,12 +545,17 @@ void reduce_cols(IN_PTR in, const ulong in_offset, OUT_PTR out, const ulong out_
  *   argmax/argmin: a vector of best values and a vector of the steps where each lane saw
  *     its best (select, no branch), then the lanes merged by value and index.
  *   var/std: Welford per vector lane (all lanes share the count, so one reciprocal per
- *     vector), two lane groups against the add latency, then Chan's merge of the lanes.
+ *     vector), two lane groups against the add latency, then Chan's merge of the lanes
+ *     by halves (equal counts).
  *   IN_STATES (a split's second pass): the task's partial states merged in order. */
 #if OPK != OPK_ARG && OPK != OPK_WELFORD
 #error "reduce_rows_state_cpu serves argmax/argmin and var/std (OPK 1 or 2)"
 #endif
 
+/* Built-ins spelled with operators (isnan as x != x, loads from scalars): PoCL 3.0 from
+ * pip calls its built-ins out of line (see reduce_rows.cl's CPU block). */
+#define CPU_ISNAN(x) ((x) != (x))
+#define CPU_MIN_U64(a, b) ((a) < (b) ? (a) : (b))
 #if VEC == 1
 #define CPU_V(t) t
 #define CPU_LOAD(p) LOAD_RAW(p)
@@ -560,10 +565,16 @@ void reduce_cols(IN_PTR in, const ulong in_offset, OUT_PTR out, const ulong out_
 #if IN_HALF
 #define CPU_LOAD(p) CAT(vload_half, VEC)(0, (p))
 #else
-#define CPU_LOAD(p) CAT(vload, VEC)(0, (p))
+#define CPU_LOAD(p) CAT(CPU_LOAD_, VEC)(p)
 #endif
 #define CPU_TO_ACC(x) CAT(convert_, CPU_V(ACC_T))(x)
 #endif
+#define CPU_RAWV CPU_V(RAW_T)
+#define CPU_LOAD_2(p) ((CPU_RAWV)((p)[0], (p)[1]))
+#define CPU_LOAD_4(p) ((CPU_RAWV)((p)[0], (p)[1], (p)[2], (p)[3]))
+#define CPU_LOAD_8(p) ((CPU_RAWV)((p)[0], (p)[1], (p)[2], (p)[3], (p)[4], (p)[5], (p)[6], (p)[7]))
+#define CPU_LOAD_16(p) ((CPU_RAWV)((p)[0], (p)[1], (p)[2], (p)[3], (p)[4], (p)[5], (p)[6], (p)[7], \
+                                   (p)[8], (p)[9], (p)[10], (p)[11], (p)[12], (p)[13], (p)[14], (p)[15]))
 #define CPU_ACCV CPU_V(ACC_T)
 #define CPU_LOAD_ACC(p) CPU_TO_ACC(CPU_LOAD(p))
 
@@ -584,7 +595,7 @@ void reduce_cols(IN_PTR in, const ulong in_offset, OUT_PTR out, const ulong out_
 #define CPU_STRICT(a, b) ((a) < (b))
 #endif
 #if ACC_IS_FLOAT
-#define CPU_TAKES(v, best) (CPU_STRICT(v, best) || (isnan(v) && !isnan(best)))
+#define CPU_TAKES(v, best) (CPU_STRICT(v, best) || (CPU_ISNAN(v) && (best) == (best)))
 #else
 #define CPU_TAKES(v, best) CPU_STRICT(v, best)
 #endif
@@ -592,7 +603,7 @@ void reduce_cols(IN_PTR in, const ulong in_offset, OUT_PTR out, const ulong out_
 /* b beats a, or ties it (both NaN included) at a lower index: lane by lane */
 #if ACC_IS_FLOAT
 #define CPU_BETTER(va, ia, vb, ib) \
-    (CPU_TAKES(vb, va) || (((vb) == (va) || (isnan(vb) && isnan(va))) && (ib) < (ia)))
+    (CPU_TAKES(vb, va) || (((vb) == (va) || (CPU_ISNAN(vb) && CPU_ISNAN(va))) && (ib) < (ia)))
 #else
 #define CPU_BETTER(va, ia, vb, ib) (CPU_STRICT(vb, va) || ((vb) == (va) && (ib) < (ia)))
 #endif
@@ -661,22 +672,13 @@ inline state_t cpu_task(__global const IN_T *p, const ulong start, const ulong l
 }
 
 #else /* OPK_WELFORD */
-/* Lanes of one group share n; a vector enters each lane's (mean, m2) by Welford's update. */
-inline state_t cpu_lanes(const CPU_ACCV mean, const CPU_ACCV m2, const ulong n) {
-    state_t st = st_identity();
-    ACC_T mv[VEC], qv[VEC];
-#if VEC == 1
-    mv[0] = mean; qv[0] = m2;
-#else
-    CAT(vstore, VEC)(mean, 0, mv);
-    CAT(vstore, VEC)(m2, 0, qv);
-#endif
-    for (int j = 0; j < VEC; ++j) {
-        state_t t; t.mean = mv[j]; t.m2 = qv[j]; t.n = n;
-        st = st_merge(st, t);
-    }
-    return st;
-}
+/* Lanes that saw the same count c merge pairwise by Chan's update, which for equal counts
+ * is mean = (ma + mb) / 2, m2 = m2a + m2b + d * d * c / 2 (d = mb - ma); the count doubles.
+ * Halving the vectors this way needs no private array (no vstore: a call on PoCL). */
+#define CPU_WHALVE(w, m, q, c, nm, nq) \
+    const CAT(ACC_T, w) nm##_d = (m).hi - (m).lo; \
+    const CAT(ACC_T, w) nm = (m).lo + nm##_d * (ACC_T)0.5; \
+    const CAT(ACC_T, w) nq = (q).lo + (q).hi + nm##_d * nm##_d * ((c) * (ACC_T)0.5);
 
 inline state_t cpu_task(__global const IN_T *p, const ulong start, const ulong len) {
     CPU_ACCV mean0 = (CPU_ACCV)(0), m20 = (CPU_ACCV)(0), mean1 = (CPU_ACCV)(0), m21 = (CPU_ACCV)(0);
@@ -691,7 +693,40 @@ inline state_t cpu_task(__global const IN_T *p, const ulong start, const ulong l
         m20 += d0 * (x0 - mean0);
         m21 += d1 * (x1 - mean1);
     }
-    state_t st = st_merge(cpu_lanes(mean0, m20, n), cpu_lanes(mean1, m21, n));
+    state_t st = st_identity();
+    if (n > 0) {
+        /* the two lane groups (count n each), then the lanes of one vector by halves */
+        const CPU_ACCV d = mean1 - mean0;
+        const CPU_ACCV mean = mean0 + d * (ACC_T)0.5;
+        const CPU_ACCV m2 = m20 + m21 + d * d * ((ACC_T)n * (ACC_T)0.5);
+        ACC_T c = (ACC_T)(2 * n);
+#if VEC == 1
+        st.mean = mean; st.m2 = m2;
+#else
+#if VEC == 16
+        CPU_WHALVE(8, mean, m2, c, mean8, m28)
+        c *= 2;
+#elif VEC == 8
+        const CAT(ACC_T, 8) mean8 = mean, m28 = m2;
+#endif
+#if VEC >= 8
+        CPU_WHALVE(4, mean8, m28, c, mean4, m24)
+        c *= 2;
+#elif VEC == 4
+        const CAT(ACC_T, 4) mean4 = mean, m24 = m2;
+#endif
+#if VEC >= 4
+        CPU_WHALVE(2, mean4, m24, c, mean2, m22)
+        c *= 2;
+#else
+        const CAT(ACC_T, 2) mean2 = mean, m22 = m2;
+#endif
+        const ACC_T dd = mean2.y - mean2.x;
+        st.mean = mean2.x + dd * (ACC_T)0.5;
+        st.m2 = m22.x + m22.y + dd * dd * (c * (ACC_T)0.5);
+#endif
+        st.n = 2 * n * VEC;
+    }
     for (; i < len; ++i) st = st_push(st, LOAD_ACC(p + i), start + i);
     return st;
 }
@@ -705,12 +740,12 @@ void reduce_rows_state_cpu(IN_PTR in, const ulong in_offset, OUT_PTR out, const 
     const ulong n_tasks = n_rows * SPLIT;
     const ulong items = (ulong)get_global_size(0);
     const ulong per = (n_tasks + items - 1) / items;
-    const ulong t0 = min((ulong)get_global_id(0) * per, n_tasks);
-    const ulong t1 = min(t0 + per, n_tasks);
+    const ulong t0 = CPU_MIN_U64((ulong)get_global_id(0) * per, n_tasks);
+    const ulong t1 = CPU_MIN_U64(t0 + per, n_tasks);
     for (ulong task = t0; task < t1; ++task) {
         const ulong row = task / SPLIT;
         const ulong start = (task % SPLIT) * chunk_len;
-        const ulong stop = min(start + chunk_len, row_len);
+        const ulong stop = CPU_MIN_U64(start + chunk_len, row_len);
         IN_PTR p = in + in_offset + row * row_stride + start;
 #if IN_STATES
         state_t st = st_identity();
