@@ -10,14 +10,19 @@ OpenCL device (or ``--device``):
   buffer (what a device without shared memory does);
 * ``long-row``      one row (``axis=None``), the same limit: pieces along K, merged;
 * ``leading-axis``  ``axis=0`` of a 2-D array, the same limit: one strided row split along K;
-* ``strided``       a transposed view (``x.T``, ``axis=-1``): gathered into C order piece by
-  piece (pieces of max(16 MB, 1/32 of the input)).
+* ``transposed``    ``x.T`` reduced over its last axis: read in place as a leading-axis
+  reduction of ``x`` (``cl_host.base_order``);
+* ``strided``       rows sliced out of wider rows (``y[:, :1024]`` of a (rows, 1025) array):
+  gathered into C order piece by piece (pieces of max(16 MB, 1/32 of the input)).
 
 Each case runs with ``IN_FLIGHT`` 2 (the default: the host prepares piece i+1 while the
 device reduces piece i) and 1 (one piece at a time), interleaved A B A B, and the strided case
 also as one whole gather (the old behaviour: a full C-order copy first). GB/s = input bytes /
 median wall time of the public call. Peak memory growth over the input is measured in a
-fresh process per case (``ru_maxrss``).
+fresh process per case: the resident set's peak (``VmHWM``, reset through
+``/proc/self/clear_refs`` after a first call built the kernels) minus the resident set
+before the call; memory the allocator kept from the first call and reuses does not count,
+as it would not in a program that reduces repeatedly.
 
     python tools/bench_pieces.py --mb 256 --runs 7
 """
@@ -39,7 +44,7 @@ if str(ROOT) not in sys.path:
 
 import numpy as np  # noqa: E402
 
-CASES = ("beyond-alloc", "copied", "long-row", "leading-axis", "strided")
+CASES = ("beyond-alloc", "copied", "long-row", "leading-axis", "transposed", "strided")
 
 
 def make_case(name: str, nbytes: int):
@@ -52,8 +57,10 @@ def make_case(name: str, nbytes: int):
         return rng.random(n, dtype=np.float32), None, nbytes // 8
     if name == "leading-axis":
         return rng.random((n // 256, 256), dtype=np.float32), 0, nbytes // 8
-    if name == "strided":
+    if name == "transposed":
         return rng.random((1024, n // 1024), dtype=np.float32).T, -1, None
+    if name == "strided":
+        return rng.random((n // 1024, 1025), dtype=np.float32)[:, :1024], -1, None
     raise ValueError(name)
 
 
@@ -70,7 +77,7 @@ def time_case(device, name: str, nbytes: int, runs: int) -> dict:
         os.environ["CLREDUCE_ZERO_COPY"] = "0"
     want = x.mean(axis=axis, dtype=np.float64)
     configs = {"in_flight_2": (2, cl_chunks.GATHER_MIN_BYTES), "in_flight_1": (1, cl_chunks.GATHER_MIN_BYTES)}
-    if name == "strided":
+    if name in ("strided", "transposed"):
         configs["whole_gather"] = (2, 1 << 62)
     default_min = cl_chunks.GATHER_MIN_BYTES
     times = {k: [] for k in configs}
@@ -90,26 +97,28 @@ def time_case(device, name: str, nbytes: int, runs: int) -> dict:
 
 
 _PEAK = r"""
-import os, resource, sys, numpy as np
+import os, sys, numpy as np
 sys.path.insert(0, sys.argv[4])
 import clreduce
 from tools.bench_pieces import make_case
 device, name, nbytes = sys.argv[1], sys.argv[2], int(sys.argv[3])
 if name == "copied":
     os.environ["CLREDUCE_ZERO_COPY"] = "0"
-clreduce.mean(np.ones((64, 4096), np.float32), axis=-1, device=device)
-small, axis, limit = make_case(name, nbytes // 4)  # the same pieces at 1/4 size: builds kernels
-if limit:
-    os.environ["CLREDUCE_MAX_ALLOC_BYTES"] = str(limit)
-clreduce.mean(small, axis=axis, device=device)
-del small
 x, axis, limit = make_case(name, nbytes)
 if limit:
     os.environ["CLREDUCE_MAX_ALLOC_BYTES"] = str(limit)
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+clreduce.mean(x, axis=axis, device=device)  # builds every kernel the pieces need
+
+def status(field):
+    for line in open("/proc/self/status"):
+        if line.startswith(field):
+            return int(line.split()[1]) * 1024
+
+with open("/proc/self/clear_refs", "w") as f:  # resets VmHWM, the peak resident set (Linux)
+    f.write("5")
+before = status("VmRSS:")
 clreduce.mean(x, axis=axis, device=device)
-after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print((after - before) * 1024)
+print(status("VmHWM:") - before)
 """
 
 
