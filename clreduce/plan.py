@@ -32,7 +32,8 @@ SPLIT_MIN_CHUNK = 1 << 13
 
 # cpu_blocks: work-items per compute unit. A CPU runtime hands work-groups to its worker
 # threads dynamically, so a few per core balance a machine whose cores are also busy with
-# other work, while each still streams a long contiguous block (measured on a 2-core EPYC).
+# other work, while each still streams a long contiguous block. A choice, not a tuned value:
+# on the loaded 2-core EPYC of this work 2, 8 and 16 were within the noise of each other.
 CPU_ITEMS_PER_CU = 8
 # cpu_blocks: independent vector accumulators per work-item (the add latency is 3-4 cycles;
 # four chains keep the loads, not the adds, the limit).
@@ -384,8 +385,8 @@ def cpu_blocks_default(caps: DeviceCaps) -> bool:
 
 
 def _cpu_vec(itemsize: int) -> int:
-    # one 32-byte AVX register of input per accumulator (64-byte loads measured no faster
-    # with four accumulators, and need twice the registers)
+    # one 32-byte AVX register of input per accumulator: four accumulators then use 4 of the
+    # 16 ymm registers (64-byte vectors were no faster in a noisy A/B, and use twice as many)
     return max(1, min(16, 32 // itemsize))
 
 
