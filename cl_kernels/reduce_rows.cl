@@ -535,3 +535,180 @@ void reduce_cols(__global const IN_T *restrict in, const ulong in_offset,
         for (uint j = 0; j < rem; ++j) store_1(dst + full * VEC + j, FINISH(tail[j]));
     }
 }
+
+/* ---- CPU blocks (CPU_BLOCKS 1): one work-item per contiguous block of tasks ------------- */
+/* A strategy for CPU devices only (the planner never picks it for a GPU profile; it can be
+ * forced anywhere). The entries above spread a row over the lanes of a team, and a CPU
+ * runtime vectorises the work-group's loop across work-items: Intel's CPU runtime then loads
+ * each lane's VEC-element vector with gathers (vgatherqps; slow on AMD Zen) and PoCL's
+ * work-item-loop vectoriser does the same, so both ran at 1-5 GB/s on a 2-core EPYC where
+ * memory gives ~20. Here a work-item owns a contiguous block of tasks (whole rows, or
+ * SPLIT chunks of long rows), reads it with plain vector loads into UNROLL independent
+ * vector accumulators (breaking the add dependency chain), folds them horizontally and
+ * stores. No local memory, no barrier, no sub-group; with WG_SIZE 1 (the planner's choice)
+ * nothing is vectorised across work-items, so the vector types below are the SIMD code.
+ *
+ * Vector types are plain OpenCL C: this block is compiled only when the planner sets
+ * CPU_BLOCKS, which a CUDA plan never does (NVRTC compiles the file without it).
+ * The accumulate step is CPU_ACCUM: for sum and prod the same COMBINE_EXPR as every other
+ * path, for max/min its twin without built-in calls (below), applied to whole vectors
+ * (OpenCL's ?: on a vector condition is select(), so the NaN rule of float max/min holds
+ * lane by lane). */
+#if defined(CPU_BLOCKS) && CPU_BLOCKS
+
+/* PoCL 3.0 from pip calls its built-ins (vloadN, isnan, max, fmax, min) as out-of-line
+ * functions, spilling every vector register around each call in the hot loop (seen in the
+ * objects it caches). So this block spells them with operators: a vector load is built
+ * from VEC scalar loads (every compiler here merges them into one unaligned vector load),
+ * isnan(x) is x != x, max/min/fmax/fmin are selects. */
+#define CPU_ISNAN(x) ((x) != (x))
+#define CPU_MIN_U64(a, b) ((a) < (b) ? (a) : (b))
+#if VEC == 1
+#define CPU_V(t) t
+#define CPU_LOAD(p) LOAD_RAW_1(p)
+#define CPU_TO_ACC(x) ((ACC_T)(x))
+#else
+#define CPU_V(t) CAT(t, VEC)
+#if IN_HALF
+#define CPU_LOAD(p) CAT(vload_half, VEC)(0, (p))
+#else
+#define CPU_LOAD(p) CAT(CPU_LOAD_, VEC)(p)
+#endif
+#define CPU_TO_ACC(x) CAT(convert_, CPU_V(ACC_T))(x)
+#endif
+#define CPU_LOAD_2(p) ((CPU_RAWV)((p)[0], (p)[1]))
+#define CPU_LOAD_4(p) ((CPU_RAWV)((p)[0], (p)[1], (p)[2], (p)[3]))
+#define CPU_LOAD_8(p) ((CPU_RAWV)((p)[0], (p)[1], (p)[2], (p)[3], (p)[4], (p)[5], (p)[6], (p)[7]))
+#define CPU_LOAD_16(p) ((CPU_RAWV)((p)[0], (p)[1], (p)[2], (p)[3], (p)[4], (p)[5], (p)[6], (p)[7], \
+                                   (p)[8], (p)[9], (p)[10], (p)[11], (p)[12], (p)[13], (p)[14], (p)[15]))
+#define CPU_ACCV CPU_V(ACC_T)
+#define CPU_RAWV CPU_V(RAW_T)
+
+/* MAP_1 with every constant of the vector type (a scalar beside a vector condition is not
+ * accepted by every OpenCL C front end). */
+#if MAP == MAP_NONE || MAP == MAP_ABS || MAP == MAP_SQUARE
+#define CPU_MAP(x) MAP_1(x)
+#elif MAP == MAP_NONZERO
+#define CPU_MAP(x) (((x) != (CPU_RAWV)0) ? (CPU_RAWV)1 : (CPU_RAWV)0)
+#elif MAP == MAP_NOTNAN
+#define CPU_MAP(x) (CPU_ISNAN(x) ? (CPU_RAWV)0 : (CPU_RAWV)1)
+#elif MAP == MAP_NAN_TO_ZERO
+#define CPU_MAP(x) (CPU_ISNAN(x) ? (CPU_RAWV)0 : (x))
+#elif MAP == MAP_ONE
+#define CPU_MAP(x) ((CPU_RAWV)1)
+#endif
+
+/* COMBINE_EXPR (the op every path shares), with built-ins spelled as above; sum and prod
+ * are COMBINE_EXPR itself. */
+#if defined(OP_SUM) || defined(OP_PROD)
+#define CPU_COMBINE(a, b) COMBINE_EXPR(a, b)
+#elif defined(OP_NANMAX)
+#define CPU_COMBINE(a, b) ((CPU_ISNAN(b) || (a) > (b)) ? (a) : (b))
+#elif defined(OP_NANMIN)
+#define CPU_COMBINE(a, b) ((CPU_ISNAN(b) || (a) < (b)) ? (a) : (b))
+#elif ACC_IS_FLOAT && defined(OP_MAX)
+#define CPU_COMBINE(a, b) ((CPU_ISNAN(a) || (a) > (b)) ? (a) : (b))
+#elif ACC_IS_FLOAT && defined(OP_MIN)
+#define CPU_COMBINE(a, b) ((CPU_ISNAN(a) || (a) < (b)) ? (a) : (b))
+#elif defined(OP_MAX)
+#define CPU_COMBINE(a, b) (((a) > (b)) ? (a) : (b))
+#else
+#define CPU_COMBINE(a, b) (((a) < (b)) ? (a) : (b))
+#endif
+inline ACC_T cpu_combine1(const ACC_T a, const ACC_T b) { return CPU_COMBINE(a, b); }
+
+#define CPU_ACCUM(acc, x) ((acc) = CPU_COMBINE((acc), (x)))
+
+/* Horizontal fold of one accumulator vector: halves, then quarters, ... */
+inline ACC_T cpu_hreduce(const CPU_ACCV v) {
+#if VEC == 1
+    return v;
+#else
+#if VEC == 16
+    const CAT(ACC_T, 8) v8 = CPU_COMBINE(v.lo, v.hi);
+#elif VEC == 8
+    const CAT(ACC_T, 8) v8 = v;
+#endif
+#if VEC >= 8
+    const CAT(ACC_T, 4) v4 = CPU_COMBINE(v8.lo, v8.hi);
+#elif VEC == 4
+    const CAT(ACC_T, 4) v4 = v;
+#endif
+#if VEC >= 4
+    const CAT(ACC_T, 2) v2 = CPU_COMBINE(v4.lo, v4.hi);
+#else
+    const CAT(ACC_T, 2) v2 = v;
+#endif
+    return cpu_combine1(v2.x, v2.y);
+#endif
+}
+
+/* The reduction of len elements at p: UNROLL vector accumulators, then one, then a scalar
+ * tail; nothing is read past p + len. */
+inline ACC_T cpu_block(__global const IN_T *p, const ulong len) {
+    CPU_ACCV a0 = (CPU_ACCV)(IDENTITY);
+#if UNROLL > 1
+    CPU_ACCV a1 = (CPU_ACCV)(IDENTITY);
+#endif
+#if UNROLL > 2
+    CPU_ACCV a2 = (CPU_ACCV)(IDENTITY);
+    CPU_ACCV a3 = (CPU_ACCV)(IDENTITY);
+#endif
+    ulong i = 0;
+#if UNROLL > 2
+    for (; i + 4 * VEC <= len; i += 4 * VEC) {
+        CPU_ACCUM(a0, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i))));
+        CPU_ACCUM(a1, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i + VEC))));
+        CPU_ACCUM(a2, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i + 2 * VEC))));
+        CPU_ACCUM(a3, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i + 3 * VEC))));
+    }
+    CPU_ACCUM(a0, a2);
+    CPU_ACCUM(a1, a3);
+#elif UNROLL > 1
+    for (; i + 2 * VEC <= len; i += 2 * VEC) {
+        CPU_ACCUM(a0, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i))));
+        CPU_ACCUM(a1, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i + VEC))));
+    }
+#endif
+#if UNROLL > 1
+    CPU_ACCUM(a0, a1);
+#endif
+    for (; i + VEC <= len; i += VEC) {
+        CPU_ACCUM(a0, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i))));
+    }
+    ACC_T acc = cpu_hreduce(a0);
+    for (; i < len; ++i) {
+        acc = cpu_combine1(acc, load_1(p + i));
+    }
+    return acc;
+}
+
+/* reduce_rows_cpu: the reduce_rows contract (same arguments, tasks, output layout), except
+ * that work-item w of the get_global_size(0) in the grid owns tasks
+ * [w * per, min((w + 1) * per, n_tasks)), per = ceil(n_tasks / global size): contiguous
+ * memory per work-item, any local size. */
+__kernel KERNEL_WG_SIZE(WG_SIZE)
+void reduce_rows_cpu(__global const IN_T *restrict in, const ulong in_offset,
+                     __global OUT_T *restrict out, const ulong out_offset,
+                     const ulong n_rows, const ulong row_len, const ulong row_stride,
+                     const ulong chunk_len, const ulong mean_count)
+{
+    const ulong n_tasks = n_rows * SPLIT;
+    const ulong items = (ulong)get_global_size(0);
+    const ulong per = (n_tasks + items - 1) / items;
+    const ulong t0 = CPU_MIN_U64((ulong)get_global_id(0) * per, n_tasks);
+    const ulong t1 = CPU_MIN_U64(t0 + per, n_tasks);
+    for (ulong task = t0; task < t1; ++task) {
+        const ulong row = task / SPLIT;
+        const ulong start = (task % SPLIT) * chunk_len;
+        const ulong stop = CPU_MIN_U64(start + chunk_len, row_len);
+        ACC_T acc = cpu_block(in + in_offset + row * row_stride + start, stop - start);
+#if FINALIZE == FIN_MEAN
+        acc = acc / (ACC_T)mean_count;
+#elif FINALIZE == FIN_SQRT
+        acc = sqrt(acc);
+#endif
+        store_1(out + out_offset + task, acc);
+    }
+}
+#endif /* CPU_BLOCKS */

@@ -7,6 +7,9 @@
  *   reduce_cols        the strided case (outer, K, inner) with inner > 1: each work-item
  *                      owns VEC adjacent columns and walks K, so neighbouring work-items read
  *                      neighbouring addresses. Serves every op (scalar ones are 1-field states).
+ *   reduce_rows_state_cpu  (ENTRY 3, CPU devices) rows as reduce_rows_state, one work-item per
+ *                      contiguous block of tasks with explicit vector loads; argmax/argmin and
+ *                      var/std only (see reduce_rows.cl's reduce_rows_cpu for why).
  * Both can write partial states (OUT_STATES) for a split over K and read them back in a
  * second pass (IN_STATES).
  *
@@ -23,6 +26,7 @@
 
 #define ENTRY_ROWS 1
 #define ENTRY_COLS 2
+#define ENTRY_CPU 3
 #define OPK_SCALAR 0
 #define OPK_WELFORD 1
 #define OPK_ARG 2
@@ -47,7 +51,7 @@
 #define SG_SHUFFLE_PTX 4
 
 #ifndef ENTRY
-#error "ENTRY (1 rows, 2 cols) is required"
+#error "ENTRY (1 rows, 2 cols, 3 CPU blocks) is required"
 #endif
 #ifndef OPK
 #error "OPK (0 scalar, 1 welford, 2 arg, 3 logsumexp) is required"
@@ -583,3 +587,230 @@ void reduce_cols(IN_PTR in, const ulong in_offset, OUT_PTR out, const ulong out_
     }
 }
 #endif /* ENTRY_COLS */
+
+/* ---- CPU blocks ------------------------------------------------------------------------ */
+#if ENTRY == ENTRY_CPU
+/* reduce_rows_state_cpu: the reduce_rows_state contract (same arguments, tasks and output
+ * layout), except that work-item w of the get_global_size(0) in the grid owns tasks
+ * [w * per, min((w + 1) * per, n_tasks)), per = ceil(n_tasks / global size), and reads them
+ * with explicit vectors (reduce_rows.cl's CPU block explains why CPU runtimes need this).
+ * Compiled only with ENTRY 3, which CUDA plans never use, so vector types are allowed here.
+ *   argmax/argmin: a vector of best values and a vector of the steps where each lane saw
+ *     its best (select, no branch), then the lanes merged by value and index.
+ *   var/std: Welford per vector lane (all lanes share the count, so one reciprocal per
+ *     vector), two lane groups against the add latency, then Chan's merge of the lanes
+ *     by halves (equal counts).
+ *   IN_STATES (a split's second pass): the task's partial states merged in order. */
+#if OPK != OPK_ARG && OPK != OPK_WELFORD
+#error "reduce_rows_state_cpu serves argmax/argmin and var/std (OPK 1 or 2)"
+#endif
+
+/* Built-ins spelled with operators (isnan as x != x, loads from scalars): PoCL 3.0 from
+ * pip calls its built-ins out of line (see reduce_rows.cl's CPU block). */
+#define CPU_ISNAN(x) ((x) != (x))
+#define CPU_MIN_U64(a, b) ((a) < (b) ? (a) : (b))
+#if VEC == 1
+#define CPU_V(t) t
+#define CPU_LOAD(p) LOAD_RAW(p)
+#define CPU_TO_ACC(x) ((ACC_T)(x))
+#else
+#define CPU_V(t) CAT(t, VEC)
+#if IN_HALF
+#define CPU_LOAD(p) CAT(vload_half, VEC)(0, (p))
+#else
+#define CPU_LOAD(p) CAT(CPU_LOAD_, VEC)(p)
+#endif
+#define CPU_TO_ACC(x) CAT(convert_, CPU_V(ACC_T))(x)
+#endif
+#define CPU_RAWV CPU_V(RAW_T)
+#define CPU_LOAD_2(p) ((CPU_RAWV)((p)[0], (p)[1]))
+#define CPU_LOAD_4(p) ((CPU_RAWV)((p)[0], (p)[1], (p)[2], (p)[3]))
+#define CPU_LOAD_8(p) ((CPU_RAWV)((p)[0], (p)[1], (p)[2], (p)[3], (p)[4], (p)[5], (p)[6], (p)[7]))
+#define CPU_LOAD_16(p) ((CPU_RAWV)((p)[0], (p)[1], (p)[2], (p)[3], (p)[4], (p)[5], (p)[6], (p)[7], \
+                                   (p)[8], (p)[9], (p)[10], (p)[11], (p)[12], (p)[13], (p)[14], (p)[15]))
+#define CPU_ACCV CPU_V(ACC_T)
+#define CPU_LOAD_ACC(p) CPU_TO_ACC(CPU_LOAD(p))
+
+#if OPK == OPK_ARG
+/* Lane j of the best-value vector keeps the best of elements j, j + VEC, ... and the vector
+ * step where it was first seen; a later element replaces it only if strictly better, or a
+ * NaN replacing a number (numpy's rule: the first NaN wins), so each lane keeps its first
+ * best. Step counters are integers as wide as ACC_T (select() needs equal widths). */
+#if ACC_BYTES == 8
+#define CPU_IDX_T long
+#else
+#define CPU_IDX_T int
+#endif
+#define CPU_IDXV CPU_V(CPU_IDX_T)
+#if defined(ARG_MAX)
+#define CPU_STRICT(a, b) ((a) > (b))
+#else
+#define CPU_STRICT(a, b) ((a) < (b))
+#endif
+#if ACC_IS_FLOAT
+#define CPU_TAKES(v, best) (CPU_STRICT(v, best) || (CPU_ISNAN(v) && (best) == (best)))
+#else
+#define CPU_TAKES(v, best) CPU_STRICT(v, best)
+#endif
+
+/* b beats a, or ties it (both NaN included) at a lower index: lane by lane */
+#if ACC_IS_FLOAT
+#define CPU_BETTER(va, ia, vb, ib) \
+    (CPU_TAKES(vb, va) || (((vb) == (va) || (CPU_ISNAN(vb) && CPU_ISNAN(va))) && (ib) < (ia)))
+#else
+#define CPU_BETTER(va, ia, vb, ib) (CPU_STRICT(vb, va) || ((vb) == (va) && (ib) < (ia)))
+#endif
+/* halve (v, i) of width w into (nv, ni) of width w / 2 */
+#define CPU_HALVE(w, v, i, nv, ni) \
+    const CAT(ACC_T, w) nv##_a = (v).lo, nv##_b = (v).hi; \
+    const CAT(CPU_IDX_T, w) ni##_a = (i).lo, ni##_b = (i).hi; \
+    const CAT(CPU_IDX_T, w) nv##_c = CPU_BETTER(nv##_a, ni##_a, nv##_b, ni##_b); \
+    const CAT(ACC_T, w) nv = nv##_c ? nv##_b : nv##_a; \
+    const CAT(CPU_IDX_T, w) ni = nv##_c ? ni##_b : ni##_a;
+#if VEC == 2
+#define CPU_IOTA ((CPU_IDXV)(0, 1))
+#elif VEC == 4
+#define CPU_IOTA ((CPU_IDXV)(0, 1, 2, 3))
+#elif VEC == 8
+#define CPU_IOTA ((CPU_IDXV)(0, 1, 2, 3, 4, 5, 6, 7))
+#elif VEC == 16
+#define CPU_IOTA ((CPU_IDXV)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))
+#endif
+
+inline state_t cpu_task(__global const IN_T *p, const ulong start, const ulong len) {
+    CPU_ACCV best = (CPU_ACCV)(IDENTITY);
+    CPU_IDXV step = (CPU_IDXV)(0);
+    CPU_IDX_T it = 0;
+    ulong i = 0;
+    for (; i + VEC <= len; i += VEC, ++it) {
+        const CPU_ACCV v = CPU_LOAD_ACC(p + i);
+        const CPU_IDXV take = CPU_TAKES(v, best);
+        best = take ? v : best;
+        step = take ? (CPU_IDXV)(it) : step;
+    }
+    state_t st = st_identity();
+    if (it > 0) {
+        /* a lane that never took holds IDENTITY at step 0: its first element, which then
+         * equals IDENTITY, so its index is right too. Fold lanes in halves. */
+#if VEC == 1
+        st.v = best;
+        st.i = start + (ulong)step;
+#else
+        const CPU_IDXV idx = step * (CPU_IDX_T)VEC + CPU_IOTA;
+#if VEC == 16
+        CPU_HALVE(8, best, idx, v8, i8)
+#elif VEC == 8
+        const CAT(ACC_T, 8) v8 = best;
+        const CAT(CPU_IDX_T, 8) i8 = idx;
+#endif
+#if VEC >= 8
+        CPU_HALVE(4, v8, i8, v4, i4)
+#elif VEC == 4
+        const CAT(ACC_T, 4) v4 = best;
+        const CAT(CPU_IDX_T, 4) i4 = idx;
+#endif
+#if VEC >= 4
+        CPU_HALVE(2, v4, i4, v2, i2)
+#else
+        const CAT(ACC_T, 2) v2 = best;
+        const CAT(CPU_IDX_T, 2) i2 = idx;
+#endif
+        const int last = CPU_BETTER(v2.x, i2.x, v2.y, i2.y);
+        st.v = last ? v2.y : v2.x;
+        st.i = start + (ulong)(last ? i2.y : i2.x);
+#endif
+    }
+    for (; i < len; ++i) st = st_push(st, LOAD_ACC(p + i), start + i);
+    return st;
+}
+
+#else /* OPK_WELFORD */
+/* Lanes that saw the same count c merge pairwise by Chan's update, which for equal counts
+ * is mean = (ma + mb) / 2, m2 = m2a + m2b + d * d * c / 2 (d = mb - ma); the count doubles.
+ * Halving the vectors this way needs no private array (no vstore: a call on PoCL). */
+#define CPU_WHALVE(w, m, q, c, nm, nq) \
+    const CAT(ACC_T, w) nm##_d = (m).hi - (m).lo; \
+    const CAT(ACC_T, w) nm = (m).lo + nm##_d * (ACC_T)0.5; \
+    const CAT(ACC_T, w) nq = (q).lo + (q).hi + nm##_d * nm##_d * ((c) * (ACC_T)0.5);
+
+inline state_t cpu_task(__global const IN_T *p, const ulong start, const ulong len) {
+    CPU_ACCV mean0 = (CPU_ACCV)(0), m20 = (CPU_ACCV)(0), mean1 = (CPU_ACCV)(0), m21 = (CPU_ACCV)(0);
+    ulong n = 0, i = 0;
+    for (; i + 2 * VEC <= len; i += 2 * VEC) {
+        n += 1;
+        const CPU_ACCV r = (CPU_ACCV)((ACC_T)1 / (ACC_T)n);
+        const CPU_ACCV x0 = CPU_LOAD_ACC(p + i), x1 = CPU_LOAD_ACC(p + i + VEC);
+        const CPU_ACCV d0 = x0 - mean0, d1 = x1 - mean1;
+        mean0 += d0 * r;
+        mean1 += d1 * r;
+        m20 += d0 * (x0 - mean0);
+        m21 += d1 * (x1 - mean1);
+    }
+    state_t st = st_identity();
+    if (n > 0) {
+        /* the two lane groups (count n each), then the lanes of one vector by halves */
+        const CPU_ACCV d = mean1 - mean0;
+        const CPU_ACCV mean = mean0 + d * (ACC_T)0.5;
+        const CPU_ACCV m2 = m20 + m21 + d * d * ((ACC_T)n * (ACC_T)0.5);
+        ACC_T c = (ACC_T)(2 * n);
+#if VEC == 1
+        st.mean = mean; st.m2 = m2;
+#else
+#if VEC == 16
+        CPU_WHALVE(8, mean, m2, c, mean8, m28)
+        c *= 2;
+#elif VEC == 8
+        const CAT(ACC_T, 8) mean8 = mean, m28 = m2;
+#endif
+#if VEC >= 8
+        CPU_WHALVE(4, mean8, m28, c, mean4, m24)
+        c *= 2;
+#elif VEC == 4
+        const CAT(ACC_T, 4) mean4 = mean, m24 = m2;
+#endif
+#if VEC >= 4
+        CPU_WHALVE(2, mean4, m24, c, mean2, m22)
+        c *= 2;
+#else
+        const CAT(ACC_T, 2) mean2 = mean, m22 = m2;
+#endif
+        const ACC_T dd = mean2.y - mean2.x;
+        st.mean = mean2.x + dd * (ACC_T)0.5;
+        st.m2 = m22.x + m22.y + dd * dd * (c * (ACC_T)0.5);
+#endif
+        st.n = 2 * n * VEC;
+    }
+    for (; i < len; ++i) st = st_push(st, LOAD_ACC(p + i), start + i);
+    return st;
+}
+#endif
+
+__kernel KERNEL_WG_SIZE(WG_SIZE)
+void reduce_rows_state_cpu(IN_PTR in, const ulong in_offset, OUT_PTR out, const ulong out_offset,
+                           const ulong n_rows, const ulong row_len, const ulong row_stride,
+                           const ulong chunk_len, const ulong count, const ACC_T param)
+{
+    const ulong n_tasks = n_rows * SPLIT;
+    const ulong items = (ulong)get_global_size(0);
+    const ulong per = (n_tasks + items - 1) / items;
+    const ulong t0 = CPU_MIN_U64((ulong)get_global_id(0) * per, n_tasks);
+    const ulong t1 = CPU_MIN_U64(t0 + per, n_tasks);
+    for (ulong task = t0; task < t1; ++task) {
+        const ulong row = task / SPLIT;
+        const ulong start = (task % SPLIT) * chunk_len;
+        const ulong stop = CPU_MIN_U64(start + chunk_len, row_len);
+        IN_PTR p = in + in_offset + row * row_stride + start;
+#if IN_STATES
+        state_t st = st_identity();
+        for (ulong i = 0; i < stop - start; ++i) st = st_merge(st, p[i]);
+#else
+        const state_t st = cpu_task(p, start, stop - start);
+#endif
+#if OUT_STATES
+        out[out_offset + task] = st;
+#else
+        st_write(out, out_offset + task, st, count, param);
+#endif
+    }
+}
+#endif /* ENTRY_CPU */

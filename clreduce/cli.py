@@ -571,7 +571,7 @@ def cmd_tune(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
     from .ops import OPS
-    from .plan import SG_MODES, STRATEGIES
+    from .plan import ALL_STRATEGIES, SG_MODES
 
     parser = argparse.ArgumentParser(
         prog="clreduce",
@@ -607,7 +607,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sg-mode", choices=[*SG_MODES, "shuffle"], default=None,
                    help="force the sub-group mode (shuffle = the device's KHR or qcom shuffle)")
     p.add_argument("--sg-size", type=int, default=None, help="force the sub-group width")
-    p.add_argument("--strategy", choices=list(STRATEGIES), default=None, help="force the strategy")
+    p.add_argument("--strategy", choices=list(ALL_STRATEGIES), default=None, help="force the strategy")
     p.add_argument("--wg-size", type=int, default=None, help="force the work-group size")
     p.add_argument("--vec", type=int, default=None, choices=[1, 2, 4, 8, 16], help="force the load vector width")
     p.set_defaults(func=cmd_plan)

@@ -8,7 +8,7 @@ CLREDUCE_BACKEND           ``opencl`` or ``cuda`` for numpy inputs
 CLREDUCE_SG_MODE           force ``local`` | ``builtin`` | ``shuffle`` (KHR or qcom, as the
                            device has)
 CLREDUCE_SG_SIZE           force a sub-group width (must be one the device can run)
-CLREDUCE_STRATEGY          force ``rows_per_sg`` | ``sg_per_row`` | ``wg_per_row`` | ``split_k``
+CLREDUCE_STRATEGY          force ``rows_per_sg`` | ``sg_per_row`` | ``wg_per_row`` | ``split_k`` | ``cpu_blocks``
 CLREDUCE_WG_SIZE           force the work-group size
 CLREDUCE_VEC               force the vector width of loads (1, 2, 4, 8, 16)
 CLREDUCE_CACHE_SIZE        entries each in-process cache keeps (built programs, plans, CUDA

@@ -18,7 +18,11 @@ from .plan_nvidia import nvidia_gpu, row_team, split_count
 from .plan_nvidia import SPLIT_UNROLL as _NV_SPLIT_UNROLL
 
 SG_MODES = ("local", "builtin", "shuffle_khr", "shuffle_qcom", "shuffle_ptx")
-STRATEGIES = ("rows_per_sg", "sg_per_row", "wg_per_row", "split_k")
+STRATEGIES = ("rows_per_sg", "sg_per_row", "wg_per_row", "split_k")  # team kernels (sub-groups or local)
+# One work-item per contiguous block of rows, explicit vectors: the default on CPU runtimes
+# that vectorise across work-items (cpu_blocks_default); runs anywhere when forced.
+CPU_STRATEGY = "cpu_blocks"
+ALL_STRATEGIES = STRATEGIES + (CPU_STRATEGY,)
 _SG_MODE_MACRO = {"local": 0, "builtin": 1, "shuffle_khr": 2, "shuffle_qcom": 3, "shuffle_ptx": 4}
 _REQD_MACRO = {"none": 0, "intel": 1, "qcom_half": 2, "qcom_full": 3}
 
@@ -27,6 +31,20 @@ _REQD_MACRO = {"none": 0, "intel": 1, "qcom_half": 2, "qcom_full": 3}
 SPLIT_MIN_ROW = 1 << 15
 # Each split chunk keeps at least this many elements so partials stay few.
 SPLIT_MIN_CHUNK = 1 << 13
+
+# cpu_blocks: work-items per compute unit. A CPU runtime hands work-groups to its worker
+# threads dynamically, so a few per core balance a machine whose cores are also busy with
+# other work, while each still streams a long contiguous block. A choice, not a tuned value:
+# on the loaded 2-core EPYC of this work 2, 8 and 16 were within the noise of each other.
+CPU_ITEMS_PER_CU = 8
+# cpu_blocks: independent vector accumulators per work-item (the add latency is 3-4 cycles;
+# four chains keep the loads, not the adds, the limit).
+CPU_UNROLL = 4
+# cpu_blocks argmax/argmin count vector steps in 32-bit lanes (float32/int32 input): tasks of
+# at most this many elements keep every step count far below 2**31.
+CPU_ARG_CHUNK = 1 << 28
+# op kinds with a cpu_blocks kernel (reduce_rows_cpu; reduce_rows_state_cpu)
+_CPU_KINDS = ("scalar", "arg", "welford")
 
 
 class UnsupportedOnDevice(TypeError):
@@ -90,7 +108,7 @@ class Force:
             raise ValueError(f"Force.vec={self.vec} must be 1, 2, 4, 8 or 16")
         if self.unroll is not None and self.unroll > 8:
             raise ValueError(f"Force.unroll={self.unroll} must be 1..8")
-        for name, known in (("sg_mode", SG_MODES + ("shuffle",)), ("strategy", STRATEGIES)):
+        for name, known in (("sg_mode", SG_MODES + ("shuffle",)), ("strategy", ALL_STRATEGIES)):
             value = getattr(self, name)
             if value is not None and value not in known:
                 raise ValueError(f"unknown {name} {value!r}; known: {', '.join(known)}")
@@ -252,8 +270,8 @@ def plan(caps: DeviceCaps, problem: Problem, force: Force | None = None) -> Laun
             "convert the input with .astype(numpy.float32) (or pass dtype=numpy.float32) "
             "or pick a device with cl_khr_fp64"
         )
-    if force.strategy is not None and force.strategy not in STRATEGIES:
-        raise ValueError(f"unknown strategy {force.strategy!r}; known: {', '.join(STRATEGIES)}")
+    if force.strategy is not None and force.strategy not in ALL_STRATEGIES:
+        raise ValueError(f"unknown strategy {force.strategy!r}; known: {', '.join(ALL_STRATEGIES)}")
     if force.vec is not None and force.vec not in (1, 2, 4, 8, 16):
         raise ValueError(f"vec={force.vec} must be 1, 2, 4, 8 or 16")
     if problem.inner > 1:
@@ -273,6 +291,11 @@ def _choose_wg(caps: DeviceCaps, force: Force, sg_size: int | None) -> int:
 
 
 def _plan_rows(caps: DeviceCaps, problem: Problem, force: Force, op, rule) -> LaunchPlan:
+    if op.kind in _CPU_KINDS and (force.strategy == CPU_STRATEGY or (
+            force.strategy is None and force.sg_mode is None and force.sg_size is None and cpu_blocks_default(caps))):
+        return _plan_cpu_blocks(caps, problem, force, op, rule)
+    if force.strategy == CPU_STRATEGY:
+        force = dataclasses.replace(force, strategy=None)  # logsumexp: no CPU-block kernel
     sg_mode = _choose_sg_mode(caps, force.sg_mode)
     if force.sg_mode is None and not caps.subgroup_sizes:
         sg_mode = "local"  # sub-groups listed but no known width (a profile without one): cannot plan teams
@@ -392,6 +415,65 @@ def _plan_rows(caps: DeviceCaps, problem: Problem, force: Force, op, rule) -> La
                       lanes=lanes, vec=vec, split=split, acc_dtype=rule.acc, out_dtype=rule.out,
                       device_out_dtype=rule.device_out, host_divide=rule.host_divide,
                       local_mem_bytes=scratch, partials_bytes=partials_bytes, passes=passes)
+
+
+def cpu_blocks_default(caps: DeviceCaps) -> bool:
+    """Whether the planner gives contiguous rows to a CPU device's ``cpu_blocks`` kernel.
+
+    Intel's CPU runtime and PoCL vectorise a work-group's loop across work-items, which turns
+    the team kernels' per-lane vector loads into gathers (1-5 GB/s on a 2-core EPYC); one
+    work-item per block with explicit vectors runs near memory speed there. Mesa's llvmpipe
+    (rusticl) runs each work-item in one SIMD lane, so a one-item group would leave the rest
+    idle: it keeps the team kernels, as GPUs do.
+    """
+    return caps.device_type == "cpu" and caps.implementation in ("intel", "pocl")
+
+
+def _cpu_vec(itemsize: int) -> int:
+    # one 32-byte AVX register of input per accumulator: four accumulators then use 4 of the
+    # 16 ymm registers (64-byte vectors were no faster in a noisy A/B, and use twice as many)
+    return max(1, min(16, 32 // itemsize))
+
+
+def _plan_cpu_blocks(caps: DeviceCaps, problem: Problem, force: Force, op, rule) -> LaunchPlan:
+    """Contiguous rows: each work-item reduces a block of whole rows, or of split chunks."""
+    if force.sg_mode not in (None, "local") or force.sg_size is not None:
+        raise ValueError("strategy 'cpu_blocks' uses no sub-groups: leave sg_mode/sg_size unset or 'local'")
+    wg = force.wg_size or 1
+    if wg > caps.max_work_group_size:
+        raise ValueError(f"wg_size={wg} must be a power of two <= {caps.max_work_group_size}")
+    itemsize = np.dtype(problem.dtype).itemsize
+    vec = force.vec or min(_cpu_vec(itemsize), _pow2_floor(problem.row_len))
+    items = max(1, caps.compute_units) * CPU_ITEMS_PER_CU
+    split = 1
+    if problem.rows < items and problem.row_len >= 2 * SPLIT_MIN_CHUNK:
+        split = min(_ceil_div(items, problem.rows), _ceil_div(problem.row_len, SPLIT_MIN_CHUNK))
+    if op.kind == "arg":
+        split = max(split, _ceil_div(problem.row_len, CPU_ARG_CHUNK))
+    family = _row_family(op)
+    common = dict(caps=caps, op=op, rule=rule, sg_mode="local", sg_size=None, reqd="none", wg=wg,
+                  param=problem.param, count=problem.row_len, cpu_items=items)
+    partials_bytes = 0
+    if split == 1:
+        passes = (family(**common, rows=problem.rows, row_len=problem.row_len, lanes=1, vec=vec,
+                         in_dtype=problem.dtype, split=1, chunk=problem.row_len, first=True, last=True),)
+    else:
+        chunk = _ceil_div(_ceil_div(problem.row_len, split), vec) * vec
+        split = _ceil_div(problem.row_len, chunk)
+        scalar = op.kind == "scalar"
+        # a pass over partial states reads one state at a time
+        vec2 = min(_cpu_vec(np.dtype(rule.acc).itemsize), _pow2_floor(split)) if scalar else 1
+        passes = (
+            family(**common, rows=problem.rows, row_len=problem.row_len, lanes=1, vec=vec,
+                   in_dtype=problem.dtype, split=split, chunk=chunk, first=True, last=False),
+            family(**common, rows=problem.rows, row_len=split, lanes=1, vec=vec2,
+                   in_dtype=rule.acc, split=1, chunk=split, first=False, last=True),
+        )
+        partials_bytes = problem.rows * split * (np.dtype(rule.acc).itemsize if scalar else STATE_BYTES)
+    return LaunchPlan(strategy="cpu_blocks", sg_mode="local", sg_size=None, reqd_sg="none", wg_size=wg,
+                      lanes=1, vec=vec, split=split, acc_dtype=rule.acc, out_dtype=rule.out,
+                      device_out_dtype=rule.device_out, host_divide=rule.host_divide,
+                      local_mem_bytes=0, partials_bytes=partials_bytes, passes=passes)
 
 
 def _plan_columns(caps: DeviceCaps, problem: Problem, force: Force, op, rule) -> LaunchPlan:
@@ -537,22 +619,32 @@ def _rows_defines(caps, op, rule, sg_mode, sg_size, reqd, wg, lanes, vec, split,
 
 
 def _launch_rows(*, caps, op, rule, sg_mode, sg_size, reqd, wg, rows, row_len, lanes, vec, in_dtype,
-                 split, chunk, first, last, param, count, unroll=None) -> KernelLaunch:
+                 split, chunk, first, last, param, count, unroll=None, cpu_items=0) -> KernelLaunch:
     defines, cl_std = _rows_defines(caps, op, rule, sg_mode, sg_size, reqd, wg, lanes, vec, split, in_dtype, first,
                                     last, unroll)
     scalars = [("n_rows", "u64", rows), ("row_len", "u64", row_len), ("row_stride", "u64", row_len),
                ("chunk_len", "u64", chunk), ("mean_count", "u64", count)]
+    if cpu_items:  # cpu_blocks: reduce_rows_cpu, one contiguous block of tasks per work-item
+        defines.update({"CPU_BLOCKS": 1, "UNROLL": CPU_UNROLL})
+        groups = max(1, _ceil_div(min(cpu_items, rows * split), wg))
+        return _finish(caps, "reduce_rows.cl", "reduce_rows_cpu", defines, None, groups, wg, scalars, rule.acc,
+                       first, last)
     groups = _groups(caps, _ceil_div(rows * split, wg // lanes))
     return _finish(caps, "reduce_rows.cl", "reduce_rows", defines, cl_std, groups, wg, scalars, rule.acc, first, last)
 
 
 def _launch_rows_state(*, caps, op, rule, sg_mode, sg_size, reqd, wg, rows, row_len, lanes, vec, in_dtype,
-                       split, chunk, first, last, param, count, unroll=None) -> KernelLaunch:
+                       split, chunk, first, last, param, count, unroll=None, cpu_items=0) -> KernelLaunch:
     defines, cl_std = _rows_defines(caps, op, rule, sg_mode, sg_size, reqd, wg, lanes, vec, split, in_dtype, first,
                                     last, unroll)
     defines.update({"ENTRY": 1, "OPK": _OPK_MACRO[op.kind], "IN_STATES": int(not first), "OUT_STATES": int(not last)})
     scalars = [("n_rows", "u64", rows), ("row_len", "u64", row_len), ("row_stride", "u64", row_len),
                ("chunk_len", "u64", chunk), ("count", "u64", count), ("param", "acc", param)]
+    if cpu_items:  # cpu_blocks: reduce_rows_state_cpu, one contiguous block of tasks per work-item
+        defines["ENTRY"] = 3
+        groups = max(1, _ceil_div(min(cpu_items, rows * split), wg))
+        return _finish(caps, "reduce_state.cl", "reduce_rows_state_cpu", defines, None, groups, wg, scalars,
+                       rule.acc, first, last)
     groups = _groups(caps, _ceil_div(rows * split, wg // lanes))
     return _finish(caps, "reduce_state.cl", "reduce_rows_state", defines, cl_std, groups, wg, scalars, rule.acc, first, last)
 

@@ -59,7 +59,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 import pytest
 
-from clreduce.plan import STRATEGIES, Force, Problem, plan
+from clreduce.plan import CPU_STRATEGY, STRATEGIES, Force, Problem, plan
 
 # ---- runtimes ----------------------------------------------------------------------------
 
@@ -451,6 +451,10 @@ def plan_variants(caps) -> list[Variant]:
         mode, size = combos[(i * 3) % len(combos)]
         forces.append(Force(sg_mode=mode, sg_size=size, strategy=strategy, wg_size=size or 2))
         forces.append(Force(sg_mode=mode, sg_size=size, strategy=strategy, wg_size=big))
+    # the CPU-block kernel (no sub-groups, any device): its default, scalar and 16-wide
+    # vectors, and a group of several work-items
+    forces += [Force(strategy=CPU_STRATEGY), Force(strategy=CPU_STRATEGY, vec=1),
+               Force(strategy=CPU_STRATEGY, vec=16), Force(strategy=CPU_STRATEGY, wg_size=2)]
     out, seen = [Variant("auto", None, _width(caps, None))], {"auto"}
     for force in forces:
         vid = _variant_id(force)

@@ -27,6 +27,7 @@ from ..lru import LRU
 from ..plan import Force, LaunchPlan, Problem, UnsupportedOnDevice, plan
 from . import cl_fallback as fallback
 from . import cl_host as host_buffers
+from .cl_chunks import reduce_pieces
 from .cl_cache_lock import CompilerCacheLocked, check_compiler_cache_lock  # noqa: F401 (re-exported)
 from .opencl_probe import probe_device
 
@@ -616,8 +617,11 @@ class OpenCLBackend:
 
     def layout(self, native, axes: tuple[int, ...], *, queue=None, device=None):
         """(source, outer, K, inner) for the reduce: in place when the reduced axes are one
-        adjacent block of a C-contiguous array; otherwise a C-order copy (host for numpy,
-        device for pyopencl arrays) with the reduced axes moved last."""
+        adjacent block of a C-contiguous array; otherwise the reduced axes moved last, as a
+        strided numpy view (``cl_chunks`` copies it into C order piece by piece) or a
+        device-side C-order copy of a pyopencl array."""
+        if isinstance(native, np.ndarray) and not native.flags.c_contiguous:
+            native, axes = host_buffers.base_order(native, axes)  # a transpose reads in place
         shape = native.shape
         adjacent = bool(axes) and list(axes) == list(range(axes[0], axes[-1] + 1))
         if adjacent:
@@ -625,7 +629,7 @@ class OpenCLBackend:
             k = math.prod(shape[axes[0]:axes[-1] + 1])
             inner = math.prod(shape[axes[-1] + 1:])
             if isinstance(native, np.ndarray):
-                return np.ascontiguousarray(native), outer, k, inner
+                return native, outer, k, inner  # a strided view is gathered in pieces (cl_chunks)
             if _is_c_contiguous(native):
                 return native, outer, k, inner
         kept = [i for i in range(native.ndim) if i not in axes]
@@ -633,7 +637,7 @@ class OpenCLBackend:
         k = math.prod(shape[i] for i in axes)
         order = kept + list(axes)
         if isinstance(native, np.ndarray):
-            return np.ascontiguousarray(native.transpose(order)), outer, k, 1
+            return native.transpose(order), outer, k, 1  # gathered in pieces (cl_chunks)
         return gather(self.queue_for_array(native, queue, device), native, order), outer, k, 1
 
     def queue_for_array(self, native, queue=None, device=None):
@@ -650,14 +654,15 @@ class OpenCLBackend:
         if options:
             raise TypeError(f"unexpected options for the OpenCL backend: {sorted(options)}")
         q = self.queue_for_array(src, queue, device)
+        as_dtype = None
         if (problem.dtype == "float64" and problem.acc_dtype in ("float32", "float16")
                 and isinstance(src, np.ndarray) and not caps_of(q.device).fp64):
             # dtype=float32 is the user's opt-in on a device without fp64: convert on the
-            # host, where the upload copies anyway (numpy would also compute in float32)
-            src = src.astype(np.float32)
+            # host, piece by piece (numpy would also compute in float32)
+            as_dtype = np.float32
             problem = dataclasses.replace(problem, dtype="float32")
         if isinstance(src, np.ndarray):
-            return host_buffers.reduce_host(q, src, problem, force, _reduce_host_once)
+            return reduce_pieces(q, src, problem, force, _start_host, as_dtype)
         prepared = PreparedReduction(q, src, problem, force)
         prepared.enqueue()
         return prepared.device_result
@@ -700,14 +705,16 @@ class OpenCLBackend:
         return fast_launcher(self, a, native, problem, force, out_shape, where)
 
 
-def _reduce_host_once(queue, src: np.ndarray, problem: Problem, force) -> np.ndarray:
-    """One numpy input that fits one allocation: run, wait, free the input buffer, read back."""
+def _start_host(queue, src: np.ndarray, problem: Problem, force) -> PreparedReduction:
+    """One contiguous numpy piece that fits one allocation, enqueued; the caller calls
+    ``result()`` (waits, reads back) and then ``release()`` (frees the wrapped input)."""
     prepared = PreparedReduction(queue, src, problem, force)
     try:
-        events = prepared.enqueue()
-        return prepared.result(events)
-    finally:
+        prepared.enqueue()
+    except BaseException:
         prepared.release()
+        raise
+    return prepared
 
 
 def _is_cl_array(array) -> bool:
