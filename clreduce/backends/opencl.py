@@ -620,6 +620,8 @@ class OpenCLBackend:
         adjacent block of a C-contiguous array; otherwise the reduced axes moved last, as a
         strided numpy view (``cl_chunks`` copies it into C order piece by piece) or a
         device-side C-order copy of a pyopencl array."""
+        if isinstance(native, np.generic):
+            native = np.asarray(native)  # argmax of a 0-d bool array: the api's `x != 0` is a scalar
         if isinstance(native, np.ndarray) and not native.flags.c_contiguous:
             native, axes = host_buffers.base_order(native, axes)  # a transpose reads in place
         shape = native.shape
