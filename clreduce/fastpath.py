@@ -206,6 +206,9 @@ def learn(key, trace: Trace, a, out, where: dict) -> None:
     leaves the signature on the slow path."""
     if trace.refused or len(trace.runs) != 1 or trace.delivered is None:
         return
+    flags = getattr(a, "flags", None)
+    if flags is not None and not flags.c_contiguous:
+        return  # a transposed input read in place (cl_host.base_order): the launchers wrap C order only
     in_place, problem, raw = trace.runs[0]
     final = trace.delivered
     if not in_place or raw is None or final.dtype != raw.dtype or final.size != raw.size:

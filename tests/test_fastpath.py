@@ -602,3 +602,14 @@ def test_cuda_torch_learned_call_follows_the_current_stream():
         got = clreduce.sum(y, axis=-1)  # must run after it, on the same stream
     side.synchronize()
     torch.testing.assert_close(got, want, rtol=0, atol=0)
+
+
+def test_transposed_numpy_input_is_not_learned_and_stays_right(cl_device):
+    # cl_host.base_order reads x.T in place on the full path; the fast launchers wrap C-order
+    # memory only, so such a call must stay on the full path (it raised "not contiguous")
+    x = _data((6, 40), "float32").T
+    for op in ("sum", "argmax", "max"):
+        want = getattr(np, op)(x, axis=0)
+        for _ in range(3):
+            got = getattr(clreduce, op)(x, axis=0, device=cl_device)
+            np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
