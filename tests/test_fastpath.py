@@ -63,6 +63,10 @@ def test_signature_tells_apart_what_changes_the_answer_or_the_error():
         _key(x, axis=1, keepdims=1.0), _key(x, axis=1, keepdims=True), _key(x, axis=1, dtype="float64"),
         _key(x, axis=1, out=np.zeros(4, np.float64)), _key(x, axis=1, force=Force(vec=4)),
         _key(x, axis=1, backend="opencl"), _key(x, axis=1, ddof=1.0),
+        # every plan knob: a Force differing only in lanes, unroll or split is another plan
+        _key(x, axis=1, force=Force(lanes=8)), _key(x, axis=1, force=Force(lanes=16)),
+        _key(x, axis=1, force=Force(unroll=2)), _key(x, axis=1, force=Force(split=4)),
+        _key(x, axis=1, dtype=np.float64), _key(x, axis=1, dtype=np.dtype("float64")),
     ]
     assert all(k is not None for k in different)
     assert len({base, *different}) == len(different) + 1
