@@ -123,7 +123,9 @@ def _describe_pyopencl(a):
 
 
 def _describe_cupy(a):
-    return type(a), a.shape, a.strides, a.dtype, a.device.id
+    # the memory pointer's device id: ``a.device`` builds a Device object on every call
+    device = getattr(getattr(a, "data", None), "device_id", None)
+    return type(a), a.shape, a.strides, a.dtype, a.device.id if device is None else device
 
 
 def _describe_torch(t):

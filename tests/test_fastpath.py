@@ -116,6 +116,13 @@ def test_cuda_array_kinds_are_described_without_importing_them():
     other_device = _fake("cupy", "ndarray", shape=(1, 128), strides=(512, 4), dtype=np.dtype("float32"),
                          device=types.SimpleNamespace(id=0))
     assert _key(cupy_like) is not None and _key(cupy_like) != _key(other_device)
+    # as CuPy has it: the memory pointer knows its device (read instead of building a Device)
+    on_1 = _fake("cupy", "ndarray", shape=(1, 128), strides=(512, 4), dtype=np.dtype("float32"),
+                 data=types.SimpleNamespace(ptr=64, device_id=1))
+    on_0 = _fake("cupy", "ndarray", shape=(1, 128), strides=(512, 4), dtype=np.dtype("float32"),
+                 data=types.SimpleNamespace(ptr=64, device_id=0))
+    described = [_key(a)[2][1:] for a in (on_1, cupy_like, on_0, other_device)]  # [0]: each fake's own class
+    assert described[0] == described[1] and described[2] == described[3] and described[0] != described[2]
     torch_like = _fake("torch", "Tensor", shape=(1, 128), dtype="torch.float32", is_cuda=True,
                        get_device=lambda: 0, stride=lambda: (128, 1), is_neg=lambda: False)
     assert _key(torch_like) is not None and _key(torch_like) != _key(cupy_like)

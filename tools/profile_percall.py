@@ -91,7 +91,9 @@ def cuda_profile(calls: int, repeats: int) -> dict:
     steps = {"cupy.empty(())": lambda: cupy.empty((), f32), "cupy.ndarray(())": lambda: cupy.ndarray((), f32),
              "cupy.cuda.alloc(4)": lambda: cupy.cuda.alloc(4),
              "cupy get_current_stream().ptr": lambda: cupy.cuda.get_current_stream().ptr,
-             "runtime.getDevice": cupy.cuda.runtime.getDevice, "x.data.ptr": lambda: x.data.ptr}
+             "runtime.getDevice": cupy.cuda.runtime.getDevice, "x.data.ptr": lambda: x.data.ptr,
+             "x.device.id": lambda: x.device.id, "x.data.device_id": lambda: x.data.device_id,
+             "x.shape, x.strides, x.dtype": lambda: (x.shape, x.strides, x.dtype)}
     raw = getattr(cupy.cuda.stream, "get_current_stream_ptr", None)
     if raw is not None:
         steps["cupy.cuda.stream.get_current_stream_ptr"] = raw
@@ -124,9 +126,11 @@ def cuda_profile(calls: int, repeats: int) -> dict:
     clreduce.sum(t)
     clreduce.sum(t)
     tentry = fastpath.lookup(_key(t))
+    template = torch.empty(0, dtype=torch.float32, device=t.device)
     tsteps = {"torch.empty(())": lambda: torch.empty((), dtype=torch.float32, device=t.device),
               "torch.empty((), device=torch.device)": lambda: torch.empty((), dtype=torch.float32,
                                                                           device=torch.device("cuda", 0)),
+              "template.new_empty(())": lambda: template.new_empty(()),
               "t.data_ptr()": t.data_ptr, "torch raw stream": lambda: torch._C._cuda_getCurrentRawStream(0),
               "t.shape": lambda: t.shape, "t.stride()": t.stride, "t.dtype": lambda: t.dtype,
               "t.get_device()": t.get_device, "t.is_neg()": t.is_neg, "t.is_cuda": lambda: t.is_cuda}
