@@ -634,7 +634,9 @@ CUDA_REASON = _cuda_unavailable()
 CUDA_CASES = [("sum", "float32", (1, 128), {}), ("mean", "float32", (64, 1000), {"axis": -1}),
               ("mean", "float16", (64, 1000), {"axis": -1}), ("max", "float16", (8, 70), {"axis": 0}),
               ("argmax", "float32", (5, 33), {"axis": 1}), ("var", "float32", (4, 50), {"axis": -1, "ddof": 1}),
-              ("sum", "int32", (4, 50), {"axis": -1}), ("sum", "float32", (2, 3, 4), {"axis": 1, "keepdims": True})]
+              ("sum", "int32", (4, 50), {"axis": -1}), ("sum", "float32", (2, 3, 4), {"axis": 1, "keepdims": True}),
+              ("sum", "float32", (2, 1 << 20), {"axis": -1}),  # split over blocks: a partials buffer
+              ("argmax", "float16", (1 << 21,), {})]
 
 
 @pytest.mark.skipif(CUDA_REASON is not None, reason=f"CUDA backend unavailable: {CUDA_REASON}")
@@ -680,6 +682,62 @@ def test_cuda_torch_learned_call_follows_the_current_stream():
         got = clreduce.sum(y, axis=-1)  # must run after it, on the same stream
     side.synchronize()
     torch.testing.assert_close(got, want, rtol=0, atol=0)
+
+
+@pytest.mark.skipif(CUDA_REASON is not None, reason=f"CUDA backend unavailable: {CUDA_REASON}")
+def test_cuda_cupy_learned_call_follows_the_current_stream():
+    import cupy
+
+    x = (cupy.arange(4 * 4096) % 7).astype(cupy.float32).reshape(4, 4096)  # exact sums
+    want = cupy.asnumpy(x).sum(-1)
+    clreduce.sum(x, axis=-1)
+    clreduce.sum(x, axis=-1)  # learned
+    side = cupy.cuda.Stream(non_blocking=True)
+    with side:
+        y = x * 1  # written on the side stream
+        got = clreduce.sum(y, axis=-1)  # must run after it, on the same stream
+    side.synchronize()
+    np.testing.assert_array_equal(cupy.asnumpy(got), want)
+
+
+@pytest.mark.skipif(CUDA_REASON is not None, reason=f"CUDA backend unavailable: {CUDA_REASON}")
+@pytest.mark.parametrize("kind", ["cupy", "torch"])
+def test_cuda_threads_hammer_one_learned_signature(kind):
+    """Fresh threads (each with its own parameter block, and a context made current on its
+    first call) and the main thread run one learned launcher on arrays of their own."""
+    import cupy
+
+    if kind == "torch":
+        torch = pytest.importorskip("torch")
+        if not torch.cuda.is_available():
+            pytest.skip("torch without CUDA")
+        to_device = lambda h: torch.from_numpy(h).cuda()  # noqa: E731
+        to_host = lambda r: r.cpu().numpy()  # noqa: E731
+    else:
+        to_device, to_host = cupy.asarray, cupy.asnumpy
+    hosts = [_exact((16, 300), seed=s) for s in range(8)]
+    arrays = [to_device(h) for h in hosts]
+    clreduce.sum(arrays[0], axis=-1)
+    clreduce.sum(arrays[0], axis=-1)  # learned
+    errors = []
+
+    def work(i):
+        try:
+            for r in range(40):
+                j = (i + r) % len(arrays)
+                got = to_host(clreduce.sum(arrays[j], axis=-1))
+                if not np.array_equal(got, hosts[j].sum(-1)):
+                    errors.append((i, r, j))
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(repr(exc))
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    work(99)
+    for t in threads:
+        t.join()
+    assert errors == []
 
 
 def test_transposed_numpy_input_is_not_learned_and_stays_right(cl_device):
