@@ -83,7 +83,6 @@ def common_steps(a, calls, repeats) -> dict:
 def cuda_profile(calls: int, repeats: int) -> dict:
     import cupy
 
-    from clreduce.backends import cuda as cuda_backend
 
     report = {}
     x = cupy.random.default_rng(1).random((1, 128), dtype=cupy.float32)
@@ -142,7 +141,6 @@ def cuda_profile(calls: int, repeats: int) -> dict:
     report["torch"].update(common_steps(t, calls, repeats))
     torch.cuda.synchronize()
     report["cprofile clreduce.sum(torch)"] = profile_of(lambda: clreduce.sum(t), calls)
-    del cuda_backend
     return report
 
 
