@@ -394,14 +394,16 @@ def _reduce(op_name: str, a, axis=None, *, dtype=None, out=None, keepdims=False,
     """The shared body of every public reduction: a learned signature runs its launcher
     (fastpath.py); any other call runs ``_reduce_slow`` and may be learned."""
     public = public or op_name
-    if _is_dask(a):
-        return _dask().reduce(public, a, axis, dtype=dtype, out=out, keepdims=keepdims, ddof=ddof,
-                              backend=backend, force=force, where=where)
-    where = where or {}
+    options = where or {}
     key = fastpath.signature(public, op_name, a, axis, dtype, out, keepdims, ddof, single_axis, backend, force,
-                             where)
-    if key is None:
-        return _reduce_slow(op_name, a, axis, dtype, out, keepdims, ddof, single_axis, backend, force, where, public)
+                             options)
+    if key is None:  # a dask array has no signature either: asked here, not on a learned call's way
+        if _is_dask(a):
+            return _dask().reduce(public, a, axis, dtype=dtype, out=out, keepdims=keepdims, ddof=ddof,
+                                  backend=backend, force=force, where=where)
+        return _reduce_slow(op_name, a, axis, dtype, out, keepdims, ddof, single_axis, backend, force, options,
+                            public)
+    where = options
     entry = fastpath.lookup(key)
     if entry is not None:
         result = entry(a, out, where)

@@ -55,6 +55,19 @@ def fast_path() -> bool:
     return os.environ.get("CLREDUCE_FAST_PATH") != "0"
 
 
+_CALL_ENV_FP_KEYS = _CALL_ENV_KEYS + (b"CLREDUCE_FAST_PATH",)
+FAST_PATH_OFF = b"0" if os.name == "posix" else "0"
+
+
+def call_env_and_fast_path() -> tuple:
+    """``call_env()`` plus CLREDUCE_FAST_PATH's raw value last (``FAST_PATH_OFF``: off), in
+    one read of the environment: the fast path's signature needs both on every call."""
+    data = getattr(os.environ, "_data", None)
+    if os.name == "posix" and isinstance(data, dict):
+        return tuple(map(data.get, _CALL_ENV_FP_KEYS))
+    return tuple(os.environ.get(name) for name in CALL_ENV + ("CLREDUCE_FAST_PATH",))
+
+
 def call_env() -> tuple:
     """The raw values of ``CALL_ENV`` (None where unset): ~1 us, cheap enough for every call."""
     data = getattr(os.environ, "_data", None)  # CPython's raw dict: ~20x cheaper than os.environ.get

@@ -33,11 +33,15 @@ the entry stale: that call takes the slow path and learns again).
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from . import config, tuning
 from .lru import LRU
 from .plan import Force
+
+_OFF = config.FAST_PATH_OFF  # CLREDUCE_FAST_PATH's raw value that turns the fast path off
 
 # The result of a launcher whose plan is gone: take the slow path (which learns again).
 STALE = object()
@@ -119,7 +123,9 @@ def _describe_pyopencl(a):
 
 
 def _describe_cupy(a):
-    return type(a), a.shape, a.strides, a.dtype, a.device.id
+    # the memory pointer's device id: ``a.device`` builds a Device object on every call
+    device = getattr(getattr(a, "data", None), "device_id", None)
+    return type(a), a.shape, a.strides, a.dtype, a.device.id if device is None else device
 
 
 def _describe_torch(t):
@@ -159,11 +165,24 @@ def _option(value):
     return None
 
 
+_FORCE_FIELDS = tuple(field.name for field in dataclasses.fields(Force))  # every knob, lanes/unroll/split too
+
+
 def signature(public: str, op_name: str, a, axis, dtype, out, keepdims, ddof, single_axis, backend, force,
               where: dict):
-    """The cache key of a call, or None when the call cannot be cached."""
+    """The cache key of a call, or None when the call cannot be cached.
+
+    Runs on every call, so it is written for the common case (plain ``axis``, ``keepdims``
+    and ``ddof``; no ``out=``, options or ``force``): one read of the environment, no
+    helper call per argument, and no trial ``hash`` -- every part is built from types whose
+    hash cannot fail (see _PLAIN), and ``lookup`` / ``learn`` treat a key that does as
+    uncacheable anyway.
+    """
     describe = _describer(type(a))
-    if describe is None or not config.fast_path():
+    if describe is None:
+        return None
+    env = config.call_env_and_fast_path()
+    if env[-1] == _OFF:
         return None
     try:
         array = describe(a)
@@ -183,21 +202,29 @@ def signature(public: str, op_name: str, a, axis, dtype, out, keepdims, ddof, si
         if force is not None:
             if type(force) is not Force:
                 return None  # a force dict is built into a Force per call by the slow path
-            force = _typed((force.sg_mode, force.sg_size, force.strategy, force.wg_size, force.vec))
+            force = _typed(tuple(getattr(force, name) for name in _FORCE_FIELDS))
         if backend is not None and type(backend) is not str:
             return None
-        key = (public, op_name, array, _typed(axis), _dtype_arg(dtype), out_part, _typed(keepdims), _typed(ddof),
-               single_axis, backend, force, options, config.call_env(), tuning.state())
-        hash(key)
-    except Exception:  # noqa: BLE001 - no shape/dtype, unhashable, a driver error: the slow path says why
+        kind = type(axis)
+        axis_part = (kind, axis) if kind in _PLAIN else _typed(axis)
+        kind = type(keepdims)
+        keepdims_part = (kind, keepdims) if kind in _PLAIN else _typed(keepdims)
+        kind = type(ddof)
+        ddof_part = (kind, ddof) if kind in _PLAIN else _typed(ddof)
+        dtype_part = (None, None) if dtype is None else _dtype_arg(dtype)
+        return (public, op_name, array, axis_part, dtype_part, out_part, keepdims_part, ddof_part, single_axis,
+                backend, force, options, env, tuning.state())
+    except Exception:  # noqa: BLE001 - no shape/dtype, a driver error: the slow path says why
         return None
-    return key
 
 
 # ---- the cache ----------------------------------------------------------------------------
 
 def lookup(key) -> Entry | None:
-    return _cache.get_unlocked(key)  # keys are C-comparable (see _PLAIN)
+    try:
+        return _cache.get_unlocked(key)  # keys are C-comparable (see _PLAIN)
+    except TypeError:  # an unhashable part slipped through: the call is just not cacheable
+        return None
 
 
 def learn(key, trace: Trace, a, out, where: dict) -> None:
@@ -225,7 +252,10 @@ def learn(key, trace: Trace, a, out, where: dict) -> None:
         return
     if launch is not None:
         scalar = out is None and isinstance(final, np.ndarray) and final.ndim == 0
-        _cache.put(key, Entry(launch, trace.chosen, scalar))
+        try:
+            _cache.put(key, Entry(launch, trace.chosen, scalar))
+        except TypeError:  # unhashable (see lookup)
+            pass
 
 
 def _address(array):

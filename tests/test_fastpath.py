@@ -11,6 +11,7 @@ errors stay errors after a similar call was learned; whatever drops plans drops 
 
 from __future__ import annotations
 
+import ctypes
 import sys
 import threading
 import types
@@ -62,6 +63,10 @@ def test_signature_tells_apart_what_changes_the_answer_or_the_error():
         _key(x, axis=1, keepdims=1.0), _key(x, axis=1, keepdims=True), _key(x, axis=1, dtype="float64"),
         _key(x, axis=1, out=np.zeros(4, np.float64)), _key(x, axis=1, force=Force(vec=4)),
         _key(x, axis=1, backend="opencl"), _key(x, axis=1, ddof=1.0),
+        # every plan knob: a Force differing only in lanes, unroll or split is another plan
+        _key(x, axis=1, force=Force(lanes=8)), _key(x, axis=1, force=Force(lanes=16)),
+        _key(x, axis=1, force=Force(unroll=2)), _key(x, axis=1, force=Force(split=4)),
+        _key(x, axis=1, dtype=np.float64), _key(x, axis=1, dtype=np.dtype("float64")),
     ]
     assert all(k is not None for k in different)
     assert len({base, *different}) == len(different) + 1
@@ -111,6 +116,13 @@ def test_cuda_array_kinds_are_described_without_importing_them():
     other_device = _fake("cupy", "ndarray", shape=(1, 128), strides=(512, 4), dtype=np.dtype("float32"),
                          device=types.SimpleNamespace(id=0))
     assert _key(cupy_like) is not None and _key(cupy_like) != _key(other_device)
+    # as CuPy has it: the memory pointer knows its device (read instead of building a Device)
+    on_1 = _fake("cupy", "ndarray", shape=(1, 128), strides=(512, 4), dtype=np.dtype("float32"),
+                 data=types.SimpleNamespace(ptr=64, device_id=1))
+    on_0 = _fake("cupy", "ndarray", shape=(1, 128), strides=(512, 4), dtype=np.dtype("float32"),
+                 data=types.SimpleNamespace(ptr=64, device_id=0))
+    described = [_key(a)[2][1:] for a in (on_1, cupy_like, on_0, other_device)]  # [0]: each fake's own class
+    assert described[0] == described[1] and described[2] == described[3] and described[0] != described[2]
     torch_like = _fake("torch", "Tensor", shape=(1, 128), dtype="torch.float32", is_cuda=True,
                        get_device=lambda: 0, stride=lambda: (128, 1), is_neg=lambda: False)
     assert _key(torch_like) is not None and _key(torch_like) != _key(cupy_like)
@@ -176,20 +188,34 @@ def test_fast_path_cache_is_bounded(monkeypatch):
     assert fastpath.lookup(("k", 19)) is not None and fastpath.lookup(("k", 0)) is None
 
 
-class _FakeFunction:
-    def __init__(self, log, name):
-        self.log, self.name = log, name
+_C_TYPES = {"u64": ctypes.c_uint64, "f32": ctypes.c_float, "f16": ctypes.c_uint16}
 
-    def __call__(self, grid, block, args, shared_mem, stream):
-        self.log.append((self.name, grid, block, args, stream))
+
+class _FakeFunction:
+    """A compiled kernel as the launcher sees it: ``ptr`` (its CUfunction handle), and
+    here also how to read its parameters back out of a cuLaunchKernel parameter block."""
+
+    def __init__(self, ptr, name, arg_types):
+        self.ptr, self.name, self.arg_types = ptr, name, arg_types
+
+
+def _read_params(params: int, arg_types) -> tuple:
+    """The argument values a cuLaunchKernel parameter block points at."""
+    values = []
+    for i, kind in enumerate(arg_types):
+        slot = ctypes.c_void_p.from_address(params + 8 * i).value
+        values.append(_C_TYPES[kind].from_address(slot).value)
+    return tuple(values)
 
 
 class _FakeCupy:
-    """What the CUDA launcher uses of cupy: empty, the current device, Device(...)."""
+    """What the CUDA launcher uses of cupy: ndarray, alloc, the current device and stream,
+    Device(...), setDevice/free (a thread's context), driver.launchKernel (logged)."""
 
-    def __init__(self, current=0):
-        self.current = current
-        self.switches = []
+    def __init__(self, functions, current=0, stream=0):
+        self.current, self.stream = current, stream
+        self.switches, self.log, self.allocs, self.context_inits = [], [], [], []
+        by_ptr = {f.ptr: f for f in functions}
         fake = self
 
         class Device:
@@ -203,33 +229,73 @@ class _FakeCupy:
             def __exit__(self, *exc):
                 fake.current = self.saved
 
-        self.cuda = types.SimpleNamespace(Device=Device, runtime=types.SimpleNamespace(getDevice=lambda: fake.current))
+        def launch(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+            fn = by_ptr[f]
+            fake.log.append((fn.name, (gx, gy, gz), (bx, by, bz), shared, stream, extra,
+                             _read_params(params, fn.arg_types), fake.current))
 
-    def empty(self, shape, dtype):
-        return ("empty", shape, np.dtype(dtype).name, self.current)
+        def set_device(i):
+            fake.current = i
+
+        def alloc(nbytes):
+            fake.allocs.append(("alloc", nbytes, fake.current))
+            return types.SimpleNamespace(ptr=7000 + len(fake.allocs))
+
+        class ndarray:
+            def __init__(self, shape, dtype):
+                fake.allocs.append(("ndarray", shape, np.dtype(dtype).name, fake.current))
+                self.shape, self.dtype = shape, dtype
+                self.data = types.SimpleNamespace(ptr=8000 + len(fake.allocs))
+
+        self.ndarray = ndarray
+        self.cuda = types.SimpleNamespace(
+            Device=Device, alloc=alloc, driver=types.SimpleNamespace(launchKernel=launch),
+            stream=types.SimpleNamespace(get_current_stream_ptr=lambda: fake.stream),
+            runtime=types.SimpleNamespace(getDevice=lambda: fake.current, setDevice=set_device,
+                                          free=lambda ptr: fake.context_inits.append((ptr, fake.current))))
+
+
+def _fake_input(ptr):
+    return types.SimpleNamespace(data=types.SimpleNamespace(ptr=ptr))
 
 
 def test_cuda_launcher_passes_buffers_scalars_and_streams_without_a_gpu():
     from clreduce.backends.cuda.fast import Launcher
 
-    log = []
+    pass1 = _FakeFunction(0x100, "pass1", ["u64", "u64", "u64", "u64", "u64", "f32"])
+    pass2 = _FakeFunction(0x200, "pass2", ["u64", "u64", "u64", "u64", "u64"])
     base = types.SimpleNamespace(
         out_dtype=np.dtype("float32"), partials_bytes=96,
-        steps=((_FakeFunction(log, "pass1"), (3,), (256,), "input", "partials", (np.uint64(1000), np.float32(0.5))),
-               (_FakeFunction(log, "pass2"), (1,), (64,), "partials", "output", (np.uint64(3),))))
-    cupy = _FakeCupy(current=1)
+        steps=((pass1, (3,), (256,), "input", "partials", (np.uint64(1000), np.float32(0.5))),
+               (pass2, (1,), (64,), "partials", "output", (np.uint64(3),))))
+    cupy = _FakeCupy([pass1, pass2], current=1, stream=0x5150)
     launcher = Launcher(base, cupy, 1, (2, 1))
-    x = object()
-    out = launcher.cupy_array(x, {})
-    assert out == ("empty", (2, 1), "float32", 1) and cupy.switches == []
-    (n1, g1, b1, a1, s1), (n2, g2, b2, a2, s2) = log
-    partials = ("empty", 96, "uint8", 1)
-    assert (n1, g1, b1, s1) == ("pass1", (3,), (256,), None)  # None: CuPy's current stream
-    assert a1 == (x, 0, partials, 0, np.uint64(1000), np.float32(0.5))
-    assert a2 == (partials, 0, out, 0, np.uint64(3))
+    out = launcher.cupy_array(_fake_input(4321), {})
+    assert out.shape == (2, 1) and cupy.switches == []
+    assert cupy.allocs == [("ndarray", (2, 1), "float32", 1), ("alloc", 96, 1)]
+    assert cupy.context_inits == [(0, 1)]  # this thread's first call makes the context current
+    partials, out_ptr = 7002, out.data.ptr
+    assert cupy.log == [
+        ("pass1", (3, 1, 1), (256, 1, 1), 0, 0x5150, 0, (4321, 0, partials, 0, 1000, 0.5), 1),
+        ("pass2", (1, 1, 1), (64, 1, 1), 0, 0x5150, 0, (partials, 0, out_ptr, 0, 3), 1)]
     cupy.current = 0  # another device is current: switch for the call, then back
-    log.clear()
-    assert launcher.cupy_array(x, {})[3] == 1 and cupy.switches == [1] and cupy.current == 0
+    cupy.log.clear()
+    launcher.cupy_array(_fake_input(99), {})
+    assert cupy.switches == [1] and cupy.current == 0 and [entry[-1] for entry in cupy.log] == [1, 1]
+    assert cupy.log[0][6][0] == 99 and len(cupy.context_inits) == 1  # the slots are rewritten, made once
+
+    # another thread gets its own parameter blocks (and context): the two never share slots
+    seen = []
+
+    def other():
+        cupy.current = 1
+        launcher.cupy_array(_fake_input(555), {})
+        seen.append(cupy.log[-2][6][0])
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    thread.join()
+    assert seen == [555] and len(cupy.context_inits) == 2
 
 
 def test_cuda_launcher_for_torch_uses_pointers_and_torchs_stream():
@@ -251,23 +317,42 @@ def test_cuda_launcher_for_torch_uses_pointers_and_torchs_stream():
     torch = types.SimpleNamespace(empty=empty, float16="torch.float16", uint8="torch.uint8", bool="torch.bool",
                                   device=lambda kind, i: f"{kind}:{i}",
                                   _C=types.SimpleNamespace(_cuda_getCurrentRawStream=lambda i: 0xabc0 + i))
-    log = []
+    only = _FakeFunction(0x300, "only", ["u64", "u64", "u64", "u64", "f16"])
     base = types.SimpleNamespace(out_dtype=np.dtype("float16"), partials_bytes=0,
-                                 steps=((_FakeFunction(log, "only"), (1,), (128,), "input", "output", ()),))
-    launcher = Launcher(base, _FakeCupy(current=0), 0, (), torch)
+                                 steps=((only, (1,), (128,), "input", "output", (np.float16(1.0),)),))
+    cupy = _FakeCupy([only], current=0, stream=0x999)
+    launcher = Launcher(base, cupy, 0, (), torch)
     out = launcher.torch_tensor(Tensor(1234), {})
-    assert allocated == [((), "torch.float16", "cuda:0")] and out.ptr == 5001
-    (_, _, _, args, stream), = log
-    assert args == (np.uint64(1234), 0, np.uint64(5001), 0) and stream.ptr == 0xabc0
+    assert allocated == [((), "torch.float16", "cuda:0")] and out.ptr == 5001 and cupy.allocs == []
+    (name, grid, block, shared, stream, extra, args, device), = cupy.log
+    # torch's current stream, not CuPy's; the float16 scalar passed as its 2 bytes
+    assert stream == 0xabc0 and args == (1234, 0, 5001, 0, int(np.float16(1.0).view(np.uint16)))
 
 
 def test_cuda_launcher_must_answer_as_the_full_path_before_it_is_used(monkeypatch):
     """The CUDA launcher cannot be run on this machine's CI: each one is checked once on the
-    GPU against the full path's result, and one that differs is never used."""
-    import sys
-
+    GPU against the full path's result, and one that differs is never used. Here the
+    "kernel" reads and writes host memory through the pointers it is launched with."""
     from clreduce.backends import cuda
     from clreduce.backends.cuda import fast
+
+    def address(self):
+        return types.SimpleNamespace(ptr=self.__array_interface__["data"][0])
+
+    cupy_array = type("ndarray", (np.ndarray,), {"__module__": "cupy", "device": types.SimpleNamespace(id=0),
+                                                 "data": property(address)})
+    row_sums = _FakeFunction(0x400, "row_sums", ["u64", "u64", "u64", "u64"])
+    fake_cupy = _FakeCupy([row_sums])
+    fake_cupy.ndarray = lambda shape, dtype: np.zeros(shape, dtype).view(cupy_array)
+    bias = [0.0]
+
+    def launch(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        src, _, dst, _ = _read_params(params, row_sums.arg_types)
+        x = np.ctypeslib.as_array((ctypes.c_float * 6).from_address(src)).reshape(2, 3)
+        np.ctypeslib.as_array((ctypes.c_float * 2).from_address(dst))[:] = x.sum(axis=-1) + bias[0]
+
+    fake_cupy.cuda.driver.launchKernel = launch
+    fake_cupy.asnumpy = np.asarray
 
     class Device:
         def __init__(self, i):
@@ -282,27 +367,20 @@ def test_cuda_launcher_must_answer_as_the_full_path_before_it_is_used(monkeypatc
         def synchronize(self):
             pass
 
-    fake_cupy = types.SimpleNamespace(empty=lambda shape, dtype: np.zeros(shape, dtype), asnumpy=np.asarray,
-                                      cuda=types.SimpleNamespace(Device=Device,
-                                                                 runtime=types.SimpleNamespace(getDevice=lambda: 0)))
+    fake_cupy.cuda.Device = Device
     monkeypatch.setitem(sys.modules, "cupy", fake_cupy)
-    bias = [0.0]
-
-    def row_sums(grid, block, args, shared_mem, stream):
-        src, _, dst, _ = args
-        dst[...] = np.asarray(src).sum(axis=-1).reshape(dst.shape) + bias[0]
-
     base = types.SimpleNamespace(out_dtype=np.dtype("float32"), partials_bytes=0,
                                  steps=((row_sums, (1,), (32,), "input", "output", ()),))
     monkeypatch.setattr(cuda, "_launcher", lambda device_id, problem, force: base)
     monkeypatch.setattr(cuda, "_merged_force", lambda force: force)
-    cupy_array = type("ndarray", (np.ndarray,), {"__module__": "cupy", "device": types.SimpleNamespace(id=0)})
     a = np.arange(6, dtype=np.float32).reshape(2, 3).view(cupy_array)
     problem = Problem(rows=2, row_len=3, dtype="float32", op="sum")
     expected = np.array([3.0, 12.0], np.float32)
     launch = fast.fast_launcher(a, a, problem, None, (2,), {}, expected)
     assert launch is not None
     np.testing.assert_array_equal(launch(a, {}), expected)
+    b = (a * 2).view(cupy_array)  # another array: the launcher reads the new pointer
+    np.testing.assert_array_equal(launch(b, {}), 2 * expected)
     bias[0] = 1.0  # a launcher that answers differently
     with pytest.warns(RuntimeWarning, match="answered differently"):
         assert fast.fast_launcher(a, a, problem, None, (2,), {}, expected) is None
@@ -556,7 +634,9 @@ CUDA_REASON = _cuda_unavailable()
 CUDA_CASES = [("sum", "float32", (1, 128), {}), ("mean", "float32", (64, 1000), {"axis": -1}),
               ("mean", "float16", (64, 1000), {"axis": -1}), ("max", "float16", (8, 70), {"axis": 0}),
               ("argmax", "float32", (5, 33), {"axis": 1}), ("var", "float32", (4, 50), {"axis": -1, "ddof": 1}),
-              ("sum", "int32", (4, 50), {"axis": -1}), ("sum", "float32", (2, 3, 4), {"axis": 1, "keepdims": True})]
+              ("sum", "int32", (4, 50), {"axis": -1}), ("sum", "float32", (2, 3, 4), {"axis": 1, "keepdims": True}),
+              ("sum", "float32", (2, 1 << 20), {"axis": -1}),  # split over blocks: a partials buffer
+              ("argmax", "float16", (1 << 21,), {})]
 
 
 @pytest.mark.skipif(CUDA_REASON is not None, reason=f"CUDA backend unavailable: {CUDA_REASON}")
@@ -602,6 +682,62 @@ def test_cuda_torch_learned_call_follows_the_current_stream():
         got = clreduce.sum(y, axis=-1)  # must run after it, on the same stream
     side.synchronize()
     torch.testing.assert_close(got, want, rtol=0, atol=0)
+
+
+@pytest.mark.skipif(CUDA_REASON is not None, reason=f"CUDA backend unavailable: {CUDA_REASON}")
+def test_cuda_cupy_learned_call_follows_the_current_stream():
+    import cupy
+
+    x = (cupy.arange(4 * 4096) % 7).astype(cupy.float32).reshape(4, 4096)  # exact sums
+    want = cupy.asnumpy(x).sum(-1)
+    clreduce.sum(x, axis=-1)
+    clreduce.sum(x, axis=-1)  # learned
+    side = cupy.cuda.Stream(non_blocking=True)
+    with side:
+        y = x * 1  # written on the side stream
+        got = clreduce.sum(y, axis=-1)  # must run after it, on the same stream
+    side.synchronize()
+    np.testing.assert_array_equal(cupy.asnumpy(got), want)
+
+
+@pytest.mark.skipif(CUDA_REASON is not None, reason=f"CUDA backend unavailable: {CUDA_REASON}")
+@pytest.mark.parametrize("kind", ["cupy", "torch"])
+def test_cuda_threads_hammer_one_learned_signature(kind):
+    """Fresh threads (each with its own parameter block, and a context made current on its
+    first call) and the main thread run one learned launcher on arrays of their own."""
+    import cupy
+
+    if kind == "torch":
+        torch = pytest.importorskip("torch")
+        if not torch.cuda.is_available():
+            pytest.skip("torch without CUDA")
+        to_device = lambda h: torch.from_numpy(h).cuda()  # noqa: E731
+        to_host = lambda r: r.cpu().numpy()  # noqa: E731
+    else:
+        to_device, to_host = cupy.asarray, cupy.asnumpy
+    hosts = [_exact((16, 300), seed=s) for s in range(8)]
+    arrays = [to_device(h) for h in hosts]
+    clreduce.sum(arrays[0], axis=-1)
+    clreduce.sum(arrays[0], axis=-1)  # learned
+    errors = []
+
+    def work(i):
+        try:
+            for r in range(40):
+                j = (i + r) % len(arrays)
+                got = to_host(clreduce.sum(arrays[j], axis=-1))
+                if not np.array_equal(got, hosts[j].sum(-1)):
+                    errors.append((i, r, j))
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(repr(exc))
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    work(99)
+    for t in threads:
+        t.join()
+    assert errors == []
 
 
 def test_transposed_numpy_input_is_not_learned_and_stays_right(cl_device):

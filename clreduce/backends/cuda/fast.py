@@ -2,54 +2,41 @@
 
 The slow path wraps a torch tensor as a cupy array (DLPack), makes torch's stream CuPy's
 current one, allocates from CuPy's pool, launches, and wraps the result back into torch
-(DLPack again): ~60-110 us per call at 1x128, twice a cupy array's cost for torch input.
-A launcher for a learned signature does only what the kernels need:
+(DLPack again): ~60-110 us per call at 1x128. A launcher for a learned signature does only
+what the kernels need:
 
-* cupy input: allocate the output with ``cupy.empty`` (CuPy's pool, current stream),
-  launch each pass's cached ``cupy.cuda.Function`` on CuPy's current stream (as the slow
-  path), return the cupy array;
-* CUDA torch input: read the stream from torch (its current stream on the tensor's
-  device), allocate the output with ``torch.empty`` (torch's caching allocator, same
-  stream), pass both data pointers as 64-bit kernel arguments, return the tensor -- no
-  DLPack capsule, no CuPy array object, no stream context.
+* the output: ``cupy.ndarray`` (CuPy's pool, current stream) for cupy input,
+  ``torch.empty`` (torch's caching allocator) for CUDA torch input;
+* the stream: CuPy's current stream pointer, or torch's current raw stream on the
+  tensor's device (no stream object, no DLPack capsule, no CuPy array around a tensor);
+* the launch: ``cuLaunchKernel`` (``cupy.cuda.driver.launchKernel``) with a kernel
+  parameter block made once. ``cupy.cuda.Function.__call__`` re-marshals every argument
+  on every call (a Python object per argument, type dispatch, a fresh parameter array);
+  here the block is an array of pointers to argument slots that stay put: each call
+  writes the input, output and partials pointers into three 64-bit slots and launches.
+  The offset and scalar slots are written once. Each thread has its own slots (a ``threading.local``),
+  so two threads never write one block.
 
-Both switch CUDA's current device only when it is not the array's. The launcher holds the
-backend's ``_Launcher`` (functions, grids, scalars); the fast path's LRU bounds how many.
-Explicit ``stream=`` calls and numpy inputs stay on the slow path.
+Both switch CUDA's current device only when it is not the array's; a thread's first call
+makes the device's primary context current (cuLaunchKernel needs one; a thread that has
+touched no CUDA runtime call has none). The launcher holds the backend's ``_Launcher``
+(functions, grids, scalars); the fast path's LRU bounds how many. Explicit ``stream=``
+calls and numpy inputs stay on the slow path.
 
 Importing this module imports no GPU library; nothing runs until a launcher is built.
 """
 
 from __future__ import annotations
 
+import ctypes
+import threading
 import warnings
 
 import numpy as np
 
-from ...lru import LRU
 from ...plan import Problem
 
 _BUFFERS = {"input": 0, "output": 1, "partials": 2}
-_ZERO = np.uint64(0)
-
-
-class _StreamHandle:
-    """What ``cupy.cuda.Function.__call__`` reads of a stream: its ``ptr``."""
-
-    __slots__ = ("ptr",)
-
-    def __init__(self, ptr: int):
-        self.ptr = ptr
-
-
-_handles = LRU(64)  # raw stream pointer -> handle (streams are few; the bound is a guard)
-
-
-def _handle(ptr: int) -> _StreamHandle:
-    handle = _handles.get_unlocked(ptr)  # int keys: no lock needed
-    if handle is None:
-        handle = _handles.put(ptr, _StreamHandle(ptr))
-    return handle
 
 
 def _torch_stream_reader(torch):
@@ -61,60 +48,123 @@ def _torch_stream_reader(torch):
     return lambda index: torch.cuda.current_stream(index).cuda_stream
 
 
+def _cupy_stream_reader(cupy):
+    """A function () -> CuPy's current stream pointer (0: the legacy default stream)."""
+    raw = getattr(getattr(cupy.cuda, "stream", None), "get_current_stream_ptr", None)
+    if raw is not None:
+        return raw
+    return lambda: cupy.cuda.get_current_stream().ptr
+
+
+class _Slots:
+    """One thread's parameter blocks: ``buffers`` holds the (input, output, partials)
+    pointers; ``params[i]`` is the address of pass i's array of argument pointers."""
+
+    __slots__ = ("buffers", "blocks", "params")
+
+    def __init__(self, steps, constants):
+        self.buffers = (ctypes.c_uint64 * 3)()
+        base = ctypes.addressof(self.buffers)
+        self.blocks = []
+        for (_, _, _, reads, writes, _), (zero, scalars) in zip(steps, constants):
+            # kernel signature: (in, in_offset, out, out_offset, scalars...), see cl_kernels/README.md
+            pointers = [base + 8 * reads, zero.ctypes.data, base + 8 * writes, zero.ctypes.data]
+            pointers += [s.ctypes.data for s in scalars]
+            self.blocks.append((ctypes.c_void_p * len(pointers))(*pointers))
+        self.params = tuple(ctypes.addressof(b) for b in self.blocks)
+
+
 class Launcher:
     """One learned signature on CUDA (see the module doc). ``steps`` are the backend
     launcher's ``(function, grid, block, reads, writes, scalars)`` with buffer names turned
     into indices of ``(input, output, partials)``."""
 
     __slots__ = ("base", "steps", "device_id", "out_shape", "out_dtype", "partials_bytes", "cupy", "torch",
-                 "torch_dtype", "torch_device", "stream_of", "get_device")
+                 "torch_dtype", "torch_device", "stream_of", "cupy_stream", "get_device", "set_device",
+                 "launch_kernel", "alloc", "ndarray", "constants", "local", "raw", "init_context")
 
     def __init__(self, base, cupy, device_id: int, out_shape: tuple, torch=None):
         self.base = base  # the backend's _Launcher (kept alive while this entry lives)
         self.steps = tuple((fn, grid, block, _BUFFERS[reads], _BUFFERS[writes], scalars)
                            for fn, grid, block, reads, writes, scalars in base.steps)
+        # launch geometry as cuLaunchKernel takes it: (function, gx, gy, gz, bx, by, bz)
+        self.raw = tuple((fn.ptr,) + _dim3(grid) + _dim3(block) for fn, grid, block, *_ in self.steps)
+        # the slots every thread shares: a zero offset, and each pass's scalars in their own types
+        self.constants = tuple((np.zeros(1, np.uint64), tuple(np.array([s]) for s in scalars))
+                               for *_, scalars in self.steps)
         self.device_id = device_id
         self.out_shape = out_shape
         self.out_dtype = base.out_dtype
         self.partials_bytes = base.partials_bytes
         self.cupy = cupy
         self.get_device = cupy.cuda.runtime.getDevice
+        self.set_device = cupy.cuda.runtime.setDevice
+        self.launch_kernel = cupy.cuda.driver.launchKernel
+        self.alloc = cupy.cuda.alloc
+        self.ndarray = cupy.ndarray
+        self.cupy_stream = _cupy_stream_reader(cupy)
+        self.init_context = cupy.cuda.runtime.free  # free(0): the classic "make the context current"
+        self.local = threading.local()  # .slots: this thread's _Slots (gone with the thread)
         self.torch = torch
         if torch is not None:
             self.torch_dtype = torch.bool if self.out_dtype == np.bool_ else getattr(torch, self.out_dtype.name)
             self.torch_device = torch.device("cuda", device_id)
             self.stream_of = _torch_stream_reader(torch)
 
-    def _launch(self, buffers, stream=None):
-        for fn, grid, block, reads, writes, scalars in self.steps:
-            fn(grid, block, (buffers[reads], _ZERO, buffers[writes], _ZERO) + scalars, 0, stream)
+    def _slots(self) -> _Slots:
+        """This thread's parameter blocks, made on its first call, when the device's primary
+        context is also made current: cuLaunchKernel needs one (CUDA_ERROR_INVALID_CONTEXT),
+        and a thread whose other CUDA calls were all served from caches has none. The
+        device is already the current one here, so setting it changes nothing else."""
+        self.set_device(self.device_id)
+        self.init_context(0)
+        slots = self.local.slots = _Slots(self.steps, self.constants)
+        return slots
+
+    def _launch(self, input_ptr: int, output_ptr: int, partials_ptr: int, stream: int):
+        try:
+            slots = self.local.slots
+        except AttributeError:
+            slots = self._slots()
+        buffers = slots.buffers
+        buffers[0] = input_ptr
+        buffers[1] = output_ptr
+        buffers[2] = partials_ptr
+        launch = self.launch_kernel
+        for (fptr, gx, gy, gz, bx, by, bz), params in zip(self.raw, slots.params):
+            launch(fptr, gx, gy, gz, bx, by, bz, 0, stream, params, 0)
 
     def cupy_array(self, a, where):
         """A cupy array in, a cupy array of the result's shape out, on CuPy's current stream."""
         if self.get_device() != self.device_id:
             with self.cupy.cuda.Device(self.device_id):
                 return self.cupy_array(a, where)
-        cupy = self.cupy
-        out = cupy.empty(self.out_shape, self.out_dtype)
-        partials = cupy.empty(self.partials_bytes, np.uint8) if self.partials_bytes else None
-        self._launch((a, out, partials))
+        out = self.ndarray(self.out_shape, self.out_dtype)
+        if self.partials_bytes:
+            partials = self.alloc(self.partials_bytes)  # freed (stream-ordered) when this call returns
+            self._launch(a.data.ptr, out.data.ptr, partials.ptr, self.cupy_stream())
+        else:
+            self._launch(a.data.ptr, out.data.ptr, 0, self.cupy_stream())
         return out
 
     def torch_tensor(self, t, where):
         """A CUDA tensor in, a tensor of the result's shape out, on torch's current stream."""
-        torch = self.torch
-        stream = _handle(self.stream_of(self.device_id))
-        out = torch.empty(self.out_shape, dtype=self.torch_dtype, device=self.torch_device)
-        buffers = (np.uint64(t.data_ptr()), np.uint64(out.data_ptr()), None)
-        if self.partials_bytes:
-            partials = torch.empty(self.partials_bytes, dtype=torch.uint8, device=self.torch_device)
-            buffers = buffers[:2] + (np.uint64(partials.data_ptr()),)
         if self.get_device() != self.device_id:
             with self.cupy.cuda.Device(self.device_id):
-                self._launch(buffers, stream)
+                return self.torch_tensor(t, where)
+        torch = self.torch
+        stream = self.stream_of(self.device_id)
+        out = torch.empty(self.out_shape, dtype=self.torch_dtype, device=self.torch_device)
+        if self.partials_bytes:
+            partials = torch.empty(self.partials_bytes, dtype=torch.uint8, device=self.torch_device)
+            self._launch(t.data_ptr(), out.data_ptr(), partials.data_ptr(), stream)
         else:
-            self._launch(buffers, stream)
+            self._launch(t.data_ptr(), out.data_ptr(), 0, stream)
         return out
+
+
+def _dim3(size: tuple) -> tuple:
+    return tuple(size) + (1,) * (3 - len(size))
 
 
 def fast_launcher(a, native, problem: Problem, force, out_shape: tuple, where: dict, expected=None):
