@@ -291,6 +291,11 @@ def _choose_wg(caps: DeviceCaps, force: Force, sg_size: int | None) -> int:
 
 
 def _plan_rows(caps: DeviceCaps, problem: Problem, force: Force, op, rule) -> LaunchPlan:
+    if force.strategy == CPU_STRATEGY and caps.backend == "cuda":
+        # reduce_rows_cpu spells OpenCL vector halves (.lo/.hi), which CUDA's float4 lacks;
+        # the strategy exists for CPU runtimes' cross-work-item vectorisers, not warps
+        raise UnsupportedOnDevice(f"strategy='{CPU_STRATEGY}' is an OpenCL CPU strategy; the CUDA backend "
+                                  f"({caps.name!r}) has no kernel for it")
     if op.kind in _CPU_KINDS and (force.strategy == CPU_STRATEGY or (
             force.strategy is None and force.sg_mode is None and force.sg_size is None and cpu_blocks_default(caps))):
         return _plan_cpu_blocks(caps, problem, force, op, rule)

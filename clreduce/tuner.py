@@ -23,7 +23,7 @@ import sys
 
 import numpy as np
 
-from .plan import ALL_STRATEGIES, Force, Problem, UnsupportedOnDevice
+from .plan import ALL_STRATEGIES, CPU_STRATEGY, Force, Problem, UnsupportedOnDevice
 from .tuning import TuneCache, bucket_key, suspended
 
 # Tolerance for "answers right" during the search: float32 sums of up to 2**26 uniform
@@ -50,7 +50,9 @@ def knob_values(caps, problem: Problem) -> dict[str, list]:
     length = problem.row_len if problem.inner == 1 else problem.inner
     knobs = {
         "sg": sg if problem.inner == 1 else [("local", None)],
-        "strategy": list(ALL_STRATEGIES) if problem.inner == 1 else ["split_k"],
+        # cpu_blocks has no CUDA kernel (plan.py refuses it there)
+        "strategy": ([s for s in ALL_STRATEGIES if caps.backend != "cuda" or s != CPU_STRATEGY]
+                     if problem.inner == 1 else ["split_k"]),
         "wg_size": [w for w in (16, 32, 64, 128, 256, 512) if w <= _pow2_floor(caps.max_work_group_size)],
         "vec": [v for v in (1, 2, 4, 8, 16) if v <= length],
     }

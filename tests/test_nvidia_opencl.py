@@ -278,6 +278,19 @@ def test_gpu_tuning_searches_the_launch_shape():
             plan(NV_CL, Problem(2, 1 << 20, "float32", "var"), tuner._with(Force(), knob, value))  # all plan
 
 
+def test_cpu_blocks_is_refused_on_cuda_and_not_tuned_there():
+    # reduce_rows_cpu uses OpenCL vector halves (.lo/.hi): NVRTC cannot build it, so a forced
+    # cpu_blocks on CUDA must be a typed refusal, and the CUDA tuner must not offer it
+    from clreduce import tuner
+
+    problem = Problem(1000, 1000, "float32", "min")
+    with pytest.raises(UnsupportedOnDevice, match="cpu_blocks"):
+        cuda_plan(H100_CUDA, problem, Force(strategy="cpu_blocks"))
+    assert "cpu_blocks" not in tuner.knob_values(H100_CUDA, problem)["strategy"]
+    assert "cpu_blocks" in tuner.knob_values(NV_CL, problem)["strategy"]  # OpenCL still runs it when asked
+    plan(NV_CL, problem, Force(strategy="cpu_blocks"))
+
+
 def test_cli_tune_for_cuda_says_why_it_cannot_run(monkeypatch, capsys):
     import sys
 
