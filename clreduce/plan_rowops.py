@@ -71,6 +71,14 @@ LOCAL_CAP = 32 << 10
 LOCAL_STEP = 256
 # Short rows: about this many elements per lane before a team is widened.
 PER_LANE = 4
+# GPUs, register-cached softmax and norms: runs of VEC consecutive elements, VEC_BYTES per
+# load, and a team of one lane per run up to the work-group (float16 rows of 128 on an H100:
+# 16 lanes of one 16-byte load each, two rows per warp). Element loads at PER_LANE moved 64
+# bytes per warp load of half and left the H100 at a quarter of its bandwidth (issue 10).
+VEC_FAMILIES = ("softmax.cl", "row_norm.cl")
+VEC_BYTES = 16
+VEC_MAX = 16
+VEC_RUNS_PER_LANE = 1
 # Few long rows: split a row when it is this long and the rows alone give fewer tasks than
 # the device wants, into chunks of at least ROW_SPLIT_MIN_CHUNK (a multiple of
 # ROW_SPLIT_ALIGN elements, so chunks start on 256-byte boundaries for float32).
@@ -160,6 +168,7 @@ class RowForce:
     lanes: int | None = None
     wg_size: int | None = None
     split: int | None = None  # chunks per row (two launches; scans: reduce-then-scan)
+    vec: int | None = None  # elements per load of a register-cached softmax / norm row
 
 
 @dataclass(frozen=True)
@@ -204,6 +213,7 @@ class RowPlan:
     scalars: tuple[tuple[str, str, int], ...]
     split: int = 1
     passes: tuple[RowPass, ...] = ()  # the launches in order (one unless split)
+    vec: int = 1  # elements per load of a register-cached row (VEC)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -418,10 +428,13 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
     # work-item without sub-groups), as in plan.py. GPUs spread long rows over the group.
     lanes_cap = wg if not cpu else min(wg, sg_size or 1)
     budget_reg = reg_budget(caps, acc_bytes, wg)
+    vec = _row_vec(caps, problem, force)
     if force.lanes is not None:
         lanes = force.lanes
         if lanes < 1 or lanes & (lanes - 1) or lanes > wg:
             raise ValueError(f"lanes={lanes} must be a power of two <= the work-group size {wg}")
+    elif vec > 1:
+        lanes = max(1, min(lanes_cap, _pow2_floor(_ceil_div(k // vec, VEC_RUNS_PER_LANE))))
     else:
         lanes = max(1, min(lanes_cap, _pow2_floor(_ceil_div(k, PER_LANE))))
         if force.cache in (None, "registers") and _ceil_div(k, lanes) > budget_reg:
@@ -448,7 +461,7 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
             wg //= 2
     teams = wg // lanes
     scratch = 0 if lanes == 1 else (wg if sg_mode == "local" else wg // sg_size) * acc_bytes
-    nper = _pow2_ceil(_ceil_div(k, lanes))
+    nper = _pow2_ceil(_ceil_div(k, lanes)) if vec == 1 else _ceil_div(k // vec, lanes) * vec
     fits_reg = nper <= budget_reg
     fits_local = teams * local_len * acc_bytes + scratch <= (local_budget(caps) if force.cache is None
                                                             else caps.local_mem_size)
@@ -474,7 +487,10 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
     if split > 1:
         cache, nper, local_len = "none", 1, 1
     if cache != "registers":
-        nper = 1
+        if force.vec is not None and force.vec > 1:
+            raise UnsupportedOnDevice(f"vec={force.vec} needs the row cached in registers; rows of {k} "
+                                      f"are cached in {cache!r} on {caps.name!r}")
+        nper, vec = 1, 1
     if cache != "local":
         local_len = 1
     local_bytes = scratch + (teams * local_len * acc_bytes if cache == "local" else 0)
@@ -490,8 +506,10 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
             "ACC_IS_FLOAT": 1, "IN_HALF": int(problem.dtype == "float16"), "OUT_HALF": int(out == "float16"),
             "WG_SIZE": wg, "LANES": lanes, "SG_MODE": _SG_MODE_MACRO[sg_mode], "SG_SIZE": sg_size or 0,
             "REQD_SG": _REQD_MACRO[reqd], "CACHE": _CACHE_MACRO[cache], "NPER": nper, "LOCAL_LEN": local_len,
-            "SPLIT": split, "PHASE": phase, **extra,
+            "SPLIT": split, "PHASE": phase, "VEC": vec, **extra,
         }
+        if vec > 1 and caps.backend == "opencl" and caps.implementation == "nvidia":
+            defines["ALIGNED_VLOAD"] = 1  # NVIDIA's OpenCL makes vloadn element loads (plan.py)
         if kernel_file == "row_norm.cl":
             defines.update({"HAS_WEIGHT": int(problem.weight), "HAS_BIAS": int(problem.bias)})
         pairs = tuple(sorted((name, str(value)) for name, value in defines.items()))
@@ -513,7 +531,31 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
                    lanes=lanes, nper=nper, local_len=local_len, local_mem_bytes=local_bytes, acc_dtype=acc,
                    out_dtype=out, kernel_file=kernel_file, entry=entry, defines=pairs, options=options,
                    global_size=passes[-1].global_size, local_size=wg, scalars=scalars, split=split,
-                   passes=tuple(passes))
+                   passes=tuple(passes), vec=vec)
+
+
+def _row_vec(caps: DeviceCaps, problem: RowProblem, force: RowForce) -> int:
+    """Elements per load of a register-cached row (``VEC``): 16 bytes on GPUs where the row
+    length is a multiple of it (so every row starts aligned), else the widest power of two
+    that divides the row; 1 on CPUs, for the other families and under a forced cache other
+    than registers or a forced split."""
+    if force.vec is not None:
+        v = force.vec
+        if v not in (1, 2, 4, 8, 16) or problem.row_len % v:
+            raise ValueError(f"vec={v} must be 1, 2, 4, 8 or 16 and divide the row length {problem.row_len}")
+        if v > 1 and (FAMILIES[problem.op][0] not in VEC_FAMILIES or force.cache not in (None, "registers")
+                      or (force.split or 1) > 1):
+            raise UnsupportedOnDevice(f"vec={v}: vector runs are for register-cached softmax and norm rows, "
+                                      f"not {problem.op} with cache={force.cache!r}, split={force.split}")
+        return v
+    if caps.device_type == "cpu" or FAMILIES[problem.op][0] not in VEC_FAMILIES:
+        return 1
+    if force.cache not in (None, "registers") or (force.split or 1) > 1:
+        return 1
+    vec = max(1, min(VEC_MAX, VEC_BYTES // np.dtype(problem.dtype).itemsize))
+    while vec > 1 and problem.row_len % vec:
+        vec //= 2
+    return vec
 
 
 def _row_split(caps: DeviceCaps, problem: RowProblem, force: RowForce, cache: str, lanes: int, wg: int,
