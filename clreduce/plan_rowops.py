@@ -78,7 +78,10 @@ PER_LANE = 4
 VEC_FAMILIES = ("softmax.cl", "row_norm.cl")
 VEC_BYTES = 16
 VEC_MAX = 16
-VEC_RUNS_PER_LANE = 1
+VEC_RUNS_PER_LANE = {"layer_norm": 2}  # else 1; layer_norm's second team reduce favours fewer lanes (H100)
+# GPUs: work-groups per compute unit before the grid stride takes over (plan.py's 64 for
+# the reductions).
+GPU_GROUPS_PER_CU = 64
 # Few long rows: split a row when it is this long and the rows alone give fewer tasks than
 # the device wants, into chunks of at least ROW_SPLIT_MIN_CHUNK (a multiple of
 # ROW_SPLIT_ALIGN elements, so chunks start on 256-byte boundaries for float32).
@@ -434,7 +437,7 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
         if lanes < 1 or lanes & (lanes - 1) or lanes > wg:
             raise ValueError(f"lanes={lanes} must be a power of two <= the work-group size {wg}")
     elif vec > 1:
-        lanes = max(1, min(lanes_cap, _pow2_floor(_ceil_div(k // vec, VEC_RUNS_PER_LANE))))
+        lanes = max(1, min(lanes_cap, _pow2_floor(_ceil_div(k // vec, VEC_RUNS_PER_LANE.get(problem.op, 1)))))
     else:
         lanes = max(1, min(lanes_cap, _pow2_floor(_ceil_div(k, PER_LANE))))
         if force.cache in (None, "registers") and _ceil_div(k, lanes) > budget_reg:
@@ -520,7 +523,7 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
     for phase, reads, writes in (((0, "input", "output"),) if split == 1 else
                                  ((1, "input", "partials"), (2, "input", "output"))):
         trips = row_trips(problem.op, cache, lanes, nper, chunk, split, phase, sg_size)
-        groups = _trip_groups(caps, _groups(caps, _ceil_div(tasks, teams)), tasks, teams, trips,
+        groups = _trip_groups(caps, _row_groups(caps, _ceil_div(tasks, teams)), tasks, teams, trips,
                               f"{problem.op} of rows of {k}")
         pairs, options = variant(phase)
         passes.append(RowPass(options=options, global_size=groups * wg, local_size=wg, reads=reads, writes=writes,
@@ -532,6 +535,14 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
                    out_dtype=out, kernel_file=kernel_file, entry=entry, defines=pairs, options=options,
                    global_size=passes[-1].global_size, local_size=wg, scalars=scalars, split=split,
                    passes=tuple(passes), vec=vec)
+
+
+def _row_groups(caps: DeviceCaps, needed: int) -> int:
+    """Work-groups of a softmax / norm / scale launch: on GPUs up to GPU_GROUPS_PER_CU per
+    compute unit (the rest is the kernels' grid stride), elsewhere plan.py's rule."""
+    if caps.device_type == "gpu":
+        return max(1, min(needed, max(1, caps.compute_units) * GPU_GROUPS_PER_CU))
+    return _groups(caps, needed)
 
 
 def _row_vec(caps: DeviceCaps, problem: RowProblem, force: RowForce) -> int:
