@@ -235,6 +235,13 @@ def cuda_main(args) -> int:
         shapes = CUDA_SHAPES[:3] if args.quick else CUDA_SHAPES
     rotate_bytes = (64 if args.quick else 512) << 20
     props = torch.cuda.get_device_properties(0)
+    # one compiled lambda per op sees every shape: past dynamo's recompile limit (8) it would
+    # silently run eager, and the "compile" column of the last shapes would be torch eager
+    import torch._dynamo
+
+    for name in ("recompile_limit", "cache_size_limit"):
+        if hasattr(torch._dynamo.config, name):
+            setattr(torch._dynamo.config, name, 64)
     print(f"device: {props.name} | torch {torch.__version__} | GB/s = (read + written) / median wall time")
     cols = ("clreduce", "torch", "compile", "copy")
     print(f"{'op':12s} {'dtype':8s} {'shape':>14s} " + " ".join(f"{c:>9s}" for c in cols) + "   (GB/s)")
