@@ -79,6 +79,13 @@ VEC_FAMILIES = ("softmax.cl", "row_norm.cl")
 VEC_BYTES = 16
 VEC_MAX = 16
 VEC_RUNS_PER_LANE = {"layer_norm": 2}  # else 1; layer_norm's second team reduce favours fewer lanes (H100)
+# CPUs (Intel's runtime, PoCL): softmax / norm rows that fit one work-item's private array
+# run one row per work-item in groups of CPU_ROW_WG, read in runs of CPU_VEC_BYTES. The team
+# plans (Intel: 4 lanes a row in groups of 256; PoCL: a row per work-item in groups of 256,
+# whose private budget then left rows of 128 uncached) were 1.3-2x slower on 65536 x 128
+# float32 (interleaved A/B, README).
+CPU_ROW_WG = 16
+CPU_VEC_BYTES = 64
 # GPUs: work-groups per compute unit before the grid stride takes over (plan.py's 64 for
 # the reductions).
 GPU_GROUPS_PER_CU = 64
@@ -426,13 +433,19 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
     else:
         sg_size, reqd = _choose_sg_size(caps, force.sg_size)
     wg = _choose_wg(caps, Force(wg_size=force.wg_size), sg_size)
+    cpu_rows = _cpu_register_rows(caps, problem, force, acc_bytes)
+    if cpu_rows:
+        sg_mode, sg_size, reqd = "local", None, "none"
+        wg = min(CPU_ROW_WG, _pow2_floor(caps.max_work_group_size))
 
     # CPUs: a work-group runs on one core; a team stays inside one sub-group (or is one
     # work-item without sub-groups), as in plan.py. GPUs spread long rows over the group.
     lanes_cap = wg if not cpu else min(wg, sg_size or 1)
     budget_reg = reg_budget(caps, acc_bytes, wg)
-    vec = _row_vec(caps, problem, force)
-    if force.lanes is not None:
+    vec = _row_vec(caps, problem, force, cpu_rows)
+    if cpu_rows:
+        lanes = 1
+    elif force.lanes is not None:
         lanes = force.lanes
         if lanes < 1 or lanes & (lanes - 1) or lanes > wg:
             raise ValueError(f"lanes={lanes} must be a power of two <= the work-group size {wg}")
@@ -545,7 +558,26 @@ def _row_groups(caps: DeviceCaps, needed: int) -> int:
     return _groups(caps, needed)
 
 
-def _row_vec(caps: DeviceCaps, problem: RowProblem, force: RowForce) -> int:
+def _cpu_register_rows(caps: DeviceCaps, problem: RowProblem, force: RowForce, acc_bytes: int) -> bool:
+    """CPU runtimes that vectorise across work-items (Intel's, PoCL; not llvmpipe), softmax and
+    norm rows short enough for one work-item's registers, nothing forced but the cache:
+    one row per work-item, groups of CPU_ROW_WG, the row loaded in 64-byte runs."""
+    if caps.device_type != "cpu" or llvmpipe_loop_limited(caps) or FAMILIES[problem.op][0] not in VEC_FAMILIES:
+        return False
+    if dataclasses.replace(force, cache=None) != RowForce() or force.cache not in (None, "registers"):
+        return False
+    vec = _widest_vec(problem, CPU_VEC_BYTES)
+    return _ceil_div(problem.row_len, vec) * vec <= reg_budget(caps, acc_bytes, CPU_ROW_WG)
+
+
+def _widest_vec(problem: RowProblem, vec_bytes: int) -> int:
+    vec = max(1, min(VEC_MAX, vec_bytes // np.dtype(problem.dtype).itemsize))
+    while vec > 1 and problem.row_len % vec:
+        vec //= 2
+    return vec
+
+
+def _row_vec(caps: DeviceCaps, problem: RowProblem, force: RowForce, cpu_rows: bool = False) -> int:
     """Elements per load of a register-cached row (``VEC``): 16 bytes on GPUs where the row
     length is a multiple of it (so every row starts aligned), else the widest power of two
     that divides the row; 1 on CPUs, for the other families and under a forced cache other
@@ -559,14 +591,13 @@ def _row_vec(caps: DeviceCaps, problem: RowProblem, force: RowForce) -> int:
             raise UnsupportedOnDevice(f"vec={v}: vector runs are for register-cached softmax and norm rows, "
                                       f"not {problem.op} with cache={force.cache!r}, split={force.split}")
         return v
+    if cpu_rows:
+        return _widest_vec(problem, CPU_VEC_BYTES)
     if caps.device_type == "cpu" or FAMILIES[problem.op][0] not in VEC_FAMILIES:
         return 1
     if force.cache not in (None, "registers") or (force.split or 1) > 1:
         return 1
-    vec = max(1, min(VEC_MAX, VEC_BYTES // np.dtype(problem.dtype).itemsize))
-    while vec > 1 and problem.row_len % vec:
-        vec //= 2
-    return vec
+    return _widest_vec(problem, VEC_BYTES)
 
 
 def _row_split(caps: DeviceCaps, problem: RowProblem, force: RowForce, cache: str, lanes: int, wg: int,
