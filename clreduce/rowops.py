@@ -423,7 +423,8 @@ def layer_norm(x, weight=None, bias=None, eps=1e-5, *, out=None, backend=None, d
                force: RowForce | None = None):
     """Layer normalisation over the last axis: ``(x - mean) / sqrt(var + eps) * weight + bias``.
 
-    The statistics come from one pass over the row, shifted by its first element with
+    The statistics come from the row shifted by its first element: two passes over a row
+    held in registers (its sum, then the squares of the deviations), else one pass of
     Neumaier-compensated sums, so float32 rows with a large mean stay accurate; ``var`` is
     the biased (ddof 0) variance, as in ``torch.nn.functional.layer_norm``.
 
