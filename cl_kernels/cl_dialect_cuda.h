@@ -33,6 +33,9 @@
  *   VLOAD_HEAD(p, n)    elements to read one at a time before p + head may start an n-element
  *                       VLOAD_ARRAY (0 | up to the next min(16, n * size)-byte boundary)
  *   VLOAD_ALIGNED(p, n) p may start an n-element VLOAD_ARRAY (1 | that alignment holds)
+ *   VSTORE_ARRAY(n, d, p)      n elements of the private array d to p (vstoren | 16-byte
+ *                              stores; p must satisfy VLOAD_ALIGNED)
+ *   VSTORE_HALF_ARRAY(n, d, p) the same from a float array to half elements (rounded to even)
  *   UNROLL_LOOP / NO_UNROLL   loop pragmas (nothing | #pragma unroll / unroll 1)
  *   UNROLL_DEFAULT      loads in flight per work-item when the plan gives no UNROLL (1 | 4)
  *   FIXED_SG_SIZE       the only sub-group width there is, 0 if the device picks (0 | 32)
@@ -241,5 +244,21 @@ template <int N, bool H, class T, class D> __device__ __forceinline__ void cl_vl
 #define VLOAD_ALIGNED(p, n) cl_vload_aligned_<(n)>(p)
 #define VLOAD_ARRAY(n, p, d) cl_vload_array_<(n), false>((p), (d))
 #define VLOAD_HALF_ARRAY(n, p, d) cl_vload_array_<(n), true>((p), (d))
+/* p must be aligned (cl_vload_aligned_); S is T, or float for half (H) */
+template <int N, bool H, class S, class T> __device__ __forceinline__ void cl_vstore_array_(const S *d, T *p) {
+    typedef typename cl_word_<cl_vload_<T, N>::WORD>::type word_t;
+    union {
+        word_t w[cl_vload_<T, N>::WORDS];
+        T e[N];
+    } u;
+    _Pragma("unroll") for (int j = 0; j < N; ++j) {
+        u.e[j] = H ? (T)cl_float_to_half_((float)d[j]) : (T)d[j];
+    }
+    _Pragma("unroll") for (int j = 0; j < cl_vload_<T, N>::WORDS; ++j) {
+        reinterpret_cast<word_t *>(p)[j] = u.w[j];
+    }
+}
+#define VSTORE_ARRAY(n, d, p) cl_vstore_array_<(n), false>((d), (p))
+#define VSTORE_HALF_ARRAY(n, d, p) cl_vstore_array_<(n), true>((d), (p))
 
 #endif /* CL_DIALECT_CUDA_H */

@@ -42,6 +42,27 @@
 #define CL_VLOAD_HALF_ARRAY_4(p, d) CL_ALOAD_HALF(4, p, d)
 #define CL_VLOAD_HALF_ARRAY_8(p, d) CL_ALOAD_HALF(8, p, d)
 #define CL_VLOAD_HALF_ARRAY_16(p, d) vstore16(vload_half16(0, p), 0, d)
+/* stores the same way: through a vector pointer where p is aligned to 16 bytes or less */
+#define CL_ASTORE(n, d, p) do {                                                               \
+        if (CL_VFITS(p, n)) {                                                                 \
+            *(__global CL_CAT(OUT_T, n) *)(p) = CL_CAT(vload, n)(0, d);                       \
+        } else {                                                                              \
+            CL_CAT(vstore, n)(CL_CAT(vload, n)(0, d), 0, p);                                  \
+        }                                                                                     \
+    } while (0)
+#define CL_ASTORE_HALF(n, d, p) do {                                                          \
+        ushort w_[n];                                                                         \
+        CL_CAT(vstore_half, n)(CL_CAT(vload, n)(0, d), 0, (__private half *)w_);              \
+        *(__global CL_CAT(ushort, n) *)(p) = CL_CAT(vload, n)(0, w_);                         \
+    } while (0)
+#define CL_VSTORE_ARRAY_2(d, p) CL_ASTORE(2, d, p)
+#define CL_VSTORE_ARRAY_4(d, p) CL_ASTORE(4, d, p)
+#define CL_VSTORE_ARRAY_8(d, p) CL_ASTORE(8, d, p)
+#define CL_VSTORE_ARRAY_16(d, p) CL_ASTORE(16, d, p)
+#define CL_VSTORE_HALF_ARRAY_2(d, p) CL_ASTORE_HALF(2, d, p)
+#define CL_VSTORE_HALF_ARRAY_4(d, p) CL_ASTORE_HALF(4, d, p)
+#define CL_VSTORE_HALF_ARRAY_8(d, p) CL_ASTORE_HALF(8, d, p)
+#define CL_VSTORE_HALF_ARRAY_16(d, p) vstore_half16(vload16(0, d), 0, p)
 #else
 /* vloadn / vload_halfn need only element alignment: no scalar head, every address will do */
 #define VLOAD_HEAD(p, n) 0u
@@ -54,12 +75,27 @@
 #define CL_VLOAD_HALF_ARRAY_4(p, d) vstore4(vload_half4(0, p), 0, d)
 #define CL_VLOAD_HALF_ARRAY_8(p, d) vstore8(vload_half8(0, p), 0, d)
 #define CL_VLOAD_HALF_ARRAY_16(p, d) vstore16(vload_half16(0, p), 0, d)
+#define CL_VSTORE_ARRAY_2(d, p) vstore2(vload2(0, d), 0, p)
+#define CL_VSTORE_ARRAY_4(d, p) vstore4(vload4(0, d), 0, p)
+#define CL_VSTORE_ARRAY_8(d, p) vstore8(vload8(0, d), 0, p)
+#define CL_VSTORE_ARRAY_16(d, p) vstore16(vload16(0, d), 0, p)
+#define CL_VSTORE_HALF_ARRAY_2(d, p) vstore_half2(vload2(0, d), 0, p)
+#define CL_VSTORE_HALF_ARRAY_4(d, p) vstore_half4(vload4(0, d), 0, p)
+#define CL_VSTORE_HALF_ARRAY_8(d, p) vstore_half8(vload8(0, d), 0, p)
+#define CL_VSTORE_HALF_ARRAY_16(d, p) vstore_half16(vload16(0, d), 0, p)
 #endif
 /* vstoren into a private array: the kernels' loops then need no vector types */
 #define VLOAD_ARRAY(n, p, d) CL_CAT(CL_VLOAD_ARRAY_, n)((p), (d))
 #define VLOAD_HALF_ARRAY(n, p, d) CL_CAT(CL_VLOAD_HALF_ARRAY_, n)((p), (d))
 #define CL_VLOAD_ARRAY_1(p, d) ((d)[0] = (p)[0])
 #define CL_VLOAD_HALF_ARRAY_1(p, d) ((d)[0] = vload_half(0, p))
+/* VSTORE_ARRAY(n, d, p): n elements of the private array d to p, as VLOAD_ARRAY reads them
+ * (ALIGNED_VLOAD: p must satisfy VLOAD_ALIGNED); VSTORE_HALF_ARRAY from floats to halves,
+ * rounded to nearest even like vstore_half. OUT_T names p's element type. */
+#define VSTORE_ARRAY(n, d, p) CL_CAT(CL_VSTORE_ARRAY_, n)((d), (p))
+#define VSTORE_HALF_ARRAY(n, d, p) CL_CAT(CL_VSTORE_HALF_ARRAY_, n)((d), (p))
+#define CL_VSTORE_ARRAY_1(d, p) ((p)[0] = (d)[0])
+#define CL_VSTORE_HALF_ARRAY_1(d, p) vstore_half((d)[0], 0, p)
 /* The compilers unroll the small fixed loops anyway; not every driver parses the pragma. */
 #define UNROLL_LOOP
 #define NO_UNROLL

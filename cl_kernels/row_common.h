@@ -8,7 +8,7 @@
  *
  * Required macros: IN_T, OUT_T, ACC_T, ACC_BYTES, ACC_IS_FLOAT, IN_HALF, OUT_HALF, WG_SIZE,
  * LANES, SG_MODE (0 local, 1 builtin, 2 KHR, 3 qcom, 4 NVIDIA OpenCL PTX shuffle), SG_SIZE,
- * REQD_SG, CACHE, NPER, LOCAL_LEN, SPLIT, PHASE.
+ * REQD_SG, CACHE, NPER, LOCAL_LEN, SPLIT, PHASE, VEC.
  * Optional: MIN_BLOCKS (CUDA's __launch_bounds__ second argument, default 1).
  *
  * Tasks. A task is one row (SPLIT 1) or one of SPLIT chunks of chunk_len elements of a row
@@ -95,8 +95,17 @@
 #ifndef PHASE
 #error "PHASE (0 whole rows, 1 chunk partials, 2 apply from partials) is required"
 #endif
+#ifndef VEC
+#error "VEC (elements per load of a register-cached row; 1 = element loads) is required"
+#endif
 #ifndef MIN_BLOCKS
 #define MIN_BLOCKS 1
+#endif
+#if VEC != 1 && VEC != 2 && VEC != 4 && VEC != 8 && VEC != 16
+#error "VEC must be 1, 2, 4, 8 or 16"
+#endif
+#if VEC > 1 && (CACHE != 0 || (NPER % VEC) != 0)
+#error "VEC > 1 needs CACHE 0 (registers) and NPER a multiple of VEC"
 #endif
 
 #if ACC_IS_FLOAT != 1
@@ -277,6 +286,52 @@ inline ulong task_len(const ulong task, const ulong n_rows, const ulong row_len,
     *row = live ? task / SPLIT : 0;
     *start = live ? (task % SPLIT) * chunk_len : 0;
     return live ? min(chunk_len, row_len - *start) : 0;
+}
+
+/* Register-cached rows (CACHE 0): a lane owns NPER / VEC runs of VEC consecutive elements;
+ * run j of a lane starts at element RUN_START(j) = (j * LANES + lane) * VEC, so the team's
+ * runs tile the row and neighbouring lanes read neighbouring runs (one 16-byte load per run
+ * on GPUs: element loads of half moved 64 bytes per warp instruction and left an H100 at a
+ * quarter of its bandwidth). The planner makes VEC divide row_len, so a run lies wholly in
+ * the row or wholly past it. `vec_ok` (uniform over the launch): the input and output
+ * addresses allow VEC-wide loads and stores; else the same runs go element by element. */
+#define RUN_START(j) (((uint)(j) * LANES + lane) * VEC)
+#if IN_HALF
+#define VLOAD_IN(n, p, d) VLOAD_HALF_ARRAY(n, p, d)
+#else
+#define VLOAD_IN(n, p, d) VLOAD_ARRAY(n, p, d)
+#endif
+#if OUT_HALF
+#define VSTORE_OUT(n, d, p) VSTORE_HALF_ARRAY(n, d, p)
+#else
+#define VSTORE_OUT(n, d, p) VSTORE_ARRAY(n, d, p)
+#endif
+#if VEC > 1
+#define VEC_OK(in_p, out_p) (VLOAD_ALIGNED(in_p, VEC) && VLOAD_ALIGNED(out_p, VEC))
+#else
+#define VEC_OK(in_p, out_p) 0
+#endif
+inline void load_run(__global const IN_T *p, const int vec_ok, ACC_T *d) {
+#if VEC > 1
+    if (vec_ok) {
+        VLOAD_IN(VEC, p, d);
+        return;
+    }
+#endif
+    for (uint e = 0; e < VEC; ++e) {
+        d[e] = LOAD(p, e);
+    }
+}
+inline void store_run(const ACC_T *d, __global OUT_T *q, const int vec_ok) {
+#if VEC > 1
+    if (vec_ok) {
+        VSTORE_OUT(VEC, d, q);
+        return;
+    }
+#endif
+    for (uint e = 0; e < VEC; ++e) {
+        STORE(d[e], q, e);
+    }
 }
 
 /* Value k (0/1) of chunk j's partial statistics of `row` (phases 1 and 2). */

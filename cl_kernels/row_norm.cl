@@ -66,6 +66,9 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
     const uint lane = LANE_ID();
     const uint team = TEAM_ID();
     const ulong stride = (ulong)get_num_groups(0) * TEAMS;
+#if CACHE == CACHE_REG
+    const int vec_ok = VEC_OK(in + in_offset, out + out_offset);
+#endif
 
     /* every work-item runs the same trips; a team past the last task works on an empty chunk */
     for (ulong base = (ulong)get_group_id(0) * TEAMS; base < n_rows * SPLIT; base += stride) {
@@ -90,18 +93,46 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
             nsum_add(&s1, &c1, PARTIAL(row, j, 0));
             nsum_add(&s2, &c2, PARTIAL(row, j, 1));
         }
+#elif CACHE == CACHE_REG
+        ACC_T s2 = 0, c2 = 0;
+#if NORM != NORM_RMS
+        ACC_T s1 = 0;
+#endif
+        /* the row in registers: plain sums (at most NPER terms per lane, ~NPER ulp; the
+         * compensation's flops made an H100 compute-bound), and for layer_norm two passes
+         * over the registers, sum(d) then sum((d - mean_d)^2), which need no compensation
+         * for the variance's cancellation either */
+        ACC_T v[NPER];
+        UNROLL_LOOP for (uint j = 0; j < NPER / VEC; ++j) {
+            if (RUN_START(j) < len) {
+                load_run(p + RUN_START(j), vec_ok, v + j * VEC);
+            } else {
+                UNROLL_LOOP for (uint e = 0; e < VEC; ++e) {
+                    v[j * VEC + e] = x0;  /* padding: d = 0 */
+                }
+            }
+            UNROLL_LOOP for (uint e = 0; e < VEC; ++e) {
+                const ACC_T d = v[j * VEC + e] - x0;
+#if NORM == NORM_RMS
+                s2 += d * d;
+#else
+                s1 += d;
+#endif
+            }
+        }
+#if NORM != NORM_RMS
+        const ACC_T mean_reg = team_reduce(s1, K_SUM, scratch, lid, lane) / (ACC_T)row_len;
+        UNROLL_LOOP for (uint j = 0; j < NPER / VEC; ++j) {
+            if (RUN_START(j) < len) {
+                UNROLL_LOOP for (uint e = 0; e < VEC; ++e) {
+                    const ACC_T d = (v[j * VEC + e] - x0) - mean_reg;
+                    s2 += d * d;
+                }
+            }
+        }
+#endif
 #else
         ACC_T s1 = 0, c1 = 0, s2 = 0, c2 = 0;
-#if CACHE == CACHE_REG
-        ACC_T v[NPER];
-        for (uint j = 0; j < NPER; ++j) {
-            const ulong i = lane + (ulong)j * LANES;
-            v[j] = i < len ? LOAD(p, i) : x0;   /* padding adds d = 0 */
-            const ACC_T d = v[j] - x0;
-            nsum_add(&s1, &c1, d);
-            nsum_add(&s2, &c2, d * d);
-        }
-#else
 #if CACHE == CACHE_LOCAL
         LOCAL_PTR ACC_T *c = rowbuf + team * LOCAL_LEN;
 #endif
@@ -115,9 +146,8 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
             nsum_add(&s2, &c2, d * d);
         }
 #endif
-#endif
         const ACC_T sum2 = team_reduce(nsum_value(s2, c2), K_SUM, scratch, lid, lane);
-#if NORM != NORM_RMS || PHASE == 1
+#if (NORM != NORM_RMS && !(CACHE == CACHE_REG && PHASE == 0)) || PHASE == 1
         const ACC_T sum1 = team_reduce(nsum_value(s1, c1), K_SUM, scratch, lid, lane);
 #endif
 
@@ -131,6 +161,12 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
 #if NORM == NORM_RMS
         const ACC_T inv = rsqrt(sum2 / n + eps);
 #define RESULT(x, i) ((x) * inv * W(start + (i)))
+#elif CACHE == CACHE_REG
+        /* two passes over the registers (above): sum2 is sum((d - mean_d)^2) */
+        const ACC_T mean_d = mean_reg;
+        const ACC_T var_ = sum2 / n;
+        const ACC_T inv = rsqrt(var_ + eps);
+#define RESULT(x, i) ((((x) - x0) - mean_d) * inv * W(start + (i)) + B(start + (i)))
 #else
         const ACC_T mean_d = sum1 / n;
         /* clamp rounding below zero; fmax would also turn a NaN variance into 0, so NaN
@@ -151,10 +187,12 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
 
 #if NORM != NORM_MOMENTS
 #if CACHE == CACHE_REG
-        for (uint j = 0; j < NPER; ++j) {
-            const ulong i = lane + (ulong)j * LANES;
-            if (i < len) {
-                STORE(RESULT(v[j], i), q, i);
+        UNROLL_LOOP for (uint j = 0; j < NPER / VEC; ++j) {
+            if (RUN_START(j) < len) {
+                UNROLL_LOOP for (uint e = 0; e < VEC; ++e) {
+                    v[j * VEC + e] = RESULT(v[j * VEC + e], RUN_START(j) + e);
+                }
+                store_run(v + j * VEC, q + RUN_START(j), vec_ok);
             }
         }
 #elif CACHE == CACHE_LOCAL

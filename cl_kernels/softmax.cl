@@ -4,7 +4,8 @@
  * walk the tasks with a grid stride. A lane owns the elements lane, lane + LANES, ... of its
  * task, so neighbouring lanes read neighbouring addresses. CACHE picks where a lane keeps its
  * elements between the passes of a whole row (PHASE 0):
- *   CACHE 0  registers: a private array of NPER floats (row read once)
+ *   CACHE 0  registers: a private array of NPER floats (row read once), loaded in runs of
+ *            VEC consecutive elements (row_common.h, RUN_START)
  *   CACHE 1  local memory: LOCAL_LEN floats per team (row read once); a lane reads back
  *            only what it wrote itself, so the row buffer needs no barrier
  *   CACHE 2  none: two reads of the row from global memory, the first for the max and the
@@ -81,6 +82,9 @@ void softmax_rows(__global const IN_T *restrict in, const ulong in_offset,
     const uint lane = LANE_ID();
     const uint team = TEAM_ID();
     const ulong stride = (ulong)get_num_groups(0) * TEAMS;
+#if CACHE == CACHE_REG
+    const int vec_ok = VEC_OK(in + in_offset, out + out_offset);
+#endif
 
     /* every work-item runs the same trips; a team past the last task works on an empty chunk */
     for (ulong base = (ulong)get_group_id(0) * TEAMS; base < n_rows * SPLIT; base += stride) {
@@ -127,10 +131,17 @@ void softmax_rows(__global const IN_T *restrict in, const ulong in_offset,
         ACC_T m = -INFINITY;
 #if CACHE == CACHE_REG
         ACC_T v[NPER];
-        for (uint j = 0; j < NPER; ++j) {
-            const ulong i = lane + (ulong)j * LANES;
-            v[j] = i < len ? LOAD(p, i) : (ACC_T)(-INFINITY);
-            m = comb(m, v[j], K_MAX);
+        UNROLL_LOOP for (uint j = 0; j < NPER / VEC; ++j) {
+            if (RUN_START(j) < len) {
+                load_run(p + RUN_START(j), vec_ok, v + j * VEC);
+            } else {
+                UNROLL_LOOP for (uint e = 0; e < VEC; ++e) {
+                    v[j * VEC + e] = (ACC_T)(-INFINITY);
+                }
+            }
+            UNROLL_LOOP for (uint e = 0; e < VEC; ++e) {
+                m = comb(m, v[j * VEC + e], K_MAX);
+            }
         }
 #elif CACHE == CACHE_LOCAL
         LOCAL_PTR ACC_T *c = rowbuf + team * LOCAL_LEN;
@@ -150,13 +161,17 @@ void softmax_rows(__global const IN_T *restrict in, const ulong in_offset,
         ACC_T s = 0, comp = 0;
 /* softmax keeps exp(x - shift) in the cache, so each element's exp is computed once */
 #if CACHE == CACHE_REG
-        for (uint j = 0; j < NPER; ++j) {
-            if (lane + (ulong)j * LANES < len) {
-                const ACC_T e = exp(v[j] - shift);
-                nsum_add(&s, &comp, e);
+        /* at most NPER terms per lane (32 floats): a plain sum is accurate to ~NPER ulp, and
+         * the compensation's extra flops per element made an H100 compute-bound here */
+        UNROLL_LOOP for (uint j = 0; j < NPER / VEC; ++j) {
+            if (RUN_START(j) < len) {
+                UNROLL_LOOP for (uint e = 0; e < VEC; ++e) {
+                    const ACC_T x = exp(v[j * VEC + e] - shift);
+                    s += x;
 #if !LOG
-                v[j] = e;
+                    v[j * VEC + e] = x;
 #endif
+                }
             }
         }
 #elif CACHE == CACHE_LOCAL
@@ -182,14 +197,19 @@ void softmax_rows(__global const IN_T *restrict in, const ulong in_offset,
 #define RESULT(x) (exp((x) - m_) / s)
 #else
 #define RESULT(x) (exp((x) - shift) / s)
-#define RESULT_CACHED(e) ((e) / s)
+        /* one reciprocal per row: a float division per element is a dozen instructions on
+         * NVIDIA GPUs and made float16 rows of 128 compute-bound (adds < 1 ulp) */
+        const ACC_T inv_s = (ACC_T)1 / s;
+#define RESULT_CACHED(e) ((e) * inv_s)
 #endif
 
 #if CACHE == CACHE_REG
-        for (uint j = 0; j < NPER; ++j) {
-            const ulong i = lane + (ulong)j * LANES;
-            if (i < len) {
-                STORE(RESULT_CACHED(v[j]), q, i);
+        UNROLL_LOOP for (uint j = 0; j < NPER / VEC; ++j) {
+            if (RUN_START(j) < len) {
+                UNROLL_LOOP for (uint e = 0; e < VEC; ++e) {
+                    v[j * VEC + e] = RESULT_CACHED(v[j * VEC + e]);
+                }
+                store_run(v + j * VEC, q + RUN_START(j), vec_ok);
             }
         }
 #elif CACHE == CACHE_LOCAL

@@ -71,6 +71,24 @@ LOCAL_CAP = 32 << 10
 LOCAL_STEP = 256
 # Short rows: about this many elements per lane before a team is widened.
 PER_LANE = 4
+# GPUs, register-cached softmax and norms: runs of VEC consecutive elements, VEC_BYTES per
+# load, and a team of one lane per run up to the work-group (float16 rows of 128 on an H100:
+# 16 lanes of one 16-byte load each, two rows per warp). Element loads at PER_LANE moved 64
+# bytes per warp load of half and left the H100 at a quarter of its bandwidth (issue 10).
+VEC_FAMILIES = ("softmax.cl", "row_norm.cl")
+VEC_BYTES = 16
+VEC_MAX = 16
+VEC_RUNS_PER_LANE = {"layer_norm": 2}  # else 1; layer_norm's second team reduce favours fewer lanes (H100)
+# CPUs (Intel's runtime, PoCL): softmax / norm rows that fit one work-item's private array
+# run one row per work-item in groups of CPU_ROW_WG, read in runs of CPU_VEC_BYTES. The team
+# plans (Intel: 4 lanes a row in groups of 256; PoCL: a row per work-item in groups of 256,
+# whose private budget then left rows of 128 uncached) were 1.3-2x slower on 65536 x 128
+# float32 (interleaved A/B, README).
+CPU_ROW_WG = 16
+CPU_VEC_BYTES = 64
+# GPUs: work-groups per compute unit before the grid stride takes over (plan.py's 64 for
+# the reductions).
+GPU_GROUPS_PER_CU = 64
 # Few long rows: split a row when it is this long and the rows alone give fewer tasks than
 # the device wants, into chunks of at least ROW_SPLIT_MIN_CHUNK (a multiple of
 # ROW_SPLIT_ALIGN elements, so chunks start on 256-byte boundaries for float32).
@@ -160,6 +178,7 @@ class RowForce:
     lanes: int | None = None
     wg_size: int | None = None
     split: int | None = None  # chunks per row (two launches; scans: reduce-then-scan)
+    vec: int | None = None  # elements per load of a register-cached softmax / norm row
 
 
 @dataclass(frozen=True)
@@ -204,6 +223,7 @@ class RowPlan:
     scalars: tuple[tuple[str, str, int], ...]
     split: int = 1
     passes: tuple[RowPass, ...] = ()  # the launches in order (one unless split)
+    vec: int = 1  # elements per load of a register-cached row (VEC)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -413,15 +433,24 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
     else:
         sg_size, reqd = _choose_sg_size(caps, force.sg_size)
     wg = _choose_wg(caps, Force(wg_size=force.wg_size), sg_size)
+    cpu_rows = _cpu_register_rows(caps, problem, force, acc_bytes)
+    if cpu_rows:
+        sg_mode, sg_size, reqd = "local", None, "none"
+        wg = min(CPU_ROW_WG, _pow2_floor(caps.max_work_group_size))
 
     # CPUs: a work-group runs on one core; a team stays inside one sub-group (or is one
     # work-item without sub-groups), as in plan.py. GPUs spread long rows over the group.
     lanes_cap = wg if not cpu else min(wg, sg_size or 1)
     budget_reg = reg_budget(caps, acc_bytes, wg)
-    if force.lanes is not None:
+    vec = _row_vec(caps, problem, force, cpu_rows)
+    if cpu_rows:
+        lanes = 1
+    elif force.lanes is not None:
         lanes = force.lanes
         if lanes < 1 or lanes & (lanes - 1) or lanes > wg:
             raise ValueError(f"lanes={lanes} must be a power of two <= the work-group size {wg}")
+    elif vec > 1:
+        lanes = max(1, min(lanes_cap, _pow2_floor(_ceil_div(k // vec, VEC_RUNS_PER_LANE.get(problem.op, 1)))))
     else:
         lanes = max(1, min(lanes_cap, _pow2_floor(_ceil_div(k, PER_LANE))))
         if force.cache in (None, "registers") and _ceil_div(k, lanes) > budget_reg:
@@ -448,7 +477,7 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
             wg //= 2
     teams = wg // lanes
     scratch = 0 if lanes == 1 else (wg if sg_mode == "local" else wg // sg_size) * acc_bytes
-    nper = _pow2_ceil(_ceil_div(k, lanes))
+    nper = _pow2_ceil(_ceil_div(k, lanes)) if vec == 1 else _ceil_div(k // vec, lanes) * vec
     fits_reg = nper <= budget_reg
     fits_local = teams * local_len * acc_bytes + scratch <= (local_budget(caps) if force.cache is None
                                                             else caps.local_mem_size)
@@ -474,7 +503,10 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
     if split > 1:
         cache, nper, local_len = "none", 1, 1
     if cache != "registers":
-        nper = 1
+        if force.vec is not None and force.vec > 1:
+            raise UnsupportedOnDevice(f"vec={force.vec} needs the row cached in registers; rows of {k} "
+                                      f"are cached in {cache!r} on {caps.name!r}")
+        nper, vec = 1, 1
     if cache != "local":
         local_len = 1
     local_bytes = scratch + (teams * local_len * acc_bytes if cache == "local" else 0)
@@ -490,8 +522,10 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
             "ACC_IS_FLOAT": 1, "IN_HALF": int(problem.dtype == "float16"), "OUT_HALF": int(out == "float16"),
             "WG_SIZE": wg, "LANES": lanes, "SG_MODE": _SG_MODE_MACRO[sg_mode], "SG_SIZE": sg_size or 0,
             "REQD_SG": _REQD_MACRO[reqd], "CACHE": _CACHE_MACRO[cache], "NPER": nper, "LOCAL_LEN": local_len,
-            "SPLIT": split, "PHASE": phase, **extra,
+            "SPLIT": split, "PHASE": phase, "VEC": vec, **extra,
         }
+        if vec > 1 and caps.backend == "opencl" and caps.implementation == "nvidia":
+            defines["ALIGNED_VLOAD"] = 1  # NVIDIA's OpenCL makes vloadn element loads (plan.py)
         if kernel_file == "row_norm.cl":
             defines.update({"HAS_WEIGHT": int(problem.weight), "HAS_BIAS": int(problem.bias)})
         pairs = tuple(sorted((name, str(value)) for name, value in defines.items()))
@@ -502,7 +536,7 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
     for phase, reads, writes in (((0, "input", "output"),) if split == 1 else
                                  ((1, "input", "partials"), (2, "input", "output"))):
         trips = row_trips(problem.op, cache, lanes, nper, chunk, split, phase, sg_size)
-        groups = _trip_groups(caps, _groups(caps, _ceil_div(tasks, teams)), tasks, teams, trips,
+        groups = _trip_groups(caps, _row_groups(caps, _ceil_div(tasks, teams)), tasks, teams, trips,
                               f"{problem.op} of rows of {k}")
         pairs, options = variant(phase)
         passes.append(RowPass(options=options, global_size=groups * wg, local_size=wg, reads=reads, writes=writes,
@@ -513,7 +547,57 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
                    lanes=lanes, nper=nper, local_len=local_len, local_mem_bytes=local_bytes, acc_dtype=acc,
                    out_dtype=out, kernel_file=kernel_file, entry=entry, defines=pairs, options=options,
                    global_size=passes[-1].global_size, local_size=wg, scalars=scalars, split=split,
-                   passes=tuple(passes))
+                   passes=tuple(passes), vec=vec)
+
+
+def _row_groups(caps: DeviceCaps, needed: int) -> int:
+    """Work-groups of a softmax / norm / scale launch: on GPUs up to GPU_GROUPS_PER_CU per
+    compute unit (the rest is the kernels' grid stride), elsewhere plan.py's rule."""
+    if caps.device_type == "gpu":
+        return max(1, min(needed, max(1, caps.compute_units) * GPU_GROUPS_PER_CU))
+    return _groups(caps, needed)
+
+
+def _cpu_register_rows(caps: DeviceCaps, problem: RowProblem, force: RowForce, acc_bytes: int) -> bool:
+    """CPU runtimes that vectorise across work-items (Intel's, PoCL; not llvmpipe), softmax and
+    norm rows short enough for one work-item's registers, nothing forced but the cache:
+    one row per work-item, groups of CPU_ROW_WG, the row loaded in 64-byte runs."""
+    if caps.device_type != "cpu" or llvmpipe_loop_limited(caps) or FAMILIES[problem.op][0] not in VEC_FAMILIES:
+        return False
+    if dataclasses.replace(force, cache=None) != RowForce() or force.cache not in (None, "registers"):
+        return False
+    vec = _widest_vec(problem, CPU_VEC_BYTES)
+    return _ceil_div(problem.row_len, vec) * vec <= reg_budget(caps, acc_bytes, CPU_ROW_WG)
+
+
+def _widest_vec(problem: RowProblem, vec_bytes: int) -> int:
+    vec = max(1, min(VEC_MAX, vec_bytes // np.dtype(problem.dtype).itemsize))
+    while vec > 1 and problem.row_len % vec:
+        vec //= 2
+    return vec
+
+
+def _row_vec(caps: DeviceCaps, problem: RowProblem, force: RowForce, cpu_rows: bool = False) -> int:
+    """Elements per load of a register-cached row (``VEC``): 16 bytes on GPUs where the row
+    length is a multiple of it (so every row starts aligned), else the widest power of two
+    that divides the row; 1 on CPUs, for the other families and under a forced cache other
+    than registers or a forced split."""
+    if force.vec is not None:
+        v = force.vec
+        if v not in (1, 2, 4, 8, 16) or problem.row_len % v:
+            raise ValueError(f"vec={v} must be 1, 2, 4, 8 or 16 and divide the row length {problem.row_len}")
+        if v > 1 and (FAMILIES[problem.op][0] not in VEC_FAMILIES or force.cache not in (None, "registers")
+                      or (force.split or 1) > 1):
+            raise UnsupportedOnDevice(f"vec={v}: vector runs are for register-cached softmax and norm rows, "
+                                      f"not {problem.op} with cache={force.cache!r}, split={force.split}")
+        return v
+    if cpu_rows:
+        return _widest_vec(problem, CPU_VEC_BYTES)
+    if caps.device_type == "cpu" or FAMILIES[problem.op][0] not in VEC_FAMILIES:
+        return 1
+    if force.cache not in (None, "registers") or (force.split or 1) > 1:
+        return 1
+    return _widest_vec(problem, VEC_BYTES)
 
 
 def _row_split(caps: DeviceCaps, problem: RowProblem, force: RowForce, cache: str, lanes: int, wg: int,

@@ -271,7 +271,20 @@ def _write_outs(out, results, op: str):
 
 
 # ---- public functions -------------------------------------------------------------------------
+def _torch_direct(op, x, axis, out, backend, device, queue, force, **params):
+    """A CUDA torch tensor's row op without DLPack (backends/cuda/rowops.torch_rows), or None."""
+    if out is not None or device is not None or queue is not None or backend not in (None, "cuda") \
+            or type(x).__module__ != "torch":
+        return None
+    from .backends.cuda import rowops as cuda_rowops
+
+    return cuda_rowops.torch_rows(op, x, axis, force=force, **params)
+
+
 def _softmax(op, x, axis, out, backend, device, queue, force):
+    direct = _torch_direct(op, x, axis, out, backend, device, queue, force)
+    if direct is not None:
+        return direct
     inp = _float_input(x, op, backend)
     ax = _axis(axis, inp.array.ndim, op)
     run = _Run(op, inp, ax, device, queue, force)
@@ -346,11 +359,14 @@ def log_softmax(x, axis=-1, *, out=None, backend=None, device=None, queue=None, 
 
 
 def _norm(op, x, weight, bias, eps, out, backend, device, queue, force):
+    eps = _eps(eps, op)
+    direct = _torch_direct(op, x, -1, out, backend, device, queue, force, weight=weight, bias=bias, eps=eps)
+    if direct is not None:
+        return direct
     inp = _float_input(x, op, backend)
     a = inp.array
     if a.ndim == 0:
         raise AxisError(-1, 0)
-    eps = _eps(eps, op)
     k = a.shape[-1]
     acc = np.float64 if a.dtype == np.float64 else np.float32
     w = _param_in_math_type(_row_param(weight, "weight", k, op, inp), acc)
@@ -407,7 +423,8 @@ def layer_norm(x, weight=None, bias=None, eps=1e-5, *, out=None, backend=None, d
                force: RowForce | None = None):
     """Layer normalisation over the last axis: ``(x - mean) / sqrt(var + eps) * weight + bias``.
 
-    The statistics come from one pass over the row, shifted by its first element with
+    The statistics come from the row shifted by its first element: two passes over a row
+    held in registers (its sum, then the squares of the deviations), else one pass of
     Neumaier-compensated sums, so float32 rows with a large mean stay accurate; ``var`` is
     the biased (ddof 0) variance, as in ``torch.nn.functional.layer_norm``.
 

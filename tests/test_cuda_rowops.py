@@ -274,3 +274,50 @@ def test_bad_input(call, error):
 def test_unsupported_forced_variant_is_refused_not_replaced():
     with pytest.raises(UnsupportedOnDevice):
         plan_row(H100, RowProblem("softmax", 4, 100_000, "float32"), RowForce(cache="registers"))
+
+
+def test_mid_length_rows_plan_vector_runs():
+    """K = 128 float16 on an H100: 16 lanes of one 16-byte run each (two rows per warp), the
+    row in registers; odd rows keep element loads."""
+    p = plan_row(H100, RowProblem("rms_norm", 648_720, 128, "float16"))
+    assert (p.cache, p.vec, p.lanes, p.nper) == ("registers", 8, 16, 8)
+    p = plan_row(H100, RowProblem("softmax", 442_368, 128, "float32"))
+    assert (p.vec, p.lanes) == (4, 32)
+    assert plan_row(H100, RowProblem("softmax", 100, 33, "float16")).vec == 1
+
+
+@gpu
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_vector_runs_aligned_and_not(dtype):
+    """Vector runs on aligned inputs, element loads of the same runs on inputs one element
+    off alignment (cupy views and torch tensors with a storage offset), both through the
+    general path (cupy) and the direct torch path."""
+    cp = _cp()
+    rng = _rng("vecruns", dtype)
+    for k in (128, 64, 1000):
+        x = (rng.standard_normal((37, k)) * 2 + 0.5).astype(dtype)
+        w = (rng.standard_normal(k) * 0.5 + 1).astype(np.float32)
+        b = rng.standard_normal(k).astype(np.float32)
+        flat = cp.empty(x.size + 1, dtype)
+        flat[1:] = cp.asarray(x.ravel())
+        inputs = {"cupy aligned": cp.asarray(x), "cupy off by one": flat[1:].reshape(x.shape)}
+        torch = None
+        try:
+            import torch
+        except ImportError:
+            pass
+        if torch is not None and torch.cuda.is_available():
+            base = torch.empty(x.size + 1, dtype=getattr(torch, dtype), device="cuda")
+            base[1:] = torch.as_tensor(x.ravel(), device="cuda")
+            inputs["torch aligned"] = torch.as_tensor(x, device="cuda")
+            inputs["torch off by one"] = base[1:].view(x.shape)
+        for what, xd in inputs.items():
+            is_torch = type(xd).__module__ == "torch"
+            wd = torch.as_tensor(w, device="cuda") if is_torch else cp.asarray(w)
+            bd = torch.as_tensor(b, device="cuda") if is_torch else cp.asarray(b)
+            host = (lambda r: r.cpu().numpy()) if is_torch else (lambda r: r.get())
+            label = f"{what} {dtype} K={k}"
+            _close(host(rowops.softmax(xd)), ref_softmax(x), dtype, TOL, f"softmax {label}")
+            _close(host(rowops.log_softmax(xd)), ref_log_softmax(x), dtype, LOG_TOL, f"log_softmax {label}")
+            _close(host(rowops.rms_norm(xd, wd, eps=1e-3)), ref_rms_norm(x, w, 1e-3), dtype, NORM_TOL, f"rms {label}")
+            _close(host(rowops.layer_norm(xd, wd, bd)), ref_layer_norm(x, w, b), dtype, NORM_TOL, f"ln {label}")

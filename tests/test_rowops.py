@@ -323,6 +323,48 @@ def test_integer_cumsum_cumprod_exact_like_numpy(cl_device, dtype):
             np.testing.assert_array_equal(got, want, err_msg=f"{op} {dtype} axis={axis}")
 
 
+def test_float16_cumsum_long_rows_rounds_once(cl_device):
+    """float16 cumsum adds in float32 and rounds each output once: within the stated bound
+    (float32 error + half a float16 ulp of the result) on rows of 4096+, where numpy's own
+    float16 cumsum, which adds in float16 (every partial sum rounded to half), is not."""
+    rng = _rng("cum16")
+    x = (rng.standard_normal((3, 4099)) + 0.25).astype(np.float16)  # sums drift to ~1000: ulp 0.5-1
+    got = rowops.cumsum(x, axis=-1, device=cl_device)
+    assert got.dtype == np.float16
+    _assert_cumsum_bound(got, x, -1, "float16 cumsum, rows of 4099")
+    # the same values as float32 accumulation rounded to float16, up to one float16 ulp (the
+    # float32 sums of a blocked order and of numpy's sequential order round either way)
+    f32 = np.cumsum(x.astype(np.float32), -1).astype(np.float16)
+    assert np.all(np.abs(got.astype(np.float64) - f32) <= np.spacing(np.abs(f32)).astype(np.float64)), \
+        "float16 cumsum differs from float32-accumulated-then-rounded by more than one ulp"
+    with pytest.raises(AssertionError):  # numpy accumulates float16 in float16: outside the bound
+        _assert_cumsum_bound(np.cumsum(x, -1), x, -1, "numpy's float16 cumsum")
+
+
+@pytest.mark.parametrize("dtype", ["float16", pytest.param("float32", marks=pytest.mark.slow)])
+def test_vector_runs_forced(cl_device, dtype, request):
+    """VEC > 1 (GPU plans' 16-byte runs; CPUs plan VEC 1) forced on any device: the runs
+    tile the row, padding and team reduces stay exact."""
+    rng = _rng("vec", dtype)
+    slow = slow_enabled(request.config)
+    cases = ((128, 8, None), (40, 8, 4), (1000, 8, 32), (16, 16, 1)) if slow else ((128, 8, None), (24, 4, 2))
+    for k, vec, lanes in cases:
+        x = (rng.standard_normal((37, k)) * 3 + 1).astype(dtype)
+        w, b = rng.standard_normal(k).astype(np.float32), rng.standard_normal(k).astype(np.float32)
+        force = RowForce(vec=vec, cache="registers", lanes=lanes)
+        try:
+            got = rowops.softmax(x, device=cl_device, force=force)
+        except UnsupportedOnDevice:
+            continue  # the row does not fit the device's register budget at these lanes
+        what = f"{dtype} K={k} vec={vec} lanes={lanes}"
+        _close(got, ref_softmax(x), dtype, TOL, f"softmax {what}")
+        _close(rowops.log_softmax(x, device=cl_device, force=force), ref_log_softmax(x), dtype, LOG_TOL, what)
+        _close(rowops.rms_norm(x, w, eps=1e-3, device=cl_device, force=force), ref_rms_norm(x, w, 1e-3), dtype,
+               NORM_TOL, f"rms_norm {what}")
+        _close(rowops.layer_norm(x, w, b, device=cl_device, force=force), ref_layer_norm(x, w, b), dtype, NORM_TOL,
+               f"layer_norm {what}")
+
+
 def test_logcumsumexp_matches_logaddexp_accumulate(cl_device):
     rng = _rng("lcse")
     x = (rng.standard_normal((6, 4097)) * 10).astype(np.float32)

@@ -235,6 +235,13 @@ def cuda_main(args) -> int:
         shapes = CUDA_SHAPES[:3] if args.quick else CUDA_SHAPES
     rotate_bytes = (64 if args.quick else 512) << 20
     props = torch.cuda.get_device_properties(0)
+    # one compiled lambda per op sees every shape: past dynamo's recompile limit (8) it would
+    # silently run eager, and the "compile" column of the last shapes would be torch eager
+    import torch._dynamo
+
+    for name in ("recompile_limit", "cache_size_limit"):
+        if hasattr(torch._dynamo.config, name):
+            setattr(torch._dynamo.config, name, 64)
     print(f"device: {props.name} | torch {torch.__version__} | GB/s = (read + written) / median wall time")
     cols = ("clreduce", "torch", "compile", "copy")
     print(f"{'op':12s} {'dtype':8s} {'shape':>14s} " + " ".join(f"{c:>9s}" for c in cols) + "   (GB/s)")
@@ -254,7 +261,15 @@ def cuda_main(args) -> int:
         ours = cuda_clreduce_op(op, w)
         want, got = peer(inputs[0]), ours(inputs[0])
         err = float((got.float() - want.float()).abs().max())
+        # a float64 reference: torch's own float16 cumsum adds in float16 (each partial sum
+        # rounded to half), so an error "vs torch" there is mostly torch's
+        peer64, _ = cuda_torch_op(op, k, torch.float64)
+        ref = peer64(inputs[0].double())
+        err64 = float((got.double() - ref).abs().max())
+        torch_err64 = float((want.double() - ref).abs().max())
+        del ref
         row = {"op": op, "dtype": dtype_name, "shape": [rows, k], "max_abs_err_vs_torch": err,
+               "max_abs_err_vs_float64": err64, "torch_max_abs_err_vs_float64": torch_err64,
                "gb": 2 * size / 1e9}
         row["clreduce_ms"] = wall_ms(ours, inputs, args.batches)
         row["torch_ms"] = wall_ms(peer, inputs, args.batches)
@@ -272,7 +287,8 @@ def cuda_main(args) -> int:
         torch.cuda.empty_cache()
         cells = [row[f"{c}_ms"] for c in cols]
         text = " ".join(f"{row['gb'] / (t / 1e3):9.0f}" if t else f"{'-':>9s}" for t in cells)
-        print(f"{op:12s} {dtype_name:8s} {f'{rows}x{k}':>14s} {text}   err {err:.2g}", flush=True)
+        print(f"{op:12s} {dtype_name:8s} {f'{rows}x{k}':>14s} {text}   err {err:.2g} err64 {err64:.2g} "
+              f"torch_err64 {torch_err64:.2g}", flush=True)
         results.append(row)
     if args.json:
         Path(args.json).write_text(json.dumps({"device": props.name, "torch": torch.__version__,

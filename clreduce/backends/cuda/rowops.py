@@ -109,3 +109,67 @@ def as_cupy(x):
             return cupy.from_dlpack(x.detach())
         return cupy.asarray(x.detach().numpy())
     return cupy.asarray(np.asarray(x))
+
+
+# ---- CUDA torch tensors: a direct path ------------------------------------------------------------
+# The general path moves a torch tensor through DLPack both ways; torch's __dlpack__(stream=)
+# handshake (current streams, device indices, an event between streams) cost ~150-300 us of
+# Python per call on an H100 box, where the kernel of a 100 MB row op takes ~50 us: the public
+# call ran at a third of the kernel's bandwidth. Here a contiguous CUDA tensor is viewed
+# as a cupy array over its own memory, the result is a torch tensor from torch's allocator,
+# and the kernels run on torch's current stream: the same plans and kernels, no copies.
+_TORCH_FLOATS = {"torch.float16": "float16", "torch.float32": "float32", "torch.float64": "float64"}
+_streams = LRU(lambda: 64)
+
+
+def _cupy_view(t, shape, dtype):
+    import cupy
+
+    mem = cupy.cuda.UnownedMemory(t.data_ptr(), t.numel() * t.element_size(), t, t.device.index)
+    return cupy.ndarray(shape, dtype, cupy.cuda.MemoryPointer(mem, 0))
+
+
+def _row_param_view(p, k: int, device, acc_torch):
+    """A weight / bias tensor as the kernel reads it (ACC_T, contiguous), or False when it is
+    not a plain float CUDA tensor of shape (k,) on ``device`` (the general path decides)."""
+    if p is None:
+        return None
+    if type(p).__module__ != "torch" or not p.is_cuda or p.device != device or str(p.dtype) not in _TORCH_FLOATS \
+            or tuple(p.shape) != (k,):
+        return False
+    return p.detach().to(acc_torch).contiguous()
+
+
+def torch_rows(op: str, x, axis, weight=None, bias=None, eps: float = 0.0, force: RowForce | None = None):
+    """softmax / log_softmax / rms_norm / layer_norm of a C-contiguous CUDA torch tensor along
+    its last axis, as a new tensor on the same device and stream; None when ``x`` (or a
+    weight / bias) is anything else, so the general path (and its errors) takes the call."""
+    dtype = _TORCH_FLOATS.get(str(x.dtype))
+    if dtype is None or not x.is_cuda or x.dim() == 0 or not isinstance(axis, int) \
+            or axis not in (-1, x.dim() - 1) or x.numel() == 0 or not x.is_contiguous():
+        return None
+    import cupy
+    import torch
+
+    k = x.shape[-1]
+    acc_torch = torch.float64 if dtype == "float64" else torch.float32
+    w = _row_param_view(weight, k, x.device, acc_torch)
+    b = _row_param_view(bias, k, x.device, acc_torch)
+    if w is False or b is False:
+        return None
+    rows = x.numel() // k
+    problem = RowProblem(op=op, rows=rows, row_len=k, dtype=dtype, weight=w is not None, bias=b is not None)
+    result = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    index = x.device.index
+    handle = int(torch.cuda.current_stream(x.device).cuda_stream)
+    stream = _streams.get((index, handle))
+    if stream is None:
+        stream = _streams.put((index, handle), cupy.cuda.ExternalStream(handle, index))
+    np_dtype = np.dtype(dtype)
+    acc = np.dtype("float64" if dtype == "float64" else "float32")
+    with cupy.cuda.Device(index), stream:
+        run(problem, _cupy_view(x, (rows, k), np_dtype),
+            weight=None if w is None else _cupy_view(w, (k,), acc),
+            bias=None if b is None else _cupy_view(b, (k,), acc),
+            eps=eps, force=force, out=_cupy_view(result, (rows, k), np_dtype))
+    return result
