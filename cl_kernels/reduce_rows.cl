@@ -244,6 +244,97 @@ inline ACC_T hreduce(const ACC_T *v) {
 #endif
 }
 
+/* ---- accumulation: how float sums keep their accuracy (issue 8 item 3) -----------------
+ * Added one after another, K floats err by up to K * eps * sum|x| (a float32 lane stops at
+ * 2**24 ones). So float sums (OP_SUM with a float ACC_T: sum, mean, nansum, norms) carry a
+ * compensated value, outer_t = (s, c) meaning s + c, through every step:
+ *   lanes   add in blocks: the VEC plain accumulators of the vector loads take ACC_BLOCK
+ *           loads each (the hot loop is the uncompensated one), then the block's total
+ *           (hreduce) joins the lane's outer_t with a Kahan add: a few ops per block. A lane
+ *           errs by at most about (ACC_BLOCK + log2(VEC) + 2) * eps * sum|x| whatever its
+ *           length, typically far less (blocks err independently). numpy's pairwise sum has
+ *           16-element blocks plus a tree of log2(K / 128) levels; ACC_BLOCK 16 cost PoCL
+ *           about 9 % on long rows, 32 about 4 % (measured on 2048 x 4096, 8192 x 1000).
+ *   columns reduce_cols walks K per column: each column's accumulator takes COL_BLOCK rows,
+ *           then joins its own outer_t (numpy sums a non-last axis row after row: K * eps);
+ *           a work-item whose K range is one block runs the plain code.
+ *   teams   lanes merge (s, c) pairs with TwoSum (local-memory tree, shuffle butterfly), so
+ *           the team reduce adds no error of its own; the built-in sub_group_reduce_add,
+ *           whose order is the driver's (Intel's width 64 erred by 7 ulp), gets error-free
+ *           parts instead (sg_reduce below).
+ *   output  s + c rounded once (split_k partials too, then summed the same way); a mean
+ *           divides s and c before adding them.
+ * For every other op (integer sums, prod, max, min) ACC_COMPENSATED is 0: outer_t is one
+ * ACC_T combined with COMBINE, there are no blocks, and the code is the plain one.
+ * No build option of either API allows reassociation (no -cl-fast-relaxed-math /
+ * -cl-unsafe-math-optimizations, no --use_fast_math: clreduce/kernels.py), so (t - s) - y is
+ * evaluated as written; contraction into FMA (OpenCL's default FP_CONTRACT, NVRTC's -fmad)
+ * only meets MAP_SQUARE's x * x + acc (an FMA is more exact) and products by powers of two
+ * (exact either way).
+ *
+ * The words, for any lane loop or team reduce of this file:
+ *   outer_t                       the compensated value (one ACC_T when not compensated)
+ *   outer_init(), outer_wrap(v)   the identity / a plain value
+ *   outer_add(o, v)               o + v, Kahan (a block's total, a column's block)
+ *   outer_merge(a, b)             a + b, TwoSum (team reduces: lanes' values of any size)
+ *   outer_value(o), outer_mean(o, n)   the result, rounded once
+ *   ACC_BLOCK, COL_BLOCK          block lengths (vector loads per lane; K steps per column)
+ *   BLOCK_STOP(i, end, span)      where a block starting at i stops (end when not compensated)
+ *   BLOCK_DONE(i, end)            leave the block loop (at once when not compensated)
+ */
+#if defined(OP_SUM) && ACC_IS_FLOAT
+#define ACC_COMPENSATED 1
+#else
+#define ACC_COMPENSATED 0
+#endif
+#ifndef ACC_BLOCK
+#define ACC_BLOCK 32
+#endif
+#ifndef COL_BLOCK
+#define COL_BLOCK 1024
+#endif
+
+#if ACC_COMPENSATED
+typedef struct { ACC_T s; ACC_T c; } outer_t;
+inline outer_t outer_init(void) { outer_t o; o.s = (ACC_T)0; o.c = (ACC_T)0; return o; }
+/* Kahan: y is v plus the part of the last add that was lost; c = y - (t - s) is what this
+ * add loses. Once the sum is inf or NaN, t - s is NaN: the correction is dropped. */
+inline outer_t outer_add(outer_t o, const ACC_T v) {
+    const ACC_T y = v + o.c;
+    const ACC_T t = o.s + y;
+    const ACC_T e = y - (t - o.s);
+    o.c = fabs(t) < INFINITY ? e : (ACC_T)0;
+    o.s = t;
+    return o;
+}
+/* TwoSum (Knuth): e is exactly a.s + b.s - s, whatever the magnitudes. */
+inline outer_t outer_merge(outer_t a, const outer_t b) {
+    const ACC_T t = a.s + b.s;
+    const ACC_T bb = t - a.s;
+    const ACC_T e = (a.s - (t - bb)) + (b.s - bb);
+    const ACC_T c = a.c + b.c + e;
+    a.c = fabs(t) < INFINITY ? c : (ACC_T)0;
+    a.s = t;
+    return a;
+}
+inline outer_t outer_wrap(const ACC_T v) { outer_t o; o.s = v; o.c = (ACC_T)0; return o; }
+inline ACC_T outer_value(const outer_t o) { return o.s + o.c; }
+/* (s + c) / n without rounding s + c first: the mean keeps the sum's extra accuracy */
+inline ACC_T outer_mean(const outer_t o, const ACC_T n) { return o.s / n + o.c / n; }
+#define BLOCK_STOP(i, end, span) ((i) + (span) < (end) ? (i) + (span) : (end))
+#define BLOCK_DONE(i, end) ((i) >= (end))
+#else
+typedef struct { ACC_T s; } outer_t;
+inline outer_t outer_init(void) { outer_t o; o.s = IDENTITY; return o; }
+inline outer_t outer_add(outer_t o, const ACC_T v) { o.s = COMBINE(o.s, v); return o; }
+inline outer_t outer_merge(outer_t a, const outer_t b) { a.s = COMBINE(a.s, b.s); return a; }
+inline outer_t outer_wrap(const ACC_T v) { outer_t o; o.s = v; return o; }
+inline ACC_T outer_value(const outer_t o) { return o.s; }
+inline ACC_T outer_mean(const outer_t o, const ACC_T n) { return o.s / n; }
+#define BLOCK_STOP(i, end, span) (end)
+#define BLOCK_DONE(i, end) 1
+#endif
+
 /* ---- sub-group steps: one helper per SG_MODE behind sg_reduce (and butterfly) ------- */
 #if SG_MODE == SG_SHUFFLE_KHR
 inline ACC_T shuffle_xor(ACC_T v, uint mask) { return sub_group_shuffle_xor(v, mask); }
@@ -264,23 +355,65 @@ inline ACC_T shuffle_xor(ACC_T v, uint mask) {
 #if SG_MODE == SG_SHUFFLE_KHR || SG_MODE == SG_SHUFFLE_QCOM
 /* Butterfly over aligned groups of `width` lanes: xor masks below `width` never leave the
  * group, so several rows can share one sub-group. Every lane ends with its group's value. */
-inline ACC_T butterfly(ACC_T v, const uint width) {
+inline outer_t butterfly(outer_t v, const uint width) {
     UNROLL_LOOP
     for (uint m = width >> 1; m > 0; m >>= 1) {
-        v = COMBINE(v, shuffle_xor(v, m));
+        outer_t w;
+        w.s = shuffle_xor(v.s, m);
+#if ACC_COMPENSATED
+        w.c = shuffle_xor(v.c, m);
+#endif
+        v = outer_merge(v, w);
     }
     return v;
 }
-inline ACC_T sg_reduce(ACC_T v) { return butterfly(v, SG_SIZE); }
+inline outer_t sg_reduce(outer_t v) { return butterfly(v, SG_SIZE); }
+#elif SG_MODE == SG_BUILTIN && ACC_COMPENSATED
+/* The built-in add sums in the driver's order. Its inputs are made error-free first
+ * (Rump, Ogita, Oishi, "Accurate floating-point summation", ExtractScalar): with sigma a
+ * power of two >= 2 * SG_SIZE * max|s|, hi = (sigma + s) - sigma is s on the grid of
+ * eps * sigma and lo = s - hi is exact; a sum of SG_SIZE such hi stays below sigma on that
+ * grid, so it is exact in any order, and the lo (each below eps * sigma) are tiny. Outside
+ * [1e-30, 1e30] (where sigma could under- or overflow) and for inf/NaN the plain sum runs. */
+#if (SG_SIZE & (SG_SIZE - 1)) != 0
+#error "the compensated built-in reduce needs a power-of-two SG_SIZE"
+#endif
+#if ACC_BYTES == 8
+#define ACC_INV_EPS 9007199254740992.0   /* 2**53 */
+#else
+#define ACC_INV_EPS 16777216.0f          /* 2**24 */
+#endif
+/* 2**ceil(log2 m) for normal m > 0, branch-free (Rump et al., NextPowerTwo) */
+inline ACC_T pow2_at_least(const ACC_T m) {
+    const ACC_T q = m * (ACC_T)ACC_INV_EPS;
+    const ACC_T l = fabs((q + m) - q);
+    return l == (ACC_T)0 ? m : l;
+}
+inline outer_t sg_reduce(outer_t v) {
+    const ACC_T m = sub_group_reduce_max(fabs(v.s));
+    if (m >= (ACC_T)1e-30 && m <= (ACC_T)1e30) {   /* uniform: m is the sub-group's */
+        const ACC_T sigma = pow2_at_least(m) * (ACC_T)(2 * SG_SIZE);
+        const ACC_T hi = (sigma + v.s) - sigma;
+        const ACC_T lo = (v.s - hi) + v.c;
+        outer_t r;
+        r.s = sub_group_reduce_add(hi);
+        r.c = sub_group_reduce_add(lo);
+        return r;
+    }
+    v.s = sub_group_reduce_add(v.s);
+    v.c = (ACC_T)0;
+    return v;
+}
 #elif SG_MODE == SG_BUILTIN && defined(OP_SUM)
-inline ACC_T sg_reduce(ACC_T v) { return sub_group_reduce_add(v); }
+inline outer_t sg_reduce(outer_t v) { v.s = sub_group_reduce_add(v.s); return v; }
 #elif SG_MODE == SG_BUILTIN && !ACC_IS_FLOAT
-inline ACC_T sg_reduce(ACC_T v) { return BUILTIN_MAXMIN(v); }
+inline outer_t sg_reduce(outer_t v) { v.s = BUILTIN_MAXMIN(v.s); return v; }
 #elif SG_MODE == SG_BUILTIN
 /* The built-in max/min leave NaN handling unspecified; numpy propagates it. */
-inline ACC_T sg_reduce(ACC_T v) {
-    const ACC_T r = BUILTIN_MAXMIN(v);
-    return sub_group_any(isnan(v)) ? (ACC_T)NAN : r;
+inline outer_t sg_reduce(outer_t v) {
+    const ACC_T r = BUILTIN_MAXMIN(v.s);
+    v.s = sub_group_any(isnan(v.s)) ? (ACC_T)NAN : r;
+    return v;
 }
 #endif
 
@@ -292,31 +425,53 @@ inline ACC_T sg_reduce(ACC_T v) {
 #define SCRATCH_LEN (WG_SIZE / SG_SIZE)
 #endif
 
-/* One lane's share of elements [0, len) at p: a scalar head up to VLOAD_ALIGNED (none on
- * OpenCL), lane-strided VEC-element loads with UNROLL of them in flight, a scalar tail. */
-inline ACC_T lane_partial(__global const IN_T *p, ulong len, const uint lane) {
-    ACC_T acc = IDENTITY;
-    const ulong head = min((ulong)VLOAD_HEAD(p, VEC), len);
-    NO_UNROLL
-    for (ulong i = lane; i < head; i += LANES) {
-        acc = COMBINE(acc, load_1(p + i));
-    }
-    p += head;
-    len -= head;
-    const ulong full = len - len % VEC;
-    const ulong step = (ulong)LANES * VEC;
+/* One lane's share of elements [0, len) at p: the scalar head up to VLOAD_ALIGNED (none on
+ * OpenCL), lane-strided VEC-element loads with UNROLL of them in flight, the scalar tail
+ * (len % VEC elements), all into VEC plain accumulators. For float sums every ACC_BLOCK
+ * loads the block's total joins the lane's compensated total (see "accumulation"). A counter
+ * and a branch taken once per block: nested block loops with short trip counts made PoCL
+ * 30 % slower on 8192 x 1000 rows, the branch costs it 1-5 %. */
+inline outer_t lane_partial(__global const IN_T *p, ulong len, const uint lane) {
     ACC_T accv[VEC];
     UNROLL_LOOP
     for (int j = 0; j < VEC; ++j) {
         accv[j] = IDENTITY;
     }
+#if ACC_COMPENSATED
+    outer_t total = outer_init();
+#endif
+    const ulong head = min((ulong)VLOAD_HEAD(p, VEC), len);
+    NO_UNROLL
+    for (ulong i = lane; i < head; i += LANES) {
+        accv[0] = COMBINE(accv[0], load_1(p + i));
+    }
+    p += head;
+    len -= head;
+    const ulong full = len - len % VEC;
+    const ulong step = (ulong)LANES * VEC;
     ulong i = (ulong)lane * VEC;
+#if ACC_COMPENSATED
+    uint loads = 0;
+    int joined = 0;   /* a block joined total: short lanes never pay the Kahan add */
+#endif
     NO_UNROLL
     for (; i + (UNROLL - 1) * step < full; i += UNROLL * step) {
         UNROLL_LOOP
         for (int u = 0; u < UNROLL; ++u) {
             fold_vec(accv, p + i + u * step);
         }
+#if ACC_COMPENSATED
+        loads += UNROLL;
+        if (loads >= ACC_BLOCK) {   /* uniform in a team: every lane counts the same trips */
+            loads = 0;
+            joined = 1;
+            total = outer_add(total, hreduce(accv));
+            UNROLL_LOOP
+            for (int j = 0; j < VEC; ++j) {
+                accv[j] = IDENTITY;
+            }
+        }
+#endif
     }
 #if UNROLL > 1
     NO_UNROLL
@@ -324,12 +479,16 @@ inline ACC_T lane_partial(__global const IN_T *p, ulong len, const uint lane) {
         fold_vec(accv, p + i);
     }
 #endif
-    acc = COMBINE(acc, hreduce(accv));
     NO_UNROLL
     for (i = full + lane; i < len; i += LANES) {
-        acc = COMBINE(acc, load_1(p + i));
+        accv[0] = COMBINE(accv[0], load_1(p + i));
     }
-    return acc;
+#if ACC_COMPENSATED
+    if (joined) {
+        return outer_add(total, hreduce(accv));
+    }
+#endif
+    return outer_wrap(hreduce(accv));
 }
 
 /* reduce_rows: out[out_offset + t] = the reduction of task t (row t / SPLIT, chunk t % SPLIT).
@@ -344,7 +503,7 @@ void reduce_rows(__global const IN_T *restrict in, const ulong in_offset,
                  const ulong chunk_len, const ulong mean_count)
 {
 #if LANES > 1 && (SG_MODE == SG_LOCAL || LANES > SG_SIZE)
-    __local ACC_T scratch[SCRATCH_LEN];
+    __local outer_t scratch[SCRATCH_LEN];
 #endif
     const uint lid = (uint)get_local_id(0);
 #if SG_MODE != SG_LOCAL && LANES <= SG_SIZE
@@ -362,7 +521,7 @@ void reduce_rows(__global const IN_T *restrict in, const ulong in_offset,
 
     for (ulong base = (ulong)get_group_id(0) * TEAMS; base < n_tasks; base += task_stride) {
         const ulong task = base + team;
-        ACC_T acc = IDENTITY;
+        outer_t acc = outer_init();
         if (task < n_tasks) {
             const ulong row = task / SPLIT;
             const ulong start = (task % SPLIT) * chunk_len;
@@ -376,7 +535,7 @@ void reduce_rows(__global const IN_T *restrict in, const ulong in_offset,
         barrier(CLK_LOCAL_MEM_FENCE);
         for (uint s = LANES >> 1; s > 0; s >>= 1) {
             if (lane < s) {
-                scratch[lid] = COMBINE(scratch[lid], scratch[lid + s]);
+                scratch[lid] = outer_merge(scratch[lid], scratch[lid + s]);
             }
             barrier(CLK_LOCAL_MEM_FENCE);
         }
@@ -395,9 +554,9 @@ void reduce_rows(__global const IN_T *restrict in, const ulong in_offset,
         barrier(CLK_LOCAL_MEM_FENCE);
         if (lane < SG_SIZE) {
             /* uniform per sub-group: lane < SG_SIZE is exactly the team's first sub-group */
-            ACC_T part = IDENTITY;
+            outer_t part = outer_init();
             for (uint j = lane; j < LANES / SG_SIZE; j += SG_SIZE) {
-                part = COMBINE(part, scratch[team * (LANES / SG_SIZE) + j]);
+                part = outer_merge(part, scratch[team * (LANES / SG_SIZE) + j]);
             }
             acc = sg_reduce(part);
         }
@@ -406,14 +565,17 @@ void reduce_rows(__global const IN_T *restrict in, const ulong in_offset,
 
         if (lane == 0 && task < n_tasks) {
 #if FINALIZE == FIN_MEAN
-            acc = acc / (ACC_T)mean_count;
-#elif FINALIZE == FIN_SQRT
-            acc = sqrt(acc);
+            const ACC_T r = outer_mean(acc, (ACC_T)mean_count);
+#else
+            ACC_T r = outer_value(acc);
+#endif
+#if FINALIZE == FIN_SQRT
+            r = sqrt(r);
 #endif
 #if OUT_HALF
-            vstore_half(acc, 0, out + out_offset + task);
+            vstore_half(r, 0, out + out_offset + task);
 #else
-            out[out_offset + task] = (OUT_T)acc;
+            out[out_offset + task] = (OUT_T)r;
 #endif
         }
     }
@@ -429,11 +591,11 @@ void reduce_rows(__global const IN_T *restrict in, const ulong in_offset,
  *   prefetchers (page-crossing strides) and ran 3-10x slower.
  * Compiled beside reduce_rows; the row macros are then given neutral values. */
 #if FINALIZE == FIN_MEAN
-#define FINISH(a) ((a) / (ACC_T)count)
+#define FINISH(o) outer_mean((o), (ACC_T)count)
 #elif FINALIZE == FIN_SQRT
-#define FINISH(a) sqrt(a)
+#define FINISH(o) sqrt(outer_value(o))
 #else
-#define FINISH(a) (a)
+#define FINISH(o) outer_value(o)
 #endif
 
 inline void store_1(__global OUT_T *p, ACC_T v) {
@@ -484,7 +646,7 @@ void reduce_cols(__global const IN_T *restrict in, const ulong in_offset,
         __global OUT_T *dst = out + out_offset + task * inner + col;   /* (outer, SPLIT, inner) */
         /* every k's row start is aligned when the first one and the stride are */
         const int aligned = VLOAD_ALIGNED(p, VEC) && VLOAD_ALIGNED(p + k_stride, VEC);
-        ACC_T acc[NBLK][VEC];
+        ACC_T acc[NBLK][VEC];        /* inner (block) accumulators */
         ACC_T tail[VEC];
         for (uint b = 0; b < NBLK; ++b) {
             UNROLL_LOOP
@@ -492,29 +654,63 @@ void reduce_cols(__global const IN_T *restrict in, const ulong in_offset,
         }
         UNROLL_LOOP
         for (int j = 0; j < VEC; ++j) tail[j] = IDENTITY;
+#if ACC_COMPENSATED
+        /* outer accumulators, one per column, written from the second block on (see
+         * "accumulation"); a column range of one block never touches them */
+        outer_t total[NBLK][VEC];
+        outer_t total_tail[VEC];
+        int joined = 0;
+#define COL_RESULT(b, j) (joined ? total[b][j] : outer_wrap(acc[b][j]))
+#define TAIL_RESULT(j) (joined ? total_tail[j] : outer_wrap(tail[j]))
+#else
+#define COL_RESULT(b, j) outer_wrap(acc[b][j])
+#define TAIL_RESULT(j) outer_wrap(tail[j])
+#endif
         ulong k = k0;
         NO_UNROLL
-        for (; k + (UNROLL - 1) < k1; k += UNROLL) {
-            for (uint b = 0; b < full; ++b) {
-                UNROLL_LOOP
-                for (int u = 0; u < UNROLL; ++u) fold_block(acc[b], p + (k + u) * k_stride + b * VEC, aligned);
+        for (;;) {
+            const ulong stop = BLOCK_STOP(k, k1, (ulong)COL_BLOCK);
+            NO_UNROLL
+            for (; k + (UNROLL - 1) < stop; k += UNROLL) {
+                for (uint b = 0; b < full; ++b) {
+                    UNROLL_LOOP
+                    for (int u = 0; u < UNROLL; ++u) fold_block(acc[b], p + (k + u) * k_stride + b * VEC, aligned);
+                }
+                for (uint j = 0; j < rem; ++j) {
+                    UNROLL_LOOP
+                    for (int u = 0; u < UNROLL; ++u) tail[j] = COMBINE(tail[j], load_1(p + (k + u) * k_stride + full * VEC + j));
+                }
             }
-            for (uint j = 0; j < rem; ++j) {
-                UNROLL_LOOP
-                for (int u = 0; u < UNROLL; ++u) tail[j] = COMBINE(tail[j], load_1(p + (k + u) * k_stride + full * VEC + j));
-            }
-        }
 #if UNROLL > 1
-        NO_UNROLL
-        for (; k < k1; ++k) {
-            for (uint b = 0; b < full; ++b) fold_block(acc[b], p + k * k_stride + b * VEC, aligned);
-            for (uint j = 0; j < rem; ++j) tail[j] = COMBINE(tail[j], load_1(p + k * k_stride + full * VEC + j));
-        }
+            NO_UNROLL
+            for (; k < stop; ++k) {
+                for (uint b = 0; b < full; ++b) fold_block(acc[b], p + k * k_stride + b * VEC, aligned);
+                for (uint j = 0; j < rem; ++j) tail[j] = COMBINE(tail[j], load_1(p + k * k_stride + full * VEC + j));
+            }
 #endif
+#if ACC_COMPENSATED
+            if (joined || !BLOCK_DONE(k, k1)) {
+                /* the block's accumulators join the outer ones, column by column */
+                for (uint b = 0; b < full; ++b) {
+                    UNROLL_LOOP
+                    for (int j = 0; j < VEC; ++j) {
+                        total[b][j] = joined ? outer_add(total[b][j], acc[b][j]) : outer_wrap(acc[b][j]);
+                        acc[b][j] = IDENTITY;
+                    }
+                }
+                for (uint j = 0; j < rem; ++j) {
+                    total_tail[j] = joined ? outer_add(total_tail[j], tail[j]) : outer_wrap(tail[j]);
+                    tail[j] = IDENTITY;
+                }
+                joined = 1;
+            }
+#endif
+            if (BLOCK_DONE(k, k1)) break;
+        }
         for (uint b = 0; b < full; ++b) {
             UNROLL_LOOP
-            for (int j = 0; j < VEC; ++j) store_1(dst + b * VEC + j, FINISH(acc[b][j]));
+            for (int j = 0; j < VEC; ++j) store_1(dst + b * VEC + j, FINISH(COL_RESULT(b, j)));
         }
-        for (uint j = 0; j < rem; ++j) store_1(dst + full * VEC + j, FINISH(tail[j]));
+        for (uint j = 0; j < rem; ++j) store_1(dst + full * VEC + j, FINISH(TAIL_RESULT(j)));
     }
 }

@@ -318,6 +318,8 @@ def _plan_rows(caps: DeviceCaps, problem: Problem, force: Force, op, rule) -> La
             strategy = "sg_per_row" if strategy != "split_k" else strategy
 
     acc_bytes = np.dtype(rule.acc).itemsize if op.kind == "scalar" else STATE_BYTES
+    if op.kind == "scalar" and op.combine == "sum" and rule.acc.startswith("float"):
+        acc_bytes *= 2  # float sums merge (sum, correction) pairs (reduce_rows.cl, "accumulation")
     scratch = (wg if sg_mode == "local" else wg // sg_size) * acc_bytes if lanes > 1 else 0
     if scratch > caps.local_mem_size:
         raise UnsupportedOnDevice(f"{scratch} B of local memory exceeds {caps.name!r}'s {caps.local_mem_size} B")
