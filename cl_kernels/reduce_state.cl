@@ -25,6 +25,7 @@
 #define OPK_WELFORD 1
 #define OPK_ARG 2
 #define OPK_LSE 3
+#define OPK_WIDE 4
 #define FIN_NONE 0
 #define FIN_MEAN 1
 #define FIN_SQRT 2
@@ -47,7 +48,10 @@
 #error "ENTRY (1 rows, 2 cols) is required"
 #endif
 #ifndef OPK
-#error "OPK (0 scalar, 1 welford, 2 arg, 3 logsumexp) is required"
+#error "OPK (0 scalar, 1 welford, 2 arg, 3 logsumexp, 4 wide integer sum) is required"
+#endif
+#if OPK == OPK_WIDE && (!OUT_STATES || !defined(WIDE_SIGNED))
+#error "OPK_WIDE writes its two words as states (OUT_STATES 1 on every pass) and needs WIDE_SIGNED"
 #endif
 #if !defined(IN_T) || !defined(ACC_T) || !defined(OUT_T)
 #error "IN_T, ACC_T and OUT_T are required"
@@ -139,14 +143,51 @@
 #elif MAP == MAP_ONE
 #define MAPPED(x) ((RAW_T)1)
 #endif
-#define LOAD_ACC(p) ((ACC_T)MAPPED(LOAD_RAW(p)))
+/* var/std see every element less a pilot: the first element of its row (rows) or column
+ * (reduce_cols), the same for every lane and split chunk, so states stay comparable and
+ * merge. Welford's running mean then stays near 0, where its float32 rounding is fine (data
+ * at 1e6 + N(0, 1) lost 3-10x numpy's float32 accuracy without it). SHIFT_MODE (planner):
+ *   0  floats: x - pilot in ACC_T (exact within a factor 2 of the pilot: Sterbenz)
+ *   1  integers of up to 32 bits: exact in long, one rounding to ACC_T
+ *   2  int64: exact in 64 bits where the difference fits, else in ACC_T; one rounding
+ *   3  uint64: |x - pilot| exact in 64 bits, one rounding
+ * so integer data lose nothing to the shift, and at most one rounding per element to ACC_T
+ * (float32 on devices without fp64). Other ops: pilot 0, unused. */
+#ifndef SHIFT_MODE
+#define SHIFT_MODE 0
+#endif
+#if OPK != OPK_WELFORD
+#define TO_ACC(raw, pilot) ((ACC_T)MAPPED(raw))
+#elif SHIFT_MODE == 0
+#define TO_ACC(raw, pilot) ((ACC_T)(raw) - (ACC_T)(pilot))
+#elif SHIFT_MODE == 1
+#define TO_ACC(raw, pilot) ((ACC_T)((long)(raw) - (long)(pilot)))
+#elif SHIFT_MODE == 2
+inline ACC_T shifted(const long x, const long x0) {
+    const long d = (long)((ulong)x - (ulong)x0);         /* wraps, never undefined */
+    return ((x ^ x0) & (x ^ d)) < 0 ? (ACC_T)x - (ACC_T)x0 : (ACC_T)d;   /* overflowed? */
+}
+#define TO_ACC(raw, pilot) (shifted((raw), (pilot)) * (ACC_T)SHIFT_SCALE)
+#elif SHIFT_MODE == 3
+inline ACC_T shifted(const ulong x, const ulong x0) {
+    return x >= x0 ? (ACC_T)(x - x0) : -(ACC_T)(x0 - x);
+}
+#define TO_ACC(raw, pilot) (shifted((raw), (pilot)) * (ACC_T)SHIFT_SCALE)
+#endif
+/* SHIFT_SCALE: a power of two (exact) the planner gives 64-bit integers summed in float32,
+ * 2**-32, so squares of differences up to 2**64 stay far below FLT_MAX; var is scaled back
+ * by its inverse square when written. */
+#ifndef SHIFT_SCALE
+#define SHIFT_SCALE 1
+#endif
+#define LOAD_ACC(p, pilot) TO_ACC(LOAD_RAW(p), (pilot))
 
-/* VEC elements at p (VLOAD_ALIGNED) as mapped ACC_T values */
-inline void load_vec(__global const IN_T *p, ACC_T *v) {
+/* VEC elements at p (VLOAD_ALIGNED) as mapped (var: shifted) ACC_T values */
+inline void load_vec(__global const IN_T *p, ACC_T *v, const RAW_T pilot) {
     RAW_T raw[VEC];
     VLOAD_RAW(p, raw);
     UNROLL_LOOP
-    for (int j = 0; j < VEC; ++j) v[j] = (ACC_T)MAPPED(raw[j]);
+    for (int j = 0; j < VEC; ++j) v[j] = TO_ACC(raw[j], pilot);
 }
 
 #if ACC_IS_FLOAT
@@ -178,16 +219,26 @@ inline state_t st_push(state_t s, ACC_T v, ulong k) { s.a = COMBINE(s.a, v); ret
 inline state_t st_merge(state_t x, state_t y) { x.a = COMBINE(x.a, y.a); return x; }
 
 #elif OPK == OPK_WELFORD
-/* Running mean and sum of squared deviations; Chan et al.'s pairwise merge keeps var
- * accurate where sum-of-squares cancels (large mean, small spread). */
-typedef struct { ACC_T mean; ACC_T m2; ulong n; } state_t;
-inline state_t st_identity(void) { state_t s; s.mean = 0; s.m2 = 0; s.n = 0; return s; }
+/* Running mean, sum of squared deviations m2 + c (c: Kahan/TwoSum correction, so m2 does not
+ * lose a rounding per element on long lanes; cf. reduce_rows.cl "accumulation") and count.
+ * Chan et al.'s pairwise merge keeps var accurate where sum-of-squares cancels. Once m2 is
+ * inf or NaN the correction is dropped (inf - inf would turn an overflowed var into NaN). */
+typedef struct { ACC_T mean; ACC_T m2; ACC_T c; ulong n; } state_t;
+inline state_t st_identity(void) { state_t s; s.mean = 0; s.m2 = 0; s.c = 0; s.n = 0; return s; }
+/* m2 + c += v, compensated (TwoSum: v may exceed m2) */
+inline state_t st_add_m2(state_t s, const ACC_T v) {
+    const ACC_T t = s.m2 + v;
+    const ACC_T vv = t - s.m2;
+    const ACC_T e = (s.m2 - (t - vv)) + (v - vv);
+    s.c = fabs(t) < INFINITY ? s.c + e : (ACC_T)0;
+    s.m2 = t;
+    return s;
+}
 inline state_t st_push(state_t s, ACC_T v, ulong k) {
     s.n += 1;
     const ACC_T d = v - s.mean;
     s.mean += d / (ACC_T)s.n;
-    s.m2 += d * (v - s.mean);
-    return s;
+    return st_add_m2(s, d * (v - s.mean));
 }
 inline state_t st_merge(state_t x, state_t y) {
     if (y.n == 0) return x;
@@ -196,7 +247,8 @@ inline state_t st_merge(state_t x, state_t y) {
     const ACC_T d = y.mean - x.mean;
     const ACC_T wy = (ACC_T)y.n / (ACC_T)n;
     x.mean = x.mean + d * wy;
-    x.m2 = x.m2 + y.m2 + d * d * (ACC_T)x.n * wy;
+    x.c += y.c;
+    x = st_add_m2(x, y.m2 + d * d * (ACC_T)x.n * wy);
     x.n = n;
     return x;
 }
@@ -253,6 +305,31 @@ inline state_t st_push(state_t s, ACC_T v, ulong k) {
     state_t t; t.m = v; t.s = 0;
     return st_merge(s, t);
 }
+
+#elif OPK == OPK_WIDE
+/* Exact integer sum in two 64-bit words, value = hi * 2**64 + lo (issue 8 item 1: an int64
+ * mean must not wrap). ACC_T is long (WIDE_SIGNED 1) or ulong; an add carries into hi when
+ * the low word wraps (lo + v < lo, unsigned), and a negative element also adds -1 to hi
+ * (its sign extension). |hi| <= K, so nothing can overflow. The host rounds the value to
+ * float64 once and divides by K (clreduce.ops.wide_sums_to_float64). */
+typedef struct { ulong lo; long hi; } state_t;
+inline state_t st_identity(void) { state_t s; s.lo = 0; s.hi = 0; return s; }
+inline state_t st_push(state_t s, ACC_T v, ulong k) {
+    const ulong lo = s.lo + (ulong)v;
+#if WIDE_SIGNED
+    s.hi += (long)(lo < s.lo) - (long)(v < 0);
+#else
+    s.hi += (long)(lo < s.lo);
+#endif
+    s.lo = lo;
+    return s;
+}
+inline state_t st_merge(state_t x, state_t y) {
+    const ulong lo = x.lo + y.lo;
+    x.hi += y.hi + (long)(lo < x.lo);
+    x.lo = lo;
+    return x;
+}
 #endif
 
 /* ---- finalize -------------------------------------------------------------------------- */
@@ -271,7 +348,7 @@ inline void st_write(__global OUT_T *out, ulong idx, state_t s, ulong count, ACC
 #elif FINALIZE == FIN_VAR || FINALIZE == FIN_STD
     /* numpy divides by max(n - ddof, 0): 0/0 -> nan, x/0 -> inf */
     const ACC_T dof = max((ACC_T)s.n - param, (ACC_T)0);
-    r = s.m2 / dof;
+    r = (s.m2 + s.c) / dof / ((ACC_T)SHIFT_SCALE * (ACC_T)SHIFT_SCALE);
 #if FINALIZE == FIN_STD
     r = sqrt(r);
 #endif
@@ -285,6 +362,13 @@ inline void st_write(__global OUT_T *out, ulong idx, state_t s, ulong count, ACC
 #endif
 #endif
 }
+#endif
+
+/* the pilot of the row / column starting at p (see TO_ACC); 0 where unused */
+#if OPK == OPK_WELFORD && !IN_STATES
+#define ROW_PILOT(p) LOAD_RAW(p)
+#else
+#define ROW_PILOT(p) ((RAW_T)0)
 #endif
 
 #if IN_STATES
@@ -341,9 +425,11 @@ inline state_t st_shuffle_xor(state_t s, uint m) {
 #if OPK == OPK_SCALAR
     s.a = shfl_acc(s.a, m);
 #elif OPK == OPK_WELFORD
-    s.mean = shfl_acc(s.mean, m); s.m2 = shfl_acc(s.m2, m); s.n = shfl_u64(s.n, m);
+    s.mean = shfl_acc(s.mean, m); s.m2 = shfl_acc(s.m2, m); s.c = shfl_acc(s.c, m); s.n = shfl_u64(s.n, m);
 #elif OPK == OPK_ARG
     s.v = shfl_acc(s.v, m); s.i = shfl_u64(s.i, m);
+#elif OPK == OPK_WIDE
+    s.lo = shfl_u64(s.lo, m); s.hi = (long)shfl_u64((ulong)s.hi, m);
 #else
     s.m = shfl_acc(s.m, m); s.s = shfl_acc(s.s, m);
 #endif
@@ -363,7 +449,7 @@ inline state_t st_butterfly(state_t s, const uint width) {
 /* One lane's share of elements [0, len) of a row chunk starting at element `start`: a scalar
  * head up to VLOAD_ALIGNED (none on OpenCL), lane-strided VEC-element loads, a scalar tail.
  * Indices pushed into arg states are the elements' own, whatever the order of loads. */
-inline state_t lane_partial(IN_PTR p, const ulong start, const ulong len, const uint lane) {
+inline state_t lane_partial(IN_PTR p, const ulong start, const ulong len, const uint lane, const RAW_T pilot) {
     state_t st = st_identity();
 #if IN_STATES
     NO_UNROLL
@@ -371,20 +457,20 @@ inline state_t lane_partial(IN_PTR p, const ulong start, const ulong len, const 
 #else
     const ulong head = min((ulong)VLOAD_HEAD(p, VEC), len);
     NO_UNROLL
-    for (ulong i = lane; i < head; i += LANES) st = st_push(st, LOAD_ACC(p + i), start + i);
+    for (ulong i = lane; i < head; i += LANES) st = st_push(st, LOAD_ACC(p + i, pilot), start + i);
     __global const IN_T *q = p + head;
     const ulong rest = len - head;
     const ulong full = rest - rest % VEC;
     NO_UNROLL
     for (ulong i = (ulong)lane * VEC; i < full; i += (ulong)LANES * VEC) {
         ACC_T v[VEC];
-        load_vec(q + i, v);
+        load_vec(q + i, v, pilot);
 #if OPK == OPK_WELFORD && VEC > 1
         /* a whole vector enters as one (mean, m2, VEC) state: one divide per VEC */
         ACC_T sum = 0;
         UNROLL_LOOP
         for (int j = 0; j < VEC; ++j) sum += v[j];
-        state_t c; c.mean = sum / (ACC_T)VEC; c.m2 = 0; c.n = VEC;
+        state_t c; c.mean = sum / (ACC_T)VEC; c.m2 = 0; c.c = 0; c.n = VEC;
         UNROLL_LOOP
         for (int j = 0; j < VEC; ++j) { const ACC_T d = v[j] - c.mean; c.m2 += d * d; }
         st = st_merge(st, c);
@@ -394,7 +480,7 @@ inline state_t lane_partial(IN_PTR p, const ulong start, const ulong len, const 
 #endif
     }
     NO_UNROLL
-    for (ulong i = full + lane; i < rest; i += LANES) st = st_push(st, LOAD_ACC(q + i), start + head + i);
+    for (ulong i = full + lane; i < rest; i += LANES) st = st_push(st, LOAD_ACC(q + i, pilot), start + head + i);
 #endif
     return st;
 }
@@ -433,7 +519,8 @@ void reduce_rows_state(IN_PTR in, const ulong in_offset, OUT_PTR out, const ulon
             const ulong start = (task % SPLIT) * chunk_len;
             const ulong stop = min(start + chunk_len, row_len);
             /* start < row_len: the planner never makes an empty chunk */
-            st = lane_partial(in + in_offset + row * row_stride + start, start, stop - start, lane);
+            st = lane_partial(in + in_offset + row * row_stride + start, start, stop - start, lane,
+                              ROW_PILOT(in + in_offset + row * row_stride));
         }
 
 #if LANES > 1 && SG_MODE == SG_LOCAL
@@ -497,6 +584,12 @@ void reduce_cols(IN_PTR in, const ulong in_offset, OUT_PTR out, const ulong out_
         state_t st[VEC];
         UNROLL_LOOP
         for (int j = 0; j < VEC; ++j) st[j] = st_identity();
+#if !IN_STATES
+        RAW_T pilot[VEC];   /* each column's first element (var/std: see TO_ACC) */
+        UNROLL_LOOP
+        for (int j = 0; j < VEC; ++j) pilot[j] = (RAW_T)0;
+        for (uint j = 0; j < ncols; ++j) pilot[j] = ROW_PILOT(p + j);
+#endif
 #if IN_STATES
         NO_UNROLL
         for (ulong k = k0; k < k1; ++k) {
@@ -509,12 +602,12 @@ void reduce_cols(IN_PTR in, const ulong in_offset, OUT_PTR out, const ulong out_
         for (ulong k = k0; k < k1; ++k) {
             __global const IN_T *q = p + k * k_stride;
             if (vector) {
-                ACC_T v[VEC];
-                load_vec(q, v);
+                RAW_T raw[VEC];
+                VLOAD_RAW(q, raw);
                 UNROLL_LOOP
-                for (int j = 0; j < VEC; ++j) st[j] = st_push(st[j], v[j], k);
+                for (int j = 0; j < VEC; ++j) st[j] = st_push(st[j], TO_ACC(raw[j], pilot[j]), k);
             } else {
-                for (uint j = 0; j < ncols; ++j) st[j] = st_push(st[j], LOAD_ACC(q + j), k);
+                for (uint j = 0; j < ncols; ++j) st[j] = st_push(st[j], LOAD_ACC(q + j, pilot[j]), k);
             }
         }
 #endif

@@ -13,7 +13,7 @@ import numpy as np
 
 from .caps import DeviceCaps
 from .kernels import build_options
-from .ops import CL_TYPE, OPS, dtype_rule
+from .ops import CL_TYPE, OPS, WIDE_SUM, DtypeRule, dtype_rule, sum_may_wrap
 
 SG_MODES = ("local", "builtin", "shuffle_khr", "shuffle_qcom")
 STRATEGIES = ("rows_per_sg", "sg_per_row", "wg_per_row", "split_k")
@@ -129,6 +129,9 @@ class LaunchPlan:
     local_mem_bytes: int
     partials_bytes: int
     passes: tuple[KernelLaunch, ...]
+    # device_out_dtype values per result: 2 for an exact integer sum in two 64-bit words
+    # (an integer mean that could wrap; clreduce.ops.wide_sums_to_float64 reads them)
+    out_words: int = 1
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -229,6 +232,19 @@ def plan(caps: DeviceCaps, problem: Problem, force: Force | None = None) -> Laun
     force = force or Force()
     op = OPS[problem.op]
     rule = dtype_rule(op, np.dtype(problem.dtype), problem.acc_dtype)
+    if (op.kind == "welford" and not caps.fp64 and problem.acc_dtype is None
+            and np.dtype(problem.dtype).kind in "iub" and rule.acc == "float64"):
+        # Integer var/std without fp64 (Mali, Adreno under Mesa, rusticl): each element minus
+        # its row's pilot is exact in 64-bit integers, rounded once to float32, then the
+        # compensated Welford of reduce_state.cl; the host casts to numpy's float64 (README,
+        # Tolerances)
+        rule = DtypeRule(acc="float32", device_out="float32", out=rule.out)
+    if op.finalize == "mean" and rule.host_divide and problem.acc_dtype is None \
+            and sum_may_wrap(problem.dtype, problem.row_len):
+        # numpy's integer mean sums in float64 and never wraps: an exact sum in two 64-bit
+        # words instead of one (issue 8 item 1), divided on the host like the 64-bit one
+        op = WIDE_SUM
+        rule = DtypeRule(acc=rule.acc, device_out="uint64", out=rule.out, host_divide=True)
     if "float64" in (problem.dtype, rule.acc, rule.device_out) and not caps.fp64:
         raise UnsupportedOnDevice(
             f"{problem.dtype} {problem.op} needs fp64, which device {caps.name!r} lacks; "
@@ -348,7 +364,8 @@ def _plan_rows(caps: DeviceCaps, problem: Problem, force: Force, op, rule) -> La
     return LaunchPlan(strategy=strategy, sg_mode=sg_mode, sg_size=sg_size, reqd_sg=reqd, wg_size=wg,
                       lanes=lanes, vec=vec, split=split, acc_dtype=rule.acc, out_dtype=rule.out,
                       device_out_dtype=rule.device_out, host_divide=rule.host_divide,
-                      local_mem_bytes=scratch, partials_bytes=partials_bytes, passes=passes)
+                      local_mem_bytes=scratch, partials_bytes=partials_bytes, passes=passes,
+                      out_words=2 if op.kind == "wide" else 1)
 
 
 def _plan_columns(caps: DeviceCaps, problem: Problem, force: Force, op, rule) -> LaunchPlan:
@@ -405,12 +422,13 @@ def _plan_columns(caps: DeviceCaps, problem: Problem, force: Force, op, rule) ->
     return LaunchPlan(strategy="columns" if split == 1 else "columns_split_k", sg_mode="none", sg_size=None,
                       reqd_sg="none", wg_size=wg, lanes=1, vec=vec, split=split, acc_dtype=rule.acc,
                       out_dtype=rule.out, device_out_dtype=rule.device_out, host_divide=rule.host_divide,
-                      local_mem_bytes=0, partials_bytes=partials_bytes, passes=passes)
+                      local_mem_bytes=0, partials_bytes=partials_bytes, passes=passes,
+                      out_words=2 if op.kind == "wide" else 1)
 
 
 _MAP_MACRO = {"none": 0, "abs": 1, "square": 2, "nonzero": 3, "notnan": 4, "nan_to_zero": 5, "one": 6}
 _FIN_MACRO = {"none": 0, "mean": 1, "sqrt": 2, "var": 3, "std": 4, "index": 5, "lse": 6}
-_OPK_MACRO = {"scalar": 0, "welford": 1, "arg": 2, "lse": 3}
+_OPK_MACRO = {"scalar": 0, "welford": 1, "arg": 2, "lse": 3, "wide": 4}
 
 
 def _identity(combine: str, acc: str) -> str:
@@ -446,6 +464,15 @@ def _op_defines(op, rule, in_dtype: str, first: bool, last: bool) -> dict:
     combine = op.combine
     if combine in ("nanmax", "nanmin") and not acc.startswith("float"):
         combine = combine[3:]  # integers have no NaN
+    if op.kind == "welford" and first:
+        # how the element minus its row's pilot is formed (reduce_state.cl, TO_ACC): exactly
+        # in 64-bit integers where the input is an integer
+        kind, size = np.dtype(in_dtype).kind, np.dtype(in_dtype).itemsize
+        defines["SHIFT_MODE"] = 0 if kind not in "iub" else (1 if size <= 4 else (2 if kind == "i" else 3))
+        if kind in "iu" and size == 8 and acc == "float32":
+            defines["SHIFT_SCALE"] = "0x1p-32f"  # squares of 64-bit differences fit float32
+    if op.kind == "wide":
+        defines["WIDE_SIGNED"] = int(acc == "int64")
     if op.kind == "scalar":
         defines[f"OP_{combine.upper()}"] = 1
         defines["IDENTITY"] = _identity(combine, acc)
@@ -498,7 +525,8 @@ def _launch_rows(*, caps, op, rule, sg_mode, sg_size, reqd, wg, rows, row_len, l
 def _launch_rows_state(*, caps, op, rule, sg_mode, sg_size, reqd, wg, rows, row_len, lanes, vec, in_dtype,
                        split, chunk, first, last, param, count) -> KernelLaunch:
     defines, cl_std = _rows_defines(caps, op, rule, sg_mode, sg_size, reqd, wg, lanes, vec, split, in_dtype, first, last)
-    defines.update({"ENTRY": 1, "OPK": _OPK_MACRO[op.kind], "IN_STATES": int(not first), "OUT_STATES": int(not last)})
+    defines.update({"ENTRY": 1, "OPK": _OPK_MACRO[op.kind], "IN_STATES": int(not first),
+                    "OUT_STATES": int(not last or op.kind == "wide")})  # wide sums leave as two words
     scalars = [("n_rows", "u64", rows), ("row_len", "u64", row_len), ("row_stride", "u64", row_len),
                ("chunk_len", "u64", chunk), ("count", "u64", count), ("param", "acc", param)]
     groups = _groups(caps, _ceil_div(rows * split, wg // lanes))
@@ -519,6 +547,7 @@ def _launch_cols(*, caps, op, rule, wg, outer, inner, k_len, vec, in_dtype, spli
         # reduce_rows.cl's vector accumulators; its row entry compiles beside with neutral macros
         defines.update({"LANES": 1, "SG_MODE": 0, "SG_SIZE": 0, "REQD_SG": 0})
         return _finish(caps, "reduce_rows.cl", "reduce_cols", defines, None, groups, wg, scalars, rule.acc, first, last)
-    defines.update({"ENTRY": 2, "OPK": _OPK_MACRO[op.kind], "IN_STATES": int(not first), "OUT_STATES": int(not last)})
+    defines.update({"ENTRY": 2, "OPK": _OPK_MACRO[op.kind], "IN_STATES": int(not first),
+                    "OUT_STATES": int(not last or op.kind == "wide")})
     scalars.append(("param", "acc", param))
     return _finish(caps, "reduce_state.cl", "reduce_cols", defines, None, groups, wg, scalars, rule.acc, first, last)

@@ -55,19 +55,11 @@ DIFF_TOLERANCE = {"var_factor": 4.0}
 # Cases here are known to miss the documented bounds until a kernel fix lands; they run as
 # xfail(strict=False) in test_adversarial_data and are left out of the hypothesis run (whose
 # examples cannot be xfailed one by one). Delete an entry when its fix lands.
-PENDING_KERNEL_FIXES = {
-    "compensated": "issue 8 item 3: compensated sums pending",
-    "int_mean_wrap": "issue 8 item 1: integer mean of values near 2**62 wraps (exact wide sum pending)",
-}
+PENDING_KERNEL_FIXES: dict[str, str] = {}
 
 
 def pending_kernel_fix(kind: str, op: str, dtype: np.dtype) -> str | None:
     """The PENDING_KERNEL_FIXES reason that covers this adversarial case, or None."""
-    if kind in ("offset", "alternating") and dtype.kind == "f" and op in (
-            "sum", "nansum", "mean", "nanmean", "var", "std", "norm"):
-        return PENDING_KERNEL_FIXES["compensated"]
-    if kind == "int_extreme" and dtype.itemsize == 8 and dtype.kind in "iu" and op in ("mean", "nanmean"):
-        return PENDING_KERNEL_FIXES["int_mean_wrap"]
     return None
 
 
