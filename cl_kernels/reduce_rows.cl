@@ -257,7 +257,8 @@ inline ACC_T hreduce(const ACC_T *v) {
  *           about 9 % on long rows, 32 about 4 % (measured on 2048 x 4096, 8192 x 1000).
  *   columns reduce_cols walks K per column: each column's accumulator takes COL_BLOCK rows,
  *           then joins its own outer_t (numpy sums a non-last axis row after row: K * eps);
- *           a work-item whose K range is one block runs the plain code.
+ *           a work-item whose K range is one block runs the plain code. COL_BLOCK 32 cost
+ *           PoCL 13 % on 8192 x 1024 (axis 0), 128 about 2 %.
  *   teams   lanes merge (s, c) pairs with TwoSum (local-memory tree, shuffle butterfly), so
  *           the team reduce adds no error of its own; the built-in sub_group_reduce_add,
  *           whose order is the driver's (Intel's width 64 erred by 7 ulp), gets error-free
@@ -291,7 +292,7 @@ inline ACC_T hreduce(const ACC_T *v) {
 #define ACC_BLOCK 32
 #endif
 #ifndef COL_BLOCK
-#define COL_BLOCK 1024
+#define COL_BLOCK 128
 #endif
 
 #if ACC_COMPENSATED

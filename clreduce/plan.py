@@ -260,6 +260,17 @@ def plan(caps: DeviceCaps, problem: Problem, force: Force | None = None) -> Laun
     return _plan_rows(caps, problem, force, op, rule)
 
 
+# Mesa's llvmpipe (rusticl on the CPU) ends every loop of a kernel after 65535 trips
+# without an error (gallivm's loop limiter, LP_MAX_TGSI_LOOP_ITERATIONS): a forced
+# sequential sum of 2**20 ones gave 65535. Plans there keep each work-item's loops shorter
+# (split chunks) or raise UnsupportedOnDevice.
+RUSTICL_LOOP_TRIPS = 65535
+
+
+def _loop_limit(caps: DeviceCaps) -> int | None:
+    return RUSTICL_LOOP_TRIPS if caps.implementation == "rusticl" else None
+
+
 def _choose_wg(caps: DeviceCaps, force: Force, sg_size: int | None) -> int:
     wg_cap = _pow2_floor(caps.max_work_group_size)
     wg = force.wg_size or min(_default_wg_size(caps), wg_cap)
@@ -302,10 +313,13 @@ def _plan_rows(caps: DeviceCaps, problem: Problem, force: Force, op, rule) -> La
     strategy = force.strategy if force.strategy != "columns" else None
     lanes = natural_lanes(problem.row_len)
     split = 1
+    limit = _loop_limit(caps)
     if strategy in (None, "split_k") and problem.row_len >= (SPLIT_MIN_ROW if strategy is None else 2):
         # Few long rows cannot fill the device one team per row: cut rows into chunks.
         want_tasks = (wg // lanes) * max(1, caps.compute_units) * 4
         split = min(_ceil_div(want_tasks, problem.rows), _ceil_div(problem.row_len, SPLIT_MIN_CHUNK))
+        if limit:
+            split = max(split, _ceil_div(problem.row_len, limit * vec))
         if strategy == "split_k":
             split = max(2, min(split, problem.row_len))
         if split >= 2:
@@ -334,8 +348,8 @@ def _plan_rows(caps: DeviceCaps, problem: Problem, force: Force, op, rule) -> La
             strategy = "sg_per_row" if strategy != "split_k" else strategy
 
     acc_bytes = np.dtype(rule.acc).itemsize if op.kind == "scalar" else STATE_BYTES
-    if op.kind == "scalar" and op.combine == "sum" and rule.acc.startswith("float"):
-        acc_bytes *= 2  # float sums merge (sum, correction) pairs (reduce_rows.cl, "accumulation")
+    if _compensated(op, rule):
+        acc_bytes *= 2  # float sums merge (sum, correction) pairs
     scratch = (wg if sg_mode == "local" else wg // sg_size) * acc_bytes if lanes > 1 else 0
     if scratch > caps.local_mem_size:
         raise UnsupportedOnDevice(f"{scratch} B of local memory exceeds {caps.name!r}'s {caps.local_mem_size} B")
@@ -360,6 +374,14 @@ def _plan_rows(caps: DeviceCaps, problem: Problem, force: Force, op, rule) -> La
                    in_dtype=rule.acc, split=1, chunk=split, first=False, last=True),
         )
         partials_bytes = problem.rows * split * (np.dtype(rule.acc).itemsize if op.kind == "scalar" else STATE_BYTES)
+    if limit:
+        trips = max(_ceil_div(min(problem.row_len, chunk if split > 1 else problem.row_len), lanes * vec),
+                    _ceil_div(split, lanes2) if split > 1 else 0)
+        if trips > limit:
+            raise UnsupportedOnDevice(
+                f"{caps.name!r} ({caps.implementation}) stops every kernel loop after {limit} trips; this plan "
+                f"needs {trips} per work-item (strategy {strategy}, lanes {lanes}, vec {vec}, split {split}): "
+                "leave the strategy to the planner or force split_k")
 
     return LaunchPlan(strategy=strategy, sg_mode=sg_mode, sg_size=sg_size, reqd_sg=reqd, wg_size=wg,
                       lanes=lanes, vec=vec, split=split, acc_dtype=rule.acc, out_dtype=rule.out,
@@ -401,6 +423,8 @@ def _plan_columns(caps: DeviceCaps, problem: Problem, force: Force, op, rule) ->
         split = max(2 if force.strategy == "split_k" else 1,
                     min(_ceil_div(want_items, items), _ceil_div(problem.row_len, 64)))
         split = min(split, problem.row_len)
+    if _loop_limit(caps):
+        split = max(split, _ceil_div(problem.row_len, _loop_limit(caps)))  # each work-item walks one chunk
     common = dict(caps=caps, op=op, rule=rule, wg=wg, param=problem.param, count=problem.row_len,
                   outer=problem.rows, inner=problem.inner, nblk=nblk)
     if split == 1:
@@ -424,6 +448,11 @@ def _plan_columns(caps: DeviceCaps, problem: Problem, force: Force, op, rule) ->
                       out_dtype=rule.out, device_out_dtype=rule.device_out, host_divide=rule.host_divide,
                       local_mem_bytes=0, partials_bytes=partials_bytes, passes=passes,
                       out_words=2 if op.kind == "wide" else 1)
+
+
+def _compensated(op, rule) -> bool:
+    """Float sums carry (sum, correction) pairs (reduce_rows.cl, "accumulation")."""
+    return op.kind == "scalar" and op.combine == "sum" and rule.acc.startswith("float")
 
 
 _MAP_MACRO = {"none": 0, "abs": 1, "square": 2, "nonzero": 3, "notnan": 4, "nan_to_zero": 5, "one": 6}
@@ -516,6 +545,8 @@ def _rows_defines(caps, op, rule, sg_mode, sg_size, reqd, wg, lanes, vec, split,
 def _launch_rows(*, caps, op, rule, sg_mode, sg_size, reqd, wg, rows, row_len, lanes, vec, in_dtype,
                  split, chunk, first, last, param, count) -> KernelLaunch:
     defines, cl_std = _rows_defines(caps, op, rule, sg_mode, sg_size, reqd, wg, lanes, vec, split, in_dtype, first, last)
+    if not first and _compensated(op, rule):
+        defines["ACC_BLOCK"] = 1  # split partials: few and large, each joins the compensated sum
     scalars = [("n_rows", "u64", rows), ("row_len", "u64", row_len), ("row_stride", "u64", row_len),
                ("chunk_len", "u64", chunk), ("mean_count", "u64", count)]
     groups = _groups(caps, _ceil_div(rows * split, wg // lanes))
@@ -539,6 +570,8 @@ def _launch_cols(*, caps, op, rule, wg, outer, inner, k_len, vec, in_dtype, spli
     defines.update({"WG_SIZE": wg, "VEC": vec, "SPLIT": split})
     if op.kind == "scalar":
         defines["NBLK"] = nblk
+    if not first and _compensated(op, rule):
+        defines["COL_BLOCK"] = 1  # split partials: each joins its column's compensated sum
     scalars = [("outer", "u64", outer), ("k_len", "u64", k_len), ("inner", "u64", inner),
                ("outer_stride", "u64", outer_stride), ("k_stride", "u64", inner),
                ("chunk_len", "u64", chunk), ("count", "u64", count)]
