@@ -22,7 +22,8 @@
  * LANES, VEC, SPLIT, SG_MODE, SG_SIZE, REQD_SG, FINALIZE, IN_HALF, OUT_HALF.
  * Optional: UNROLL (vector loads in flight per work-item, default UNROLL_DEFAULT: 1 on
  * OpenCL, 4 on CUDA), MIN_BLOCKS (groups per compute unit the register allocator plans
- * for, CUDA's __launch_bounds__; default 1), NBLK (reduce_cols: vectors per work-item).
+ * for, CUDA's __launch_bounds__; default 1), NBLK (reduce_cols: vectors per work-item),
+ * ACC_BLOCK / COL_BLOCK (float sums' block lengths, see "accumulation"; defaults 32 / 128).
  */
 
 #define SG_LOCAL 0
