@@ -138,6 +138,9 @@ class DtypeRule:
     device_out: str
     out: str
     host_divide: bool = False
+    # var/std of 64-bit integers in float32 (no fp64): the power of two every difference is
+    # scaled by so squares fit (reduce_state.cl SHIFT_SCALE), on every pass
+    var_scale: str | None = None
 
 
 def check_dtype(dtype, what: str = "input") -> np.dtype:

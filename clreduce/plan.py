@@ -236,9 +236,10 @@ def plan(caps: DeviceCaps, problem: Problem, force: Force | None = None) -> Laun
             and np.dtype(problem.dtype).kind in "iub" and rule.acc == "float64"):
         # Integer var/std without fp64 (Mali, Adreno under Mesa, rusticl): each element minus
         # its row's pilot is exact in 64-bit integers, rounded once to float32, then the
-        # compensated Welford of reduce_state.cl; the host casts to numpy's float64 (README,
-        # Tolerances)
-        rule = DtypeRule(acc="float32", device_out="float32", out=rule.out)
+        # compensated Welford of reduce_state.cl (64-bit differences scaled by 2**-32 so their
+        # squares fit); the host casts to numpy's float64 (README, Tolerances)
+        wide = np.dtype(problem.dtype).itemsize == 8
+        rule = DtypeRule(acc="float32", device_out="float32", out=rule.out, var_scale="0x1p-32f" if wide else None)
     if op.finalize == "mean" and rule.host_divide and problem.acc_dtype is None \
             and sum_may_wrap(problem.dtype, problem.row_len):
         # numpy's integer mean sums in float64 and never wraps: an exact sum in two 64-bit
@@ -498,8 +499,8 @@ def _op_defines(op, rule, in_dtype: str, first: bool, last: bool) -> dict:
         # in 64-bit integers where the input is an integer
         kind, size = np.dtype(in_dtype).kind, np.dtype(in_dtype).itemsize
         defines["SHIFT_MODE"] = 0 if kind not in "iub" else (1 if size <= 4 else (2 if kind == "i" else 3))
-        if kind in "iu" and size == 8 and acc == "float32":
-            defines["SHIFT_SCALE"] = "0x1p-32f"  # squares of 64-bit differences fit float32
+    if op.kind == "welford" and rule.var_scale:
+        defines["SHIFT_SCALE"] = rule.var_scale  # every pass: the last one scales var back
     if op.kind == "wide":
         defines["WIDE_SIGNED"] = int(acc == "int64")
     if op.kind == "scalar":

@@ -197,8 +197,15 @@ def _reference(op: str, x: np.ndarray, axis, keepdims: bool, ord_):
         return r if keepdims else np.squeeze(r, axis=axis)
     if op == "norm":
         return np.linalg.norm(x.astype(hi), ord=ord_, axis=axis, keepdims=keepdims)
-    if op in ("var", "std") and x.dtype.kind != "f":
-        xr = x.astype(np.float64)
+    if op in ("var", "std") and x.size:
+        # long double less the pilot (var is shift-invariant): a reference mean of data at
+        # 1e15 erred by 5e-5 in long double, enough to move var by more than its bound
+        xl = x.astype(np.longdouble)
+        pilot = xl
+        for a in (range(x.ndim) if axis is None else (axis if isinstance(axis, tuple) else (axis,))):
+            pilot = np.take(pilot, [0], axis=a)
+        with np.errstate(invalid="ignore"):
+            return getattr(np, op)(xl - pilot, axis=axis, keepdims=keepdims)
     if op == "count_nonzero":
         return np.count_nonzero(x, axis=axis, keepdims=keepdims)
     return getattr(np, op)(xr, axis=axis, keepdims=keepdims)
