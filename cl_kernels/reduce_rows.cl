@@ -257,9 +257,11 @@ inline ACC_T hreduce(const ACC_T *v) {
  *           16-element blocks plus a tree of log2(K / 128) levels; ACC_BLOCK 16 cost PoCL
  *           about 9 % on long rows, 32 about 4 % (measured on 2048 x 4096, 8192 x 1000).
  *   columns reduce_cols walks K per column: each column's accumulator takes COL_BLOCK rows,
- *           then joins its own outer_t (numpy sums a non-last axis row after row: K * eps);
- *           a work-item whose K range is one block runs the plain code. COL_BLOCK 32 cost
- *           PoCL 13 % on 8192 x 1024 (axis 0), 128 about 2 %.
+ *           then joins its own outer_t (numpy sums a non-last axis row after row: K * eps).
+ *           COL_BLOCK 32 cost PoCL 13 % on 8192 x 1024 (axis 0), 128 about 2 %.
+ *   short   the planner gives ACC_BLOCK / COL_BLOCK 0 where no lane or work-item holds more
+ *           than one block: those run the plain code (a branch on a runtime "joined" flag
+ *           cost Intel's runtime 12 % on 1048576 x 32 rows: it vectorises across work-items).
  *   teams   lanes merge (s, c) pairs with TwoSum (local-memory tree, shuffle butterfly), so
  *           the team reduce adds no error of its own; the built-in sub_group_reduce_add,
  *           whose order is the driver's (Intel's width 64 erred by 7 ulp), gets error-free
@@ -280,9 +282,10 @@ inline ACC_T hreduce(const ACC_T *v) {
  *   outer_add(o, v)               o + v, Kahan (a block's total, a column's block)
  *   outer_merge(a, b)             a + b, TwoSum (team reduces: lanes' values of any size)
  *   outer_value(o), outer_mean(o, n)   the result, rounded once
- *   ACC_BLOCK, COL_BLOCK          block lengths (vector loads per lane; K steps per column)
- *   BLOCK_STOP(i, end, span)      where a block starting at i stops (end when not compensated)
- *   BLOCK_DONE(i, end)            leave the block loop (at once when not compensated)
+ *   ACC_BLOCK, COL_BLOCK          block lengths (vector loads per lane; K steps per column);
+ *                                 ACC_BLOCKED, COL_BLOCKED whether blocks exist at all
+ *   BLOCK_STOP(i, end, span)      where a block starting at i stops (span 0: one block)
+ *   BLOCK_DONE(i, end), BLOCK_DONE_IF(blocked, i, end)   leave the block loop
  */
 #if defined(OP_SUM) && ACC_IS_FLOAT
 #define ACC_COMPENSATED 1
@@ -295,6 +298,10 @@ inline ACC_T hreduce(const ACC_T *v) {
 #ifndef COL_BLOCK
 #define COL_BLOCK 128
 #endif
+
+/* blocks in lane_partial: float sums whose lanes may hold more than one block */
+#define ACC_BLOCKED (ACC_COMPENSATED && ACC_BLOCK > 0)
+#define COL_BLOCKED (ACC_COMPENSATED && COL_BLOCK > 0)
 
 #if ACC_COMPENSATED
 typedef struct { ACC_T s; ACC_T c; } outer_t;
@@ -323,8 +330,6 @@ inline outer_t outer_wrap(const ACC_T v) { outer_t o; o.s = v; o.c = (ACC_T)0; r
 inline ACC_T outer_value(const outer_t o) { return o.s + o.c; }
 /* (s + c) / n without rounding s + c first: the mean keeps the sum's extra accuracy */
 inline ACC_T outer_mean(const outer_t o, const ACC_T n) { return o.s / n + o.c / n; }
-#define BLOCK_STOP(i, end, span) ((i) + (span) < (end) ? (i) + (span) : (end))
-#define BLOCK_DONE(i, end) ((i) >= (end))
 #else
 typedef struct { ACC_T s; } outer_t;
 inline outer_t outer_init(void) { outer_t o; o.s = IDENTITY; return o; }
@@ -333,9 +338,12 @@ inline outer_t outer_merge(outer_t a, const outer_t b) { a.s = COMBINE(a.s, b.s)
 inline outer_t outer_wrap(const ACC_T v) { outer_t o; o.s = v; return o; }
 inline ACC_T outer_value(const outer_t o) { return o.s; }
 inline ACC_T outer_mean(const outer_t o, const ACC_T n) { return o.s / n; }
-#define BLOCK_STOP(i, end, span) (end)
-#define BLOCK_DONE(i, end) 1
 #endif
+/* a block loop from i: where the block stops (span 0: one block to the end), and whether the
+ * loop is done; BLOCKED is a compile-time 0/1, so unblocked code runs the loop body once */
+#define BLOCK_STOP(i, end, span) ((span) && (i) + (span) < (end) ? (i) + (span) : (end))
+#define BLOCK_DONE_IF(blocked, i, end) (!(blocked) || (i) >= (end))
+#define BLOCK_DONE(i, end) BLOCK_DONE_IF(ACC_BLOCKED, (i), (end))
 
 /* ---- sub-group steps: one helper per SG_MODE behind sg_reduce (and butterfly) ------- */
 #if SG_MODE == SG_SHUFFLE_KHR
@@ -429,19 +437,18 @@ inline outer_t sg_reduce(outer_t v) {
 
 /* One lane's share of elements [0, len) at p: the scalar head up to VLOAD_ALIGNED (none on
  * OpenCL), lane-strided VEC-element loads with UNROLL of them in flight, the scalar tail
- * (len % VEC elements), all into VEC plain accumulators. For float sums every ACC_BLOCK
- * loads the block's total joins the lane's compensated total (see "accumulation"). A counter
- * and a branch taken once per block: nested block loops with short trip counts made PoCL
- * 30 % slower on 8192 x 1000 rows, the branch costs it 1-5 %. */
+ * (len % VEC elements), all into VEC plain accumulators. For float sums with ACC_BLOCK > 0,
+ * every ACC_BLOCK loads the block's total joins the lane's compensated total (see
+ * "accumulation"); the planner gives ACC_BLOCK 0 where no lane has more than one block, so
+ * short rows run the plain code. Measured on the bench shapes: a load counter with a branch
+ * in the loop cost Intel's CPU runtime 10-15 % (it vectorises across work-items); these
+ * nested loops 0-3 % there and 3-9 % on PoCL's long rows. */
 inline outer_t lane_partial(__global const IN_T *p, ulong len, const uint lane) {
     ACC_T accv[VEC];
     UNROLL_LOOP
     for (int j = 0; j < VEC; ++j) {
         accv[j] = IDENTITY;
     }
-#if ACC_COMPENSATED
-    outer_t total = outer_init();
-#endif
     const ulong head = min((ulong)VLOAD_HEAD(p, VEC), len);
     NO_UNROLL
     for (ulong i = lane; i < head; i += LANES) {
@@ -452,45 +459,46 @@ inline outer_t lane_partial(__global const IN_T *p, ulong len, const uint lane) 
     const ulong full = len - len % VEC;
     const ulong step = (ulong)LANES * VEC;
     ulong i = (ulong)lane * VEC;
-#if ACC_COMPENSATED
-    uint loads = 0;
-    int joined = 0;   /* a block joined total: short lanes never pay the Kahan add */
+#if ACC_BLOCKED
+    outer_t total = outer_init();
+    const ulong span = (ulong)ACC_BLOCK * step;
+#else
+    const ulong span = 0;   /* unused: one block */
 #endif
     NO_UNROLL
-    for (; i + (UNROLL - 1) * step < full; i += UNROLL * step) {
-        UNROLL_LOOP
-        for (int u = 0; u < UNROLL; ++u) {
-            fold_vec(accv, p + i + u * step);
-        }
-#if ACC_COMPENSATED
-        loads += UNROLL;
-        if (loads >= ACC_BLOCK) {   /* uniform in a team: every lane counts the same trips */
-            loads = 0;
-            joined = 1;
-            total = outer_add(total, hreduce(accv));
+    for (;;) {
+        const ulong stop = BLOCK_STOP(i, full, span);
+        NO_UNROLL
+        for (; i + (UNROLL - 1) * step < stop; i += UNROLL * step) {
             UNROLL_LOOP
-            for (int j = 0; j < VEC; ++j) {
-                accv[j] = IDENTITY;
+            for (int u = 0; u < UNROLL; ++u) {
+                fold_vec(accv, p + i + u * step);
             }
         }
-#endif
-    }
 #if UNROLL > 1
-    NO_UNROLL
-    for (; i < full; i += step) {
-        fold_vec(accv, p + i);
-    }
+        NO_UNROLL
+        for (; i < stop; i += step) {
+            fold_vec(accv, p + i);
+        }
 #endif
+        if (BLOCK_DONE(i, full)) break;
+#if ACC_BLOCKED
+        total = outer_add(total, hreduce(accv));
+        UNROLL_LOOP
+        for (int j = 0; j < VEC; ++j) {
+            accv[j] = IDENTITY;
+        }
+#endif
+    }
     NO_UNROLL
     for (i = full + lane; i < len; i += LANES) {
         accv[0] = COMBINE(accv[0], load_1(p + i));
     }
-#if ACC_COMPENSATED
-    if (joined) {
-        return outer_add(total, hreduce(accv));
-    }
-#endif
+#if ACC_BLOCKED
+    return outer_add(total, hreduce(accv));
+#else
     return outer_wrap(hreduce(accv));
+#endif
 }
 
 /* reduce_rows: out[out_offset + t] = the reduction of task t (row t / SPLIT, chunk t % SPLIT).
@@ -566,8 +574,14 @@ void reduce_rows(__global const IN_T *restrict in, const ulong in_offset,
 #endif
 
         if (lane == 0 && task < n_tasks) {
+#if ACC_COMPENSATED && !ACC_BLOCKED && LANES == 1
+            /* one block, no team: the correction is 0 (PoCL: the divide of c cost 4 % on K = 32) */
+            ACC_T r = acc.s;
 #if FINALIZE == FIN_MEAN
-            const ACC_T r = outer_mean(acc, (ACC_T)mean_count);
+            r = r / (ACC_T)mean_count;
+#endif
+#elif FINALIZE == FIN_MEAN
+            ACC_T r = outer_mean(acc, (ACC_T)mean_count);
 #else
             ACC_T r = outer_value(acc);
 #endif
@@ -656,22 +670,29 @@ void reduce_cols(__global const IN_T *restrict in, const ulong in_offset,
         }
         UNROLL_LOOP
         for (int j = 0; j < VEC; ++j) tail[j] = IDENTITY;
-#if ACC_COMPENSATED
-        /* outer accumulators, one per column, written from the second block on (see
-         * "accumulation"); a column range of one block never touches them */
+#if COL_BLOCKED
+        /* outer accumulators, one per column (see "accumulation"); the planner gives COL_BLOCK
+         * 0 where every work-item's K range is one block, which then runs the plain code */
         outer_t total[NBLK][VEC];
         outer_t total_tail[VEC];
-        int joined = 0;
-#define COL_RESULT(b, j) (joined ? total[b][j] : outer_wrap(acc[b][j]))
-#define TAIL_RESULT(j) (joined ? total_tail[j] : outer_wrap(tail[j]))
+        for (uint b = 0; b < NBLK; ++b) {
+            UNROLL_LOOP
+            for (int j = 0; j < VEC; ++j) total[b][j] = outer_init();
+        }
+        UNROLL_LOOP
+        for (int j = 0; j < VEC; ++j) total_tail[j] = outer_init();
+        const ulong span = COL_BLOCK;
+#define COL_RESULT(b, j) outer_add(total[b][j], acc[b][j])
+#define TAIL_RESULT(j) outer_add(total_tail[j], tail[j])
 #else
+        const ulong span = 0;   /* one block */
 #define COL_RESULT(b, j) outer_wrap(acc[b][j])
 #define TAIL_RESULT(j) outer_wrap(tail[j])
 #endif
         ulong k = k0;
         NO_UNROLL
         for (;;) {
-            const ulong stop = BLOCK_STOP(k, k1, (ulong)COL_BLOCK);
+            const ulong stop = BLOCK_STOP(k, k1, span);
             NO_UNROLL
             for (; k + (UNROLL - 1) < stop; k += UNROLL) {
                 for (uint b = 0; b < full; ++b) {
@@ -690,24 +711,15 @@ void reduce_cols(__global const IN_T *restrict in, const ulong in_offset,
                 for (uint j = 0; j < rem; ++j) tail[j] = COMBINE(tail[j], load_1(p + k * k_stride + full * VEC + j));
             }
 #endif
-#if ACC_COMPENSATED
-            if (joined || !BLOCK_DONE(k, k1)) {
-                /* the block's accumulators join the outer ones, column by column */
-                for (uint b = 0; b < full; ++b) {
-                    UNROLL_LOOP
-                    for (int j = 0; j < VEC; ++j) {
-                        total[b][j] = joined ? outer_add(total[b][j], acc[b][j]) : outer_wrap(acc[b][j]);
-                        acc[b][j] = IDENTITY;
-                    }
-                }
-                for (uint j = 0; j < rem; ++j) {
-                    total_tail[j] = joined ? outer_add(total_tail[j], tail[j]) : outer_wrap(tail[j]);
-                    tail[j] = IDENTITY;
-                }
-                joined = 1;
+            if (BLOCK_DONE_IF(COL_BLOCKED, k, k1)) break;
+#if COL_BLOCKED
+            /* the block's accumulators join the outer ones, column by column */
+            for (uint b = 0; b < full; ++b) {
+                UNROLL_LOOP
+                for (int j = 0; j < VEC; ++j) { total[b][j] = outer_add(total[b][j], acc[b][j]); acc[b][j] = IDENTITY; }
             }
+            for (uint j = 0; j < rem; ++j) { total_tail[j] = outer_add(total_tail[j], tail[j]); tail[j] = IDENTITY; }
 #endif
-            if (BLOCK_DONE(k, k1)) break;
         }
         for (uint b = 0; b < full; ++b) {
             UNROLL_LOOP

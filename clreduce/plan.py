@@ -451,6 +451,12 @@ def _plan_columns(caps: DeviceCaps, problem: Problem, force: Force, op, rule) ->
                       out_words=2 if op.kind == "wide" else 1)
 
 
+# Block lengths of compensated float sums (reduce_rows.cl, "accumulation"): vector loads per
+# lane accumulator, K steps per column.
+ACC_BLOCK = 32
+COL_BLOCK = 128
+
+
 def _compensated(op, rule) -> bool:
     """Float sums carry (sum, correction) pairs (reduce_rows.cl, "accumulation")."""
     return op.kind == "scalar" and op.combine == "sum" and rule.acc.startswith("float")
@@ -546,8 +552,11 @@ def _rows_defines(caps, op, rule, sg_mode, sg_size, reqd, wg, lanes, vec, split,
 def _launch_rows(*, caps, op, rule, sg_mode, sg_size, reqd, wg, rows, row_len, lanes, vec, in_dtype,
                  split, chunk, first, last, param, count) -> KernelLaunch:
     defines, cl_std = _rows_defines(caps, op, rule, sg_mode, sg_size, reqd, wg, lanes, vec, split, in_dtype, first, last)
-    if not first and _compensated(op, rule):
-        defines["ACC_BLOCK"] = 1  # split partials: few and large, each joins the compensated sum
+    if _compensated(op, rule):
+        # reduce_rows.cl "accumulation": split partials (few, large) each join the compensated
+        # sum; a lane with at most ACC_BLOCK vector loads runs the plain code (block 0)
+        loads = _ceil_div(_ceil_div(min(chunk, row_len), vec), lanes)
+        defines["ACC_BLOCK"] = 1 if not first else (0 if loads <= ACC_BLOCK else ACC_BLOCK)
     scalars = [("n_rows", "u64", rows), ("row_len", "u64", row_len), ("row_stride", "u64", row_len),
                ("chunk_len", "u64", chunk), ("mean_count", "u64", count)]
     groups = _groups(caps, _ceil_div(rows * split, wg // lanes))
@@ -571,8 +580,10 @@ def _launch_cols(*, caps, op, rule, wg, outer, inner, k_len, vec, in_dtype, spli
     defines.update({"WG_SIZE": wg, "VEC": vec, "SPLIT": split})
     if op.kind == "scalar":
         defines["NBLK"] = nblk
-    if not first and _compensated(op, rule):
-        defines["COL_BLOCK"] = 1  # split partials: each joins its column's compensated sum
+    if _compensated(op, rule):
+        # split partials each join their column's compensated sum; a K range of one block
+        # runs the plain code (block 0)
+        defines["COL_BLOCK"] = 1 if not first else (0 if chunk <= COL_BLOCK else COL_BLOCK)
     scalars = [("outer", "u64", outer), ("k_len", "u64", k_len), ("inner", "u64", inner),
                ("outer_stride", "u64", outer_stride), ("k_stride", "u64", inner),
                ("chunk_len", "u64", chunk), ("count", "u64", count)]
