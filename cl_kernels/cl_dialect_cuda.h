@@ -13,8 +13,11 @@
  *   (1-D: dimension 0 only); barrier; the sub-group built-ins on the warp: get_sub_group_*,
  *   sub_group_shuffle_xor (__shfl_xor_sync), sub_group_any, sub_group_reduce_add/max/min
  *   (__reduce_*_sync for 32-bit integers on sm_80+, an xor butterfly otherwise);
- *   isnan fabs fmax fmin max min select; INFINITY NAN INT_MIN INT_MAX UINT_MAX LONG_MIN
- *   LONG_MAX ULONG_MAX (OpenCL's long is 64-bit everywhere).
+ *   isnan isfinite isinf fabs fmax fmin max min clamp select rint rsqrt (exp log log1p sqrt:
+ *   CUDA's own float/double overloads); sub_group_scan_exclusive_add (shuffle-up steps);
+ *   INFINITY NAN INT_MIN INT_MAX UINT_MAX LONG_MIN LONG_MAX ULONG_MAX (OpenCL's long is
+ *   64-bit everywhere); LOCAL_PTR, the qualifier of a local-memory pointer parameter, is empty
+ *   (shared-memory pointers are generic in CUDA).
  *   Not mapped: vector types and vloadn (kernels load through VLOAD_ARRAY instead),
  *   cl_qcom_subgroup_shuffle (SG_MODE 3) and the reqd_sub_group_size attributes (REQD_SG
  *   must be 0: the warp width is fixed) -- the kernels #error on those.
@@ -35,6 +38,9 @@
  *   FIXED_SG_SIZE       the only sub-group width there is, 0 if the device picks (0 | 32)
  *   HAS_QCOM_SHUFFLE    qcom_sub_group_shuffle_xor may be used (1 | 0)
  *   HAS_REQD_SG_ATTRS   intel_/qcom_reqd_sub_group_size may be used (1 | 0)
+ *   HAS_WORD_SHUFFLE    SG_MODE 4 may be used: word_shuffle_xor over warps of 32 consecutive
+ *                       work-items, NVIDIA OpenCL's inline PTX (1 | 0: CUDA has sub-group
+ *                       shuffles of any type, SG_MODE 1/2)
  */
 #ifndef CL_DIALECT_CUDA_H
 #define CL_DIALECT_CUDA_H
@@ -43,6 +49,7 @@
 #define __kernel extern "C" __global__
 #define __global
 #define __local __shared__
+#define LOCAL_PTR
 #define restrict __restrict__
 #define inline __device__ __forceinline__
 
@@ -90,6 +97,19 @@ template <class T> __device__ __forceinline__ T sub_group_shuffle_xor(T v, uint 
 template <class T> __device__ __forceinline__ T sub_group_reduce_add(T v) { CL_SG_BUTTERFLY_(v, v + o_); }
 template <class T> __device__ __forceinline__ T sub_group_reduce_max(T v) { CL_SG_BUTTERFLY_(v, o_ > v ? o_ : v); }
 template <class T> __device__ __forceinline__ T sub_group_reduce_min(T v) { CL_SG_BUTTERFLY_(v, o_ < v ? o_ : v); }
+/* Exclusive prefix sum over the warp: Hillis-Steele inclusive steps, then one shift, so the
+ * float result is a sum of the lower lanes' values (never inclusive - own, which rounds). */
+template <class T> __device__ __forceinline__ T sub_group_scan_exclusive_add(T v) {
+    const uint lane = (uint)threadIdx.x & 31u;
+    _Pragma("unroll") for (uint d = 1; d < 32; d <<= 1) {
+        const T o = __shfl_up_sync(CL_FULL_MASK_, v, d);
+        if (lane >= d) {
+            v += o;
+        }
+    }
+    const T before = __shfl_up_sync(CL_FULL_MASK_, v, 1);
+    return lane == 0 ? (T)0 : before;
+}
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 /* one instruction for 32-bit integers */
 template <> __device__ __forceinline__ int sub_group_reduce_add<int>(int v) { return __reduce_add_sync(CL_FULL_MASK_, v); }
 template <> __device__ __forceinline__ int sub_group_reduce_max<int>(int v) { return __reduce_max_sync(CL_FULL_MASK_, v); }
@@ -116,7 +136,21 @@ template <class T> __device__ __forceinline__ T cl_fmax_(T a, T b) { return (b !
 template <class T> __device__ __forceinline__ T cl_fmin_(T a, T b) { return (b != b || a < b) ? a : b; }
 template <class T> __device__ __forceinline__ T cl_max_(T a, T b) { return a > b ? a : b; }
 template <class T> __device__ __forceinline__ T cl_min_(T a, T b) { return a < b ? a : b; }
+/* isfinite: x - x is 0 for finite x, NaN for inf and NaN */
+template <class T> __device__ __forceinline__ bool cl_isfinite_(T x) { return x - x == (T)0; }
+template <class T> __device__ __forceinline__ bool cl_isinf_(T x) { return x == x && x - x != (T)0; }
+/* clamp of floats: fmin(fmax(x, lo), hi), as OpenCL C defines it */
+template <class T> __device__ __forceinline__ T cl_clamp_(T x, T lo, T hi) { return cl_fmin_(cl_fmax_(x, lo), hi); }
+__device__ __forceinline__ float cl_rint_(float x) { return rintf(x); } /* half to even */
+__device__ __forceinline__ double cl_rint_(double x) { return ::rint(x); }
+__device__ __forceinline__ float cl_rsqrt_(float x) { return rsqrtf(x); }
+__device__ __forceinline__ double cl_rsqrt_(double x) { return ::rsqrt(x); }
 #define isnan(x) cl_isnan_(x)
+#define isfinite(x) cl_isfinite_(x)
+#define isinf(x) cl_isinf_(x)
+#define clamp(x, lo, hi) cl_clamp_((x), (lo), (hi))
+#define rint(x) cl_rint_(x)
+#define rsqrt(x) cl_rsqrt_(x)
 #define fabs(x) cl_fabs_(x)
 #define fmax(a, b) cl_fmax_((a), (b))
 #define fmin(a, b) cl_fmin_((a), (b))
@@ -166,6 +200,7 @@ __device__ __forceinline__ unsigned short cl_float_to_half_(float f) {
 #define FIXED_SG_SIZE 32
 #define HAS_QCOM_SHUFFLE 0
 #define HAS_REQD_SG_ATTRS 0
+#define HAS_WORD_SHUFFLE 0
 
 /* N elements of T as words of min(16, N * sizeof(T)) bytes, the widest load CUDA has. */
 template <class T, int N> struct cl_vload_ {

@@ -4,7 +4,8 @@
  * instead, which lists every word and its CUDA meaning.
  *
  * It also enables the extensions a variant needs, from the macros every family shares
- * (ACC_IS_FLOAT / ACC_BYTES, SG_MODE, REQD_SG).
+ * (ACC_IS_FLOAT / ACC_BYTES, SG_MODE, REQD_SG), and gives NVIDIA's driver, which has no
+ * sub-group extension, warps as sub-groups (SG_MODE 4) and aligned vector loads (ALIGNED_VLOAD).
  */
 #ifndef CL_DIALECT_OPENCL_H
 #define CL_DIALECT_OPENCL_H
@@ -12,32 +13,63 @@
 #define KERNEL_WG_SIZE(n) __attribute__((reqd_work_group_size((n), 1, 1)))
 #define LOAD_RO(p) (*(p))
 #define LOAD_RO_HALF(p) vload_half(0, (p))
+#define CL_CAT_(a, b) a##b
+#define CL_CAT(a, b) CL_CAT_(a, b)
+#if defined(ALIGNED_VLOAD) && ALIGNED_VLOAD
+/* NVIDIA's OpenCL compiler turns vloadn, which may assume only element alignment, into n
+ * scalar loads (seen in its PTX: ld.global.f32 x4 for vload4; ld.global.v4.f32 through a
+ * float4 pointer). Here vectors of up to 16 bytes are read through vector pointers once p is
+ * aligned to their size, as on CUDA: VLOAD_HEAD elements go one at a time first. Wider vectors
+ * keep vloadn. p points to IN_T. */
+#define CL_VFITS(p, n) ((n) * sizeof(*(p)) <= 16)
+#define CL_VBYTES(p, n) ((ulong)((n) * sizeof(*(p))))
+#define VLOAD_HEAD(p, n) (CL_VFITS(p, n) ? (uint)(((CL_VBYTES(p, n) - (ulong)(p) % CL_VBYTES(p, n)) \
+                                                % CL_VBYTES(p, n)) / sizeof(*(p))) : 0u)
+#define VLOAD_ALIGNED(p, n) (!CL_VFITS(p, n) || (ulong)(p) % CL_VBYTES(p, n) == 0)
+#define CL_ALOAD(n, p, d) CL_CAT(vstore, n)(CL_VFITS(p, n) ? *(__global const CL_CAT(IN_T, n) *)(p) \
+                                                           : CL_CAT(vload, n)(0, p), 0, d)
+/* half without cl_khr_fp16: one ushort vector load, converted from private memory */
+#define CL_ALOAD_HALF(n, p, d) do {                                                           \
+        ushort w_[n];                                                                         \
+        CL_CAT(vstore, n)(*(__global const CL_CAT(ushort, n) *)(p), 0, w_);                  \
+        CL_CAT(vstore, n)(CL_CAT(vload_half, n)(0, (const __private half *)w_), 0, d);       \
+    } while (0)
+#define CL_VLOAD_ARRAY_2(p, d) CL_ALOAD(2, p, d)
+#define CL_VLOAD_ARRAY_4(p, d) CL_ALOAD(4, p, d)
+#define CL_VLOAD_ARRAY_8(p, d) CL_ALOAD(8, p, d)
+#define CL_VLOAD_ARRAY_16(p, d) CL_ALOAD(16, p, d)
+#define CL_VLOAD_HALF_ARRAY_2(p, d) CL_ALOAD_HALF(2, p, d)
+#define CL_VLOAD_HALF_ARRAY_4(p, d) CL_ALOAD_HALF(4, p, d)
+#define CL_VLOAD_HALF_ARRAY_8(p, d) CL_ALOAD_HALF(8, p, d)
+#define CL_VLOAD_HALF_ARRAY_16(p, d) vstore16(vload_half16(0, p), 0, d)
+#else
 /* vloadn / vload_halfn need only element alignment: no scalar head, every address will do */
 #define VLOAD_HEAD(p, n) 0u
 #define VLOAD_ALIGNED(p, n) 1
-#define CL_CAT_(a, b) a##b
-#define CL_CAT(a, b) CL_CAT_(a, b)
-/* vstoren into a private array: the kernels' loops then need no vector types */
-#define VLOAD_ARRAY(n, p, d) CL_CAT(CL_VLOAD_ARRAY_, n)((p), (d))
-#define VLOAD_HALF_ARRAY(n, p, d) CL_CAT(CL_VLOAD_HALF_ARRAY_, n)((p), (d))
-#define CL_VLOAD_ARRAY_1(p, d) ((d)[0] = (p)[0])
 #define CL_VLOAD_ARRAY_2(p, d) vstore2(vload2(0, p), 0, d)
 #define CL_VLOAD_ARRAY_4(p, d) vstore4(vload4(0, p), 0, d)
 #define CL_VLOAD_ARRAY_8(p, d) vstore8(vload8(0, p), 0, d)
 #define CL_VLOAD_ARRAY_16(p, d) vstore16(vload16(0, p), 0, d)
-#define CL_VLOAD_HALF_ARRAY_1(p, d) ((d)[0] = vload_half(0, p))
 #define CL_VLOAD_HALF_ARRAY_2(p, d) vstore2(vload_half2(0, p), 0, d)
 #define CL_VLOAD_HALF_ARRAY_4(p, d) vstore4(vload_half4(0, p), 0, d)
 #define CL_VLOAD_HALF_ARRAY_8(p, d) vstore8(vload_half8(0, p), 0, d)
 #define CL_VLOAD_HALF_ARRAY_16(p, d) vstore16(vload_half16(0, p), 0, d)
+#endif
+/* vstoren into a private array: the kernels' loops then need no vector types */
+#define VLOAD_ARRAY(n, p, d) CL_CAT(CL_VLOAD_ARRAY_, n)((p), (d))
+#define VLOAD_HALF_ARRAY(n, p, d) CL_CAT(CL_VLOAD_HALF_ARRAY_, n)((p), (d))
+#define CL_VLOAD_ARRAY_1(p, d) ((d)[0] = (p)[0])
+#define CL_VLOAD_HALF_ARRAY_1(p, d) ((d)[0] = vload_half(0, p))
 /* The compilers unroll the small fixed loops anyway; not every driver parses the pragma. */
 #define UNROLL_LOOP
 #define NO_UNROLL
 #define UNROLL_DEFAULT 1
-/* what this API can do: any sub-group width, qcom shuffles, width-request attributes */
+/* what this API can do: any sub-group width, qcom shuffles, width-request attributes, and
+ * (NVIDIA's driver) word shuffles over warps in inline PTX */
 #define FIXED_SG_SIZE 0
 #define HAS_QCOM_SHUFFLE 1
 #define HAS_REQD_SG_ATTRS 1
+#define HAS_WORD_SHUFFLE 1
 
 #endif /* CL_DIALECT_OPENCL_H */
 
@@ -56,4 +88,20 @@
 #endif
 #if defined(REQD_SG) && (REQD_SG == 2 || REQD_SG == 3)
 #pragma OPENCL EXTENSION cl_qcom_reqd_sub_group_size : enable
+#endif
+#if defined(SG_MODE) && SG_MODE == 4 && !defined(CL_DIALECT_OPENCL_PTX)
+#define CL_DIALECT_OPENCL_PTX
+/* NVIDIA's driver lists no sub-group extension, but a 1-D work-group runs as warps of 32
+ * consecutive work-items, and its compiler takes inline PTX: the sub-group words the kernels
+ * use in SG_MODE 4, on the warp. The planner uses this mode only when the probe's shuffle
+ * kernel gave exact sums on the device (clreduce/backends/opencl_probe.py). */
+#define get_sub_group_local_id() ((uint)get_local_id(0) & 31u)
+#define get_sub_group_id() ((uint)get_local_id(0) >> 5)
+/* xor shuffle of one 32-bit word across the warp (every lane takes part: uniform control flow) */
+inline uint word_shuffle_xor(uint v, uint mask)
+{
+    uint r;
+    asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=r"(r) : "r"(v), "r"(mask));
+    return r;
+}
 #endif

@@ -30,6 +30,7 @@
 #define SG_BUILTIN 1
 #define SG_SHUFFLE_KHR 2
 #define SG_SHUFFLE_QCOM 3
+#define SG_SHUFFLE_PTX 4
 
 #define REQD_SG_NONE 0
 #define REQD_SG_INTEL 1
@@ -84,7 +85,7 @@
 #error "SPLIT (chunks per row, 1 = no split) is required"
 #endif
 #ifndef SG_MODE
-#error "SG_MODE (0 local, 1 builtin, 2 KHR shuffle, 3 qcom shuffle) is required"
+#error "SG_MODE (0 local, 1 builtin, 2 KHR shuffle, 3 qcom shuffle, 4 PTX shuffle) is required"
 #endif
 #ifndef SG_SIZE
 #error "SG_SIZE is required (any value with SG_MODE 0)"
@@ -129,6 +130,9 @@
 #endif
 #if SG_MODE == SG_SHUFFLE_QCOM && !HAS_QCOM_SHUFFLE
 #error "SG_MODE 3 (cl_qcom_subgroup_shuffle) has no meaning on this API: use 1 or 2"
+#endif
+#if SG_MODE == SG_SHUFFLE_PTX && !HAS_WORD_SHUFFLE
+#error "SG_MODE 4 (NVIDIA OpenCL's inline-PTX warp shuffle) has no meaning on this API: use 1 or 2"
 #endif
 #if REQD_SG != REQD_SG_NONE && !HAS_REQD_SG_ATTRS
 #error "this API cannot request a sub-group width: REQD_SG must be 0"
@@ -360,9 +364,22 @@ inline ACC_T shuffle_xor(ACC_T v, uint mask) {
     return qcom_sub_group_shuffle_xor(v, mask, CLK_SUB_GROUP_SHUFFLE_WIDTH_WAVE_SIZE_QCOM, v);
 #endif
 }
+#elif SG_MODE == SG_SHUFFLE_PTX
+/* The dialect's 32-bit word shuffle (NVIDIA OpenCL: shfl.sync.bfly.b32); 64-bit
+ * accumulators move as two words. */
+inline ACC_T shuffle_xor(ACC_T v, uint mask) {
+#if ACC_BYTES == 8
+    uint2 u = as_uint2(v);
+    u.x = word_shuffle_xor(u.x, mask);
+    u.y = word_shuffle_xor(u.y, mask);
+    return CAT(as_, ACC_T)(u);
+#else
+    return CAT(as_, ACC_T)(word_shuffle_xor(as_uint(v), mask));
+#endif
+}
 #endif
 
-#if SG_MODE == SG_SHUFFLE_KHR || SG_MODE == SG_SHUFFLE_QCOM
+#if SG_MODE == SG_SHUFFLE_KHR || SG_MODE == SG_SHUFFLE_QCOM || SG_MODE == SG_SHUFFLE_PTX
 /* Butterfly over aligned groups of `width` lanes: xor masks below `width` never leave the
  * group, so several rows can share one sub-group. Every lane ends with its group's value. */
 inline outer_t butterfly(outer_t v, const uint width) {
@@ -728,3 +745,284 @@ void reduce_cols(__global const IN_T *restrict in, const ulong in_offset,
         for (uint j = 0; j < rem; ++j) store_1(dst + full * VEC + j, FINISH(TAIL_RESULT(j)));
     }
 }
+
+/* ---- CPU blocks (CPU_BLOCKS 1): one work-item per contiguous block of tasks ------------- */
+/* A strategy for CPU devices only (the planner never picks it for a GPU profile; it can be
+ * forced anywhere). The entries above spread a row over the lanes of a team, and a CPU
+ * runtime vectorises the work-group's loop across work-items: Intel's CPU runtime then loads
+ * each lane's VEC-element vector with gathers (vgatherqps; slow on AMD Zen) and PoCL's
+ * work-item-loop vectoriser does the same, so both ran at 1-5 GB/s on a 2-core EPYC where
+ * memory gives ~20. Here a work-item owns a contiguous block of tasks (whole rows, or
+ * SPLIT chunks of long rows), reads it with plain vector loads into UNROLL independent
+ * vector accumulators (breaking the add dependency chain), folds them horizontally and
+ * stores. No local memory, no barrier, no sub-group; with WG_SIZE 1 (the planner's choice)
+ * nothing is vectorised across work-items, so the vector types below are the SIMD code.
+ *
+ * Vector types are plain OpenCL C: this block is compiled only when the planner sets
+ * CPU_BLOCKS, which a CUDA plan never does (NVRTC compiles the file without it).
+ * The accumulate step is CPU_ACCUM: for sum and prod the same COMBINE_EXPR as every other
+ * path, for max/min its twin without built-in calls (below), applied to whole vectors
+ * (OpenCL's ?: on a vector condition is select(), so the NaN rule of float max/min holds
+ * lane by lane). */
+#if defined(CPU_BLOCKS) && CPU_BLOCKS
+
+/* PoCL 3.0 from pip calls its built-ins (vloadN, isnan, max, fmax, min) as out-of-line
+ * functions, spilling every vector register around each call in the hot loop (seen in the
+ * objects it caches). So this block spells them with operators: a vector load is built
+ * from VEC scalar loads (every compiler here merges them into one unaligned vector load),
+ * isnan(x) is x != x, max/min/fmax/fmin are selects. */
+#define CPU_ISNAN(x) ((x) != (x))
+#define CPU_MIN_U64(a, b) ((a) < (b) ? (a) : (b))
+#if VEC == 1
+#define CPU_V(t) t
+#define CPU_LOAD(p) LOAD_RAW_1(p)
+#define CPU_TO_ACC(x) ((ACC_T)(x))
+#else
+#define CPU_V(t) CAT(t, VEC)
+#if IN_HALF
+#define CPU_LOAD(p) CAT(vload_half, VEC)(0, (p))
+#else
+#define CPU_LOAD(p) CAT(CPU_LOAD_, VEC)(p)
+#endif
+#define CPU_TO_ACC(x) CAT(convert_, CPU_V(ACC_T))(x)
+#endif
+#define CPU_LOAD_2(p) ((CPU_RAWV)((p)[0], (p)[1]))
+#define CPU_LOAD_4(p) ((CPU_RAWV)((p)[0], (p)[1], (p)[2], (p)[3]))
+#define CPU_LOAD_8(p) ((CPU_RAWV)((p)[0], (p)[1], (p)[2], (p)[3], (p)[4], (p)[5], (p)[6], (p)[7]))
+#define CPU_LOAD_16(p) ((CPU_RAWV)((p)[0], (p)[1], (p)[2], (p)[3], (p)[4], (p)[5], (p)[6], (p)[7], \
+                                   (p)[8], (p)[9], (p)[10], (p)[11], (p)[12], (p)[13], (p)[14], (p)[15]))
+#define CPU_ACCV CPU_V(ACC_T)
+#define CPU_RAWV CPU_V(RAW_T)
+
+/* MAP_1 with every constant of the vector type (a scalar beside a vector condition is not
+ * accepted by every OpenCL C front end). */
+#if MAP == MAP_NONE || MAP == MAP_ABS || MAP == MAP_SQUARE
+#define CPU_MAP(x) MAP_1(x)
+#elif MAP == MAP_NONZERO
+#define CPU_MAP(x) (((x) != (CPU_RAWV)0) ? (CPU_RAWV)1 : (CPU_RAWV)0)
+#elif MAP == MAP_NOTNAN
+#define CPU_MAP(x) (CPU_ISNAN(x) ? (CPU_RAWV)0 : (CPU_RAWV)1)
+#elif MAP == MAP_NAN_TO_ZERO
+#define CPU_MAP(x) (CPU_ISNAN(x) ? (CPU_RAWV)0 : (x))
+#elif MAP == MAP_ONE
+#define CPU_MAP(x) ((CPU_RAWV)1)
+#endif
+
+/* COMBINE_EXPR (the op every path shares), with built-ins spelled as above; sum and prod
+ * are COMBINE_EXPR itself. */
+#if defined(OP_SUM) || defined(OP_PROD)
+#define CPU_COMBINE(a, b) COMBINE_EXPR(a, b)
+#elif defined(OP_NANMAX)
+#define CPU_COMBINE(a, b) ((CPU_ISNAN(b) || (a) > (b)) ? (a) : (b))
+#elif defined(OP_NANMIN)
+#define CPU_COMBINE(a, b) ((CPU_ISNAN(b) || (a) < (b)) ? (a) : (b))
+#elif ACC_IS_FLOAT && defined(OP_MAX)
+#define CPU_COMBINE(a, b) ((CPU_ISNAN(a) || (a) > (b)) ? (a) : (b))
+#elif ACC_IS_FLOAT && defined(OP_MIN)
+#define CPU_COMBINE(a, b) ((CPU_ISNAN(a) || (a) < (b)) ? (a) : (b))
+#elif defined(OP_MAX)
+#define CPU_COMBINE(a, b) (((a) > (b)) ? (a) : (b))
+#else
+#define CPU_COMBINE(a, b) (((a) < (b)) ? (a) : (b))
+#endif
+inline ACC_T cpu_combine1(const ACC_T a, const ACC_T b) { return CPU_COMBINE(a, b); }
+
+#define CPU_ACCUM(acc, x) ((acc) = CPU_COMBINE((acc), (x)))
+
+/* Horizontal fold of one accumulator vector: halves, then quarters, ... */
+inline ACC_T cpu_hreduce(const CPU_ACCV v) {
+#if VEC == 1
+    return v;
+#else
+#if VEC == 16
+    const CAT(ACC_T, 8) v8 = CPU_COMBINE(v.lo, v.hi);
+#elif VEC == 8
+    const CAT(ACC_T, 8) v8 = v;
+#endif
+#if VEC >= 8
+    const CAT(ACC_T, 4) v4 = CPU_COMBINE(v8.lo, v8.hi);
+#elif VEC == 4
+    const CAT(ACC_T, 4) v4 = v;
+#endif
+#if VEC >= 4
+    const CAT(ACC_T, 2) v2 = CPU_COMBINE(v4.lo, v4.hi);
+#else
+    const CAT(ACC_T, 2) v2 = v;
+#endif
+    return cpu_combine1(v2.x, v2.y);
+#endif
+}
+
+#if ACC_COMPENSATED
+/* Float sums (see "accumulation"): every ACC_BLOCK steps of the unrolled loop (the
+ * planner's block; 0: one block) the UNROLL accumulators are added and join a vector Kahan
+ * pair (s, c), lane by lane; at the end the lanes merge with TwoSum by halves. Once a lane
+ * is inf or NaN (t - t is not 0) its correction is dropped, as in outer_add. */
+typedef struct { CPU_ACCV s; CPU_ACCV c; } cpu_outer_t;
+inline cpu_outer_t cpu_outer_add(cpu_outer_t o, const CPU_ACCV v) {
+    const CPU_ACCV y = v + o.c;
+    const CPU_ACCV t = o.s + y;
+    const CPU_ACCV e = y - (t - o.s);
+    o.c = (t - t) == (CPU_ACCV)(0) ? e : (CPU_ACCV)(0);
+    o.s = t;
+    return o;
+}
+/* TwoSum of the halves of (s, c) of width 2w into (ns, nc) of width w */
+#define CPU_TWOSUM_HALVE(w, s_, c_, ns, nc) \
+    const CAT(ACC_T, w) ns = (s_).lo + (s_).hi; \
+    const CAT(ACC_T, w) ns##_b = ns - (s_).lo; \
+    const CAT(ACC_T, w) ns##_e = ((s_).lo - (ns - ns##_b)) + ((s_).hi - ns##_b); \
+    const CAT(ACC_T, w) nc = ((ns - ns) == (CAT(ACC_T, w))(0)) ? (c_).lo + (c_).hi + ns##_e : (CAT(ACC_T, w))(0);
+inline outer_t cpu_outer_value(const cpu_outer_t o) {
+#if VEC == 1
+    outer_t r; r.s = o.s; r.c = o.c;
+#else
+#if VEC == 16
+    CPU_TWOSUM_HALVE(8, o.s, o.c, s8, c8)
+#elif VEC == 8
+    const CAT(ACC_T, 8) s8 = o.s, c8 = o.c;
+#endif
+#if VEC >= 8
+    CPU_TWOSUM_HALVE(4, s8, c8, s4, c4)
+#elif VEC == 4
+    const CAT(ACC_T, 4) s4 = o.s, c4 = o.c;
+#endif
+#if VEC >= 4
+    CPU_TWOSUM_HALVE(2, s4, c4, s2, c2)
+#else
+    const CAT(ACC_T, 2) s2 = o.s, c2 = o.c;
+#endif
+    outer_t r; r.s = s2.x; r.c = c2.x;
+    outer_t b; b.s = s2.y; b.c = c2.y;
+    r = outer_merge(r, b);
+#endif
+    return r;
+}
+#define CPU_RESULT_T outer_t
+#else
+#define CPU_RESULT_T ACC_T
+#endif
+
+/* The reduction of len elements at p: UNROLL vector accumulators, then one, then a scalar
+ * tail; nothing is read past p + len. Float sums: compensated outer_t (above). */
+inline CPU_RESULT_T cpu_block(__global const IN_T *p, const ulong len) {
+    CPU_ACCV a0 = (CPU_ACCV)(IDENTITY);
+#if UNROLL > 1
+    CPU_ACCV a1 = (CPU_ACCV)(IDENTITY);
+#endif
+#if UNROLL > 2
+    CPU_ACCV a2 = (CPU_ACCV)(IDENTITY);
+    CPU_ACCV a3 = (CPU_ACCV)(IDENTITY);
+#endif
+    ulong i = 0;
+#if ACC_BLOCKED
+    cpu_outer_t total; total.s = (CPU_ACCV)(0); total.c = (CPU_ACCV)(0);
+    const ulong span = (ulong)ACC_BLOCK * (UNROLL > 2 ? 4 : UNROLL) * VEC;
+#else
+    const ulong span = 0;   /* one block */
+#endif
+    for (;;) {
+        const ulong stop = BLOCK_STOP(i, len, span);
+#if UNROLL > 2
+        for (; i + 4 * VEC <= stop; i += 4 * VEC) {
+            CPU_ACCUM(a0, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i))));
+            CPU_ACCUM(a1, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i + VEC))));
+            CPU_ACCUM(a2, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i + 2 * VEC))));
+            CPU_ACCUM(a3, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i + 3 * VEC))));
+        }
+#elif UNROLL > 1
+        for (; i + 2 * VEC <= stop; i += 2 * VEC) {
+            CPU_ACCUM(a0, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i))));
+            CPU_ACCUM(a1, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i + VEC))));
+        }
+#else
+        for (; i + VEC <= stop; i += VEC) {
+            CPU_ACCUM(a0, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i))));
+        }
+#endif
+        if (BLOCK_DONE(stop, len)) break;
+#if ACC_BLOCKED
+        /* a full block: its accumulators join the compensated total */
+#if UNROLL > 2
+        total = cpu_outer_add(total, (a0 + a2) + (a1 + a3));
+        a2 = (CPU_ACCV)(0);
+        a3 = (CPU_ACCV)(0);
+#elif UNROLL > 1
+        total = cpu_outer_add(total, a0 + a1);
+#else
+        total = cpu_outer_add(total, a0);
+#endif
+        a0 = (CPU_ACCV)(0);
+#if UNROLL > 1
+        a1 = (CPU_ACCV)(0);
+#endif
+#endif
+    }
+#if UNROLL > 2
+    CPU_ACCUM(a0, a2);
+    CPU_ACCUM(a1, a3);
+#endif
+#if UNROLL > 1
+    CPU_ACCUM(a0, a1);
+#endif
+    for (; i + VEC <= len; i += VEC) {
+        CPU_ACCUM(a0, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i))));
+    }
+#if ACC_COMPENSATED
+    ACC_T tail = (ACC_T)0;
+    for (; i < len; ++i) {
+        tail = cpu_combine1(tail, load_1(p + i));
+    }
+#if ACC_BLOCKED
+    total = cpu_outer_add(total, a0);
+    outer_t r = cpu_outer_value(total);
+#else
+    cpu_outer_t one; one.s = a0; one.c = (CPU_ACCV)(0);
+    outer_t r = cpu_outer_value(one);
+#endif
+    return outer_add(r, tail);
+#else
+    ACC_T acc = cpu_hreduce(a0);
+    for (; i < len; ++i) {
+        acc = cpu_combine1(acc, load_1(p + i));
+    }
+    return acc;
+#endif
+}
+
+/* reduce_rows_cpu: the reduce_rows contract (same arguments, tasks, output layout), except
+ * that work-item w of the get_global_size(0) in the grid owns tasks
+ * [w * per, min((w + 1) * per, n_tasks)), per = ceil(n_tasks / global size): contiguous
+ * memory per work-item, any local size. */
+__kernel KERNEL_WG_SIZE(WG_SIZE)
+void reduce_rows_cpu(__global const IN_T *restrict in, const ulong in_offset,
+                     __global OUT_T *restrict out, const ulong out_offset,
+                     const ulong n_rows, const ulong row_len, const ulong row_stride,
+                     const ulong chunk_len, const ulong mean_count)
+{
+    const ulong n_tasks = n_rows * SPLIT;
+    const ulong items = (ulong)get_global_size(0);
+    const ulong per = (n_tasks + items - 1) / items;
+    const ulong t0 = CPU_MIN_U64((ulong)get_global_id(0) * per, n_tasks);
+    const ulong t1 = CPU_MIN_U64(t0 + per, n_tasks);
+    for (ulong task = t0; task < t1; ++task) {
+        const ulong row = task / SPLIT;
+        const ulong start = (task % SPLIT) * chunk_len;
+        const ulong stop = CPU_MIN_U64(start + chunk_len, row_len);
+        const CPU_RESULT_T res = cpu_block(in + in_offset + row * row_stride + start, stop - start);
+#if ACC_COMPENSATED && FINALIZE == FIN_MEAN
+        ACC_T acc = outer_mean(res, (ACC_T)mean_count);
+#elif ACC_COMPENSATED
+        ACC_T acc = outer_value(res);
+#elif FINALIZE == FIN_MEAN
+        ACC_T acc = res / (ACC_T)mean_count;
+#else
+        ACC_T acc = res;
+#endif
+#if FINALIZE == FIN_SQRT
+        acc = sqrt(acc);
+#endif
+        store_1(out + out_offset + task, acc);
+    }
+}
+#endif /* CPU_BLOCKS */

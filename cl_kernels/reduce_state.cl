@@ -7,6 +7,9 @@
  *   reduce_cols        the strided case (outer, K, inner) with inner > 1: each work-item
  *                      owns VEC adjacent columns and walks K, so neighbouring work-items read
  *                      neighbouring addresses. Serves every op (scalar ones are 1-field states).
+ *   reduce_rows_state_cpu  (ENTRY 3, CPU devices) rows as reduce_rows_state, one work-item per
+ *                      contiguous block of tasks with explicit vector loads; argmax/argmin and
+ *                      var/std only (see reduce_rows.cl's reduce_rows_cpu for why).
  * Both can write partial states (OUT_STATES) for a split over K and read them back in a
  * second pass (IN_STATES).
  *
@@ -17,11 +20,14 @@
  * ACC_BYTES, IN_HALF, OUT_HALF, FINALIZE, IN_STATES, OUT_STATES, WG_SIZE, VEC, SPLIT;
  * OPK_SCALAR: one OP_*, MAP, IDENTITY; OPK_ARG: ARG_MAX or ARG_MIN, IDENTITY; OPK_WIDE:
  * WIDE_SIGNED, OUT_STATES 1; ENTRY_ROWS: LANES, SG_MODE, SG_SIZE, REQD_SG. Optional:
- * MIN_BLOCKS (default 1); Welford: SHIFT_MODE (default 0), SHIFT_SCALE (default 1).
+ * MIN_BLOCKS (default 1), UNROLL (ENTRY_ROWS: vector loads in flight per work-item, default
+ * UNROLL_DEFAULT: 1 on OpenCL, 4 on CUDA); Welford: SHIFT_MODE (default 0), SHIFT_SCALE
+ * (default 1); ENTRY_CPU: WELFORD_BLOCK (var: vector steps per compensated join, default 8).
  */
 
 #define ENTRY_ROWS 1
 #define ENTRY_COLS 2
+#define ENTRY_CPU 3
 #define OPK_SCALAR 0
 #define OPK_WELFORD 1
 #define OPK_ARG 2
@@ -44,9 +50,10 @@
 #define SG_LOCAL 0
 #define SG_SHUFFLE_KHR 2
 #define SG_SHUFFLE_QCOM 3
+#define SG_SHUFFLE_PTX 4
 
 #ifndef ENTRY
-#error "ENTRY (1 rows, 2 cols) is required"
+#error "ENTRY (1 rows, 2 cols, 3 CPU blocks) is required"
 #endif
 #ifndef OPK
 #error "OPK (0 scalar, 1 welford, 2 arg, 3 logsumexp, 4 wide integer sum) is required"
@@ -94,8 +101,8 @@
 #if (WG_SIZE % LANES) != 0 || (LANES & (LANES - 1)) != 0
 #error "LANES must be a power of two dividing WG_SIZE"
 #endif
-#if SG_MODE != SG_LOCAL && SG_MODE != SG_SHUFFLE_KHR && SG_MODE != SG_SHUFFLE_QCOM
-#error "reduce_rows_state merges states with shuffles or local memory (SG_MODE 0, 2 or 3)"
+#if SG_MODE != SG_LOCAL && SG_MODE != SG_SHUFFLE_KHR && SG_MODE != SG_SHUFFLE_QCOM && SG_MODE != SG_SHUFFLE_PTX
+#error "reduce_rows_state merges states with shuffles or local memory (SG_MODE 0, 2, 3 or 4)"
 #endif
 #endif
 #if IN_STATES && VEC != 1
@@ -105,11 +112,20 @@
 #ifndef MIN_BLOCKS
 #define MIN_BLOCKS 1
 #endif
+#ifndef UNROLL
+#define UNROLL UNROLL_DEFAULT
+#endif
+#if UNROLL < 1 || UNROLL > 8
+#error "UNROLL must be 1..8"
+#endif
 #if ENTRY == ENTRY_ROWS && SG_MODE != SG_LOCAL && FIXED_SG_SIZE && SG_SIZE != FIXED_SG_SIZE
 #error "this API has one sub-group width (FIXED_SG_SIZE): SG_SIZE must equal it"
 #endif
 #if ENTRY == ENTRY_ROWS && SG_MODE == SG_SHUFFLE_QCOM && !HAS_QCOM_SHUFFLE
 #error "SG_MODE 3 (cl_qcom_subgroup_shuffle) has no meaning on this API: use 2"
+#endif
+#if ENTRY == ENTRY_ROWS && SG_MODE == SG_SHUFFLE_PTX && !HAS_WORD_SHUFFLE
+#error "SG_MODE 4 (NVIDIA OpenCL's inline-PTX warp shuffle) has no meaning on this API: use 2"
 #endif
 #if ENTRY == ENTRY_ROWS && REQD_SG != 0 && !HAS_REQD_SG_ATTRS
 #error "this API cannot request a sub-group width: REQD_SG must be 0"
@@ -253,6 +269,17 @@ inline state_t st_merge(state_t x, state_t y) {
     x.n = n;
     return x;
 }
+/* n loaded values as one (mean, m2, n) state, two-pass inside the block: one divide per
+ * block instead of one per element */
+inline state_t block_state(const ACC_T *v, const int n) {
+    ACC_T sum = 0;
+    UNROLL_LOOP
+    for (int j = 0; j < n; ++j) sum += v[j];
+    state_t c; c.mean = sum / (ACC_T)n; c.m2 = 0; c.c = 0; c.n = (ulong)n;
+    UNROLL_LOOP
+    for (int j = 0; j < n; ++j) { const ACC_T d = v[j] - c.mean; c.m2 += d * d; }
+    return c;
+}
 
 #elif OPK == OPK_ARG
 /* First occurrence wins ties, and a NaN beats every number (numpy's argmax/argmin). */
@@ -279,9 +306,21 @@ inline state_t st_merge(state_t x, state_t y) {
     if (BEATS(y.v, x.v)) return y;
     return x.i < y.i ? x : y;
 }
+/* st_merge(s, {v, k}) for a k above every index already in s (each work-item pushes its
+ * elements in increasing index order): v wins by beating s.v outright (a NaN beats every
+ * number; a NaN in s is never replaced), and any element replaces the identity (index
+ * ULONG_MAX, whose high word no real index has), -inf included. A third of st_merge's
+ * instructions per element: argmax is bound by them on an H100, float16 most. */
 inline state_t st_push(state_t s, ACC_T v, ulong k) {
-    state_t t; t.v = v; t.i = k;
-    return st_merge(s, t);
+#if ACC_IS_FLOAT && defined(ARG_MAX)
+    const bool wins = !(v <= s.v) && s.v == s.v;  /* v > s.v, or v is NaN and s.v is not */
+#elif ACC_IS_FLOAT
+    const bool wins = !(v >= s.v) && s.v == s.v;
+#else
+    const bool wins = BEATS(v, s.v);
+#endif
+    if (wins || (uint)(s.i >> 32) == 0xffffffffu) { s.v = v; s.i = k; }
+    return s;
 }
 
 #elif OPK == OPK_LSE
@@ -399,10 +438,15 @@ inline void st_write(__global OUT_T *out, ulong idx, state_t s, ulong count, ACC
 #if SG_MODE == SG_SHUFFLE_KHR
 inline ACC_T shfl_acc(ACC_T v, uint m) { return sub_group_shuffle_xor(v, m); }
 inline ulong shfl_u64(ulong v, uint m) { return sub_group_shuffle_xor(v, m); }
-#elif SG_MODE == SG_SHUFFLE_QCOM
-/* Fields move as 32-bit words: the qcom shuffle takes 32-bit values only. */
+#elif SG_MODE == SG_SHUFFLE_QCOM || SG_MODE == SG_SHUFFLE_PTX
+/* Fields move as 32-bit words: the qcom shuffle takes 32-bit values only, and the dialect's
+ * word shuffle (NVIDIA OpenCL's shfl.sync.bfly.b32) moves one word. */
 inline uint shfl_u32(uint v, uint m) {
+#if SG_MODE == SG_SHUFFLE_QCOM
     return qcom_sub_group_shuffle_xor(v, m, CLK_SUB_GROUP_SHUFFLE_WIDTH_WAVE_SIZE_QCOM, 0u);
+#else
+    return word_shuffle_xor(v, m);
+#endif
 }
 inline ACC_T shfl_acc(ACC_T v, uint m) {
 #if ACC_BYTES == 8
@@ -462,22 +506,35 @@ inline state_t lane_partial(IN_PTR p, const ulong start, const ulong len, const 
     __global const IN_T *q = p + head;
     const ulong rest = len - head;
     const ulong full = rest - rest % VEC;
+    const ulong step = (ulong)LANES * VEC;
+    ulong iv = (ulong)lane * VEC;
+#if UNROLL > 1
+    /* UNROLL vectors loaded before any is used: loads in flight hide memory latency */
     NO_UNROLL
-    for (ulong i = (ulong)lane * VEC; i < full; i += (ulong)LANES * VEC) {
-        ACC_T v[VEC];
-        load_vec(q + i, v, pilot);
-#if OPK == OPK_WELFORD && VEC > 1
-        /* a whole vector enters as one (mean, m2, VEC) state: one divide per VEC */
-        ACC_T sum = 0;
+    for (; iv + (UNROLL - 1) * step < full; iv += UNROLL * step) {
+        ACC_T v[UNROLL * VEC];
         UNROLL_LOOP
-        for (int j = 0; j < VEC; ++j) sum += v[j];
-        state_t c; c.mean = sum / (ACC_T)VEC; c.m2 = 0; c.c = 0; c.n = VEC;
-        UNROLL_LOOP
-        for (int j = 0; j < VEC; ++j) { const ACC_T d = v[j] - c.mean; c.m2 += d * d; }
-        st = st_merge(st, c);
+        for (int u = 0; u < UNROLL; ++u) load_vec(q + iv + u * step, v + u * VEC, pilot);
+#if OPK == OPK_WELFORD
+        st = st_merge(st, block_state(v, UNROLL * VEC));
 #else
         UNROLL_LOOP
-        for (int j = 0; j < VEC; ++j) st = st_push(st, v[j], start + head + i + j);
+        for (int u = 0; u < UNROLL; ++u) {
+            UNROLL_LOOP
+            for (int j = 0; j < VEC; ++j) st = st_push(st, v[u * VEC + j], start + head + iv + u * step + j);
+        }
+#endif
+    }
+#endif
+    NO_UNROLL
+    for (; iv < full; iv += step) {
+        ACC_T v[VEC];
+        load_vec(q + iv, v, pilot);
+#if OPK == OPK_WELFORD && VEC > 1
+        st = st_merge(st, block_state(v, VEC));
+#else
+        UNROLL_LOOP
+        for (int j = 0; j < VEC; ++j) st = st_push(st, v[j], start + head + iv + j);
 #endif
     }
     NO_UNROLL
@@ -624,3 +681,317 @@ void reduce_cols(IN_PTR in, const ulong in_offset, OUT_PTR out, const ulong out_
     }
 }
 #endif /* ENTRY_COLS */
+
+/* ---- CPU blocks ------------------------------------------------------------------------ */
+#if ENTRY == ENTRY_CPU
+/* reduce_rows_state_cpu: the reduce_rows_state contract (same arguments, tasks and output
+ * layout), except that work-item w of the get_global_size(0) in the grid owns tasks
+ * [w * per, min((w + 1) * per, n_tasks)), per = ceil(n_tasks / global size), and reads them
+ * with explicit vectors (reduce_rows.cl's CPU block explains why CPU runtimes need this).
+ * Compiled only with ENTRY 3, which CUDA plans never use, so vector types are allowed here.
+ *   argmax/argmin: a vector of best values and a vector of the steps where each lane saw
+ *     its best (select, no branch), then the lanes merged by value and index.
+ *   var/std: Welford per vector lane (all lanes share the count, so one reciprocal per
+ *     vector), two lane groups against the add latency, then Chan's merge of the lanes
+ *     by halves (equal counts). Elements less the row's pilot (TO_ACC) as everywhere; m2
+ *     adds WELFORD_BLOCK steps plainly, then joins a compensated (Kahan) pair per lane.
+ *   wide integer sums (an integer mean that could wrap): two 64-bit words per vector lane
+ *     (OPK_WIDE), folded by halves.
+ *   IN_STATES (a split's second pass): the task's partial states merged in order. */
+#if OPK != OPK_ARG && OPK != OPK_WELFORD && OPK != OPK_WIDE
+#error "reduce_rows_state_cpu serves argmax/argmin, var/std and wide sums (OPK 1, 2 or 4)"
+#endif
+
+/* Built-ins spelled with operators (isnan as x != x, loads from scalars): PoCL 3.0 from
+ * pip calls its built-ins out of line (see reduce_rows.cl's CPU block). */
+#define CPU_ISNAN(x) ((x) != (x))
+#define CPU_MIN_U64(a, b) ((a) < (b) ? (a) : (b))
+#if VEC == 1
+#define CPU_V(t) t
+#define CPU_LOAD(p) LOAD_RAW(p)
+#define CPU_TO_ACC(x) ((ACC_T)(x))
+#else
+#define CPU_V(t) CAT(t, VEC)
+#if IN_HALF
+#define CPU_LOAD(p) CAT(vload_half, VEC)(0, (p))
+#else
+#define CPU_LOAD(p) CAT(CPU_LOAD_, VEC)(p)
+#endif
+#define CPU_TO_ACC(x) CAT(convert_, CPU_V(ACC_T))(x)
+#endif
+#define CPU_RAWV CPU_V(RAW_T)
+#define CPU_LOAD_2(p) ((CPU_RAWV)((p)[0], (p)[1]))
+#define CPU_LOAD_4(p) ((CPU_RAWV)((p)[0], (p)[1], (p)[2], (p)[3]))
+#define CPU_LOAD_8(p) ((CPU_RAWV)((p)[0], (p)[1], (p)[2], (p)[3], (p)[4], (p)[5], (p)[6], (p)[7]))
+#define CPU_LOAD_16(p) ((CPU_RAWV)((p)[0], (p)[1], (p)[2], (p)[3], (p)[4], (p)[5], (p)[6], (p)[7], \
+                                   (p)[8], (p)[9], (p)[10], (p)[11], (p)[12], (p)[13], (p)[14], (p)[15]))
+#define CPU_ACCV CPU_V(ACC_T)
+#define CPU_LOAD_ACC(p) CPU_TO_ACC(CPU_LOAD(p))
+/* a vector comparison's true is -1 in every lane, a scalar one's 1: CPU_MASK is -1 / 0 */
+#if VEC == 1
+#define CPU_MASK(c) (-(long)(c))
+#else
+#define CPU_MASK(c) (c)
+#endif
+
+#if OPK == OPK_ARG
+/* Lane j of the best-value vector keeps the best of elements j, j + VEC, ... and the vector
+ * step where it was first seen; a later element replaces it only if strictly better, or a
+ * NaN replacing a number (numpy's rule: the first NaN wins), so each lane keeps its first
+ * best. Step counters are integers as wide as ACC_T (select() needs equal widths). */
+#if ACC_BYTES == 8
+#define CPU_IDX_T long
+#else
+#define CPU_IDX_T int
+#endif
+#define CPU_IDXV CPU_V(CPU_IDX_T)
+#if defined(ARG_MAX)
+#define CPU_STRICT(a, b) ((a) > (b))
+#else
+#define CPU_STRICT(a, b) ((a) < (b))
+#endif
+#if ACC_IS_FLOAT
+#define CPU_TAKES(v, best) (CPU_STRICT(v, best) || (CPU_ISNAN(v) && (best) == (best)))
+#else
+#define CPU_TAKES(v, best) CPU_STRICT(v, best)
+#endif
+
+/* b beats a, or ties it (both NaN included) at a lower index: lane by lane */
+#if ACC_IS_FLOAT
+#define CPU_BETTER(va, ia, vb, ib) \
+    (CPU_TAKES(vb, va) || (((vb) == (va) || (CPU_ISNAN(vb) && CPU_ISNAN(va))) && (ib) < (ia)))
+#else
+#define CPU_BETTER(va, ia, vb, ib) (CPU_STRICT(vb, va) || ((vb) == (va) && (ib) < (ia)))
+#endif
+/* halve (v, i) of width w into (nv, ni) of width w / 2 */
+#define CPU_HALVE(w, v, i, nv, ni) \
+    const CAT(ACC_T, w) nv##_a = (v).lo, nv##_b = (v).hi; \
+    const CAT(CPU_IDX_T, w) ni##_a = (i).lo, ni##_b = (i).hi; \
+    const CAT(CPU_IDX_T, w) nv##_c = CPU_BETTER(nv##_a, ni##_a, nv##_b, ni##_b); \
+    const CAT(ACC_T, w) nv = nv##_c ? nv##_b : nv##_a; \
+    const CAT(CPU_IDX_T, w) ni = nv##_c ? ni##_b : ni##_a;
+#if VEC == 2
+#define CPU_IOTA ((CPU_IDXV)(0, 1))
+#elif VEC == 4
+#define CPU_IOTA ((CPU_IDXV)(0, 1, 2, 3))
+#elif VEC == 8
+#define CPU_IOTA ((CPU_IDXV)(0, 1, 2, 3, 4, 5, 6, 7))
+#elif VEC == 16
+#define CPU_IOTA ((CPU_IDXV)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))
+#endif
+
+inline state_t cpu_task(__global const IN_T *p, const ulong start, const ulong len, const RAW_T pilot) {
+    CPU_ACCV best = (CPU_ACCV)(IDENTITY);
+    CPU_IDXV step = (CPU_IDXV)(0);
+    CPU_IDX_T it = 0;
+    ulong i = 0;
+    for (; i + VEC <= len; i += VEC, ++it) {
+        const CPU_ACCV v = CPU_LOAD_ACC(p + i);
+        const CPU_IDXV take = CPU_TAKES(v, best);
+        best = take ? v : best;
+        step = take ? (CPU_IDXV)(it) : step;
+    }
+    state_t st = st_identity();
+    if (it > 0) {
+        /* a lane that never took holds IDENTITY at step 0: its first element, which then
+         * equals IDENTITY, so its index is right too. Fold lanes in halves. */
+#if VEC == 1
+        st.v = best;
+        st.i = start + (ulong)step;
+#else
+        const CPU_IDXV idx = step * (CPU_IDX_T)VEC + CPU_IOTA;
+#if VEC == 16
+        CPU_HALVE(8, best, idx, v8, i8)
+#elif VEC == 8
+        const CAT(ACC_T, 8) v8 = best;
+        const CAT(CPU_IDX_T, 8) i8 = idx;
+#endif
+#if VEC >= 8
+        CPU_HALVE(4, v8, i8, v4, i4)
+#elif VEC == 4
+        const CAT(ACC_T, 4) v4 = best;
+        const CAT(CPU_IDX_T, 4) i4 = idx;
+#endif
+#if VEC >= 4
+        CPU_HALVE(2, v4, i4, v2, i2)
+#else
+        const CAT(ACC_T, 2) v2 = best;
+        const CAT(CPU_IDX_T, 2) i2 = idx;
+#endif
+        const int last = CPU_BETTER(v2.x, i2.x, v2.y, i2.y);
+        st.v = last ? v2.y : v2.x;
+        st.i = start + (ulong)(last ? i2.y : i2.x);
+#endif
+    }
+    for (; i < len; ++i) st = st_push(st, LOAD_ACC(p + i, pilot), start + i);
+    return st;
+}
+
+#elif OPK == OPK_WIDE
+/* value = hi * 2**64 + lo per vector lane, as st_push: a wrapped low word carries, a
+ * negative element adds its sign extension (-1) to hi */
+#define CPU_ULV CPU_V(ulong)
+#define CPU_LV CPU_V(long)
+#define CPU_AS_ULV(x) CAT(as_, CPU_ULV)(x)
+/* merge the halves of (lo, hi) of width 2w into (nl, nh) of width w */
+#define CPU_WIDE_HALVE(w, l, h, nl, nh) \
+    const CAT(ulong, w) nl = (l).lo + (l).hi; \
+    const CAT(long, w) nh = (h).lo + (h).hi - (nl < (l).lo);
+inline state_t cpu_task(__global const IN_T *p, const ulong start, const ulong len, const RAW_T pilot) {
+    CPU_ULV lo = (CPU_ULV)(0);
+    CPU_LV hi = (CPU_LV)(0);
+    ulong i = 0;
+    for (; i + VEC <= len; i += VEC) {
+        const CPU_ACCV v = CPU_LOAD_ACC(p + i);
+        const CPU_ULV l = lo + CPU_AS_ULV(v);
+        hi -= CPU_MASK(l < lo);
+#if WIDE_SIGNED
+        hi += CPU_MASK(v < (CPU_ACCV)(0));
+#endif
+        lo = l;
+    }
+    state_t st;
+#if VEC == 1
+    st.lo = lo; st.hi = hi;
+#else
+#if VEC == 16
+    CPU_WIDE_HALVE(8, lo, hi, l8, h8)
+#elif VEC == 8
+    const ulong8 l8 = lo; const long8 h8 = hi;
+#endif
+#if VEC >= 8
+    CPU_WIDE_HALVE(4, l8, h8, l4, h4)
+#elif VEC == 4
+    const ulong4 l4 = lo; const long4 h4 = hi;
+#endif
+#if VEC >= 4
+    CPU_WIDE_HALVE(2, l4, h4, l2, h2)
+#else
+    const ulong2 l2 = lo; const long2 h2 = hi;
+#endif
+    st.lo = l2.x + l2.y;
+    st.hi = h2.x + h2.y + (long)(st.lo < l2.x);
+#endif
+    for (; i < len; ++i) st = st_push(st, LOAD_ACC(p + i, pilot), start + i);
+    return st;
+}
+
+#else /* OPK_WELFORD */
+/* Lanes that saw the same count c merge pairwise by Chan's update, which for equal counts
+ * is mean = (ma + mb) / 2, m2 = m2a + m2b + d * d * c / 2 (d = mb - ma); the count doubles.
+ * Halving the vectors this way needs no private array (no vstore: a call on PoCL). */
+#define CPU_WHALVE(w, m, q, c, nm, nq) \
+    const CAT(ACC_T, w) nm##_d = (m).hi - (m).lo; \
+    const CAT(ACC_T, w) nm = (m).lo + nm##_d * (ACC_T)0.5; \
+    const CAT(ACC_T, w) nq = (q).lo + (q).hi + nm##_d * nm##_d * ((c) * (ACC_T)0.5);
+
+/* x - pilot for a vector (TO_ACC's SHIFT_MODEs 0 and 1; 64-bit integers run VEC 1) */
+#if SHIFT_MODE == 0
+#define CPU_SHIFTED(x, pilot) (CPU_TO_ACC(x) - (CPU_ACCV)((ACC_T)(pilot)))
+#elif SHIFT_MODE == 1
+#define CPU_SHIFTED(x, pilot) CPU_TO_ACC(CAT(convert_, CPU_V(long))(x) - (CPU_V(long))((long)(pilot)))
+#elif VEC == 1
+#define CPU_SHIFTED(x, pilot) TO_ACC((x), (pilot))
+#else
+#error "reduce_rows_state_cpu: var/std of 64-bit integers (SHIFT_MODE 2, 3) needs VEC 1"
+#endif
+/* steps (two vectors each) whose m2 terms add plainly before joining the compensated pair:
+ * at most WELFORD_BLOCK + 1 roundings of eps / 2 per lane (README, Tolerances: var) */
+#ifndef WELFORD_BLOCK
+#define WELFORD_BLOCK 8
+#endif
+
+inline state_t cpu_task(__global const IN_T *p, const ulong start, const ulong len, const RAW_T pilot) {
+    CPU_ACCV mean0 = (CPU_ACCV)(0), m20 = (CPU_ACCV)(0), mean1 = (CPU_ACCV)(0), m21 = (CPU_ACCV)(0);
+    CPU_ACCV m2s = (CPU_ACCV)(0), m2c = (CPU_ACCV)(0);   /* compensated m2 of both groups */
+    ulong n = 0, i = 0;
+    for (;;) {
+        const ulong stop = CPU_MIN_U64(i + (ulong)WELFORD_BLOCK * 2 * VEC, len);
+        for (; i + 2 * VEC <= stop; i += 2 * VEC) {
+            n += 1;
+            const CPU_ACCV r = (CPU_ACCV)((ACC_T)1 / (ACC_T)n);
+            const CPU_ACCV x0 = CPU_SHIFTED(CPU_LOAD(p + i), pilot), x1 = CPU_SHIFTED(CPU_LOAD(p + i + VEC), pilot);
+            const CPU_ACCV d0 = x0 - mean0, d1 = x1 - mean1;
+            mean0 += d0 * r;
+            mean1 += d1 * r;
+            m20 += d0 * (x0 - mean0);
+            m21 += d1 * (x1 - mean1);
+        }
+        /* Kahan join; once m2 is inf or NaN (t - t not 0) the correction is dropped */
+        const CPU_ACCV y = (m20 + m21) + m2c;
+        const CPU_ACCV t = m2s + y;
+        const CPU_ACCV e = y - (t - m2s);
+        m2c = (t - t) == (CPU_ACCV)(0) ? e : (CPU_ACCV)(0);
+        m2s = t;
+        m20 = (CPU_ACCV)(0);
+        m21 = (CPU_ACCV)(0);
+        if (stop == len) break;
+    }
+    state_t st = st_identity();
+    if (n > 0) {
+        /* the two lane groups (count n each), then the lanes of one vector by halves */
+        const CPU_ACCV d = mean1 - mean0;
+        const CPU_ACCV mean = mean0 + d * (ACC_T)0.5;
+        const CPU_ACCV m2 = (m2s + m2c) + d * d * ((ACC_T)n * (ACC_T)0.5);
+        ACC_T c = (ACC_T)(2 * n);
+#if VEC == 1
+        st.mean = mean; st.m2 = m2;
+#else
+#if VEC == 16
+        CPU_WHALVE(8, mean, m2, c, mean8, m28)
+        c *= 2;
+#elif VEC == 8
+        const CAT(ACC_T, 8) mean8 = mean, m28 = m2;
+#endif
+#if VEC >= 8
+        CPU_WHALVE(4, mean8, m28, c, mean4, m24)
+        c *= 2;
+#elif VEC == 4
+        const CAT(ACC_T, 4) mean4 = mean, m24 = m2;
+#endif
+#if VEC >= 4
+        CPU_WHALVE(2, mean4, m24, c, mean2, m22)
+        c *= 2;
+#else
+        const CAT(ACC_T, 2) mean2 = mean, m22 = m2;
+#endif
+        const ACC_T dd = mean2.y - mean2.x;
+        st.mean = mean2.x + dd * (ACC_T)0.5;
+        st.m2 = m22.x + m22.y + dd * dd * (c * (ACC_T)0.5);
+#endif
+        st.n = 2 * n * VEC;
+    }
+    for (; i < len; ++i) st = st_push(st, LOAD_ACC(p + i, pilot), start + i);
+    return st;
+}
+#endif
+
+__kernel KERNEL_WG_SIZE(WG_SIZE)
+void reduce_rows_state_cpu(IN_PTR in, const ulong in_offset, OUT_PTR out, const ulong out_offset,
+                           const ulong n_rows, const ulong row_len, const ulong row_stride,
+                           const ulong chunk_len, const ulong count, const ACC_T param)
+{
+    const ulong n_tasks = n_rows * SPLIT;
+    const ulong items = (ulong)get_global_size(0);
+    const ulong per = (n_tasks + items - 1) / items;
+    const ulong t0 = CPU_MIN_U64((ulong)get_global_id(0) * per, n_tasks);
+    const ulong t1 = CPU_MIN_U64(t0 + per, n_tasks);
+    for (ulong task = t0; task < t1; ++task) {
+        const ulong row = task / SPLIT;
+        const ulong start = (task % SPLIT) * chunk_len;
+        const ulong stop = CPU_MIN_U64(start + chunk_len, row_len);
+        IN_PTR p = in + in_offset + row * row_stride + start;
+#if IN_STATES
+        state_t st = st_identity();
+        for (ulong i = 0; i < stop - start; ++i) st = st_merge(st, p[i]);
+#else
+        const state_t st = cpu_task(p, start, stop - start, ROW_PILOT(in + in_offset + row * row_stride));
+#endif
+#if OUT_STATES
+        out[out_offset + task] = st;
+#else
+        st_write(out, out_offset + task, st, count, param);
+#endif
+    }
+}
+#endif /* ENTRY_CPU */

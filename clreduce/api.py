@@ -16,7 +16,7 @@ import warnings
 
 import numpy as np
 
-from . import config
+from . import config, fastpath
 from .backends import backend_for
 from .ops import OPS, check_dtype, dtype_rule
 from .plan import Force, Problem, UnsupportedOnDevice
@@ -221,7 +221,7 @@ def _empty_result(op, shape, dtype):
         raise ValueError(_EMPTY_ERRORS[op.name])
     if op.empty == "nan":
         message = "Mean of empty slice." if op.finalize == "mean" else "Degrees of freedom <= 0 for slice"
-        warnings.warn(message, RuntimeWarning, stacklevel=4)
+        warnings.warn(message, RuntimeWarning, stacklevel=5)
         with np.errstate(invalid="ignore"):
             return np.full(shape, np.nan).astype(dtype)
     fill = {"identity": 1 if op.combine == "prod" else 0, "zero": 0, "one": 1}[op.empty]
@@ -257,10 +257,13 @@ def _cast(values, dtype):
 class _Call:
     """One reduction's resolved input, axes and device run (shared by every public function)."""
 
-    def __init__(self, chosen, x, axes, force, where):
+    def __init__(self, chosen, x, axes, force, where, trace=None):
         self.chosen, self.x, self.axes, self.where = chosen, x, axes, where
         self.force = _to_force(force)
         self.k = math.prod(x.shape[i] for i in axes)
+        self.trace = trace
+        if trace is not None:
+            trace.chosen, trace.native, trace.force = chosen, x, self.force
 
     def run(self, op_name: str, requested=None, ddof: float = 0.0, x=None, fallback_ok: bool = False):
         """The device's flat result of ``op_name`` (``requested``: the loop dtype, None = default)."""
@@ -268,6 +271,9 @@ class _Call:
         src, outer, k, inner = self.chosen.layout(x, self.axes, **self.where)
         problem = Problem(rows=outer, row_len=k, inner=inner, dtype=np.dtype(x.dtype).name, op=op_name,
                           acc_dtype=None if requested is None else np.dtype(requested).name, param=float(ddof))
+        record = [x is self.x and src is x, problem, None]  # for the fast path (fastpath.learn)
+        if self.trace is not None:
+            self.trace.runs.append(record)
         try:
             result = self.chosen.reduce(src, problem, force=self.force, **self.where)
         except UnsupportedOnDevice:
@@ -279,9 +285,24 @@ class _Call:
             # float64 only because out= is float64: the device lacks fp64, so the loop runs
             # in the input's own float type and the result is cast (README, dtype rules)
             return self.run(op_name, None, ddof, x)
+        record[2] = result
         if dtype_rule(OPS[op_name], np.dtype(x.dtype), requested).host_divide:
-            result = result.astype(np.float64) / k  # exact 64-bit integer sum, float64 divide
+            result = _divide_by_count(self.chosen, result, k)
         return result
+
+
+def _divide_by_count(chosen, sums, k: int):
+    """Integer mean: the exact 64-bit sums as float64, divided by ``k`` (numpy's value).
+
+    A device array on an OpenCL device without fp64 (rusticl, most Mali and Adreno drivers)
+    cannot run pyopencl's float64 cast kernel: the divide runs on the host and the float64
+    result goes back to the device as bytes, which needs no fp64 support."""
+    if isinstance(sums, np.ndarray):
+        return sums.astype(np.float64) / k
+    device = getattr(getattr(sums, "queue", None), "device", None)
+    if device is not None and not device.double_fp_config:
+        return chosen.from_host(sums.get().astype(np.float64) / k, sums)
+    return sums.astype(np.float64) / k
 
 
 def _sum_in(call: _Call, name: str, loop: np.dtype, from_out: bool):
@@ -370,13 +391,34 @@ def _compute(call: _Call, name: str, loop, result_dtype: np.dtype, out_dtype, dt
 
 def _reduce(op_name: str, a, axis=None, *, dtype=None, out=None, keepdims=False, ddof=0.0,
             single_axis=False, backend=None, force=None, where=None, public=None):
-    """The shared body of every public reduction."""
+    """The shared body of every public reduction: a learned signature runs its launcher
+    (fastpath.py); any other call runs ``_reduce_slow`` and may be learned."""
     public = public or op_name
     if _is_dask(a):
         return _dask().reduce(public, a, axis, dtype=dtype, out=out, keepdims=keepdims, ddof=ddof,
                               backend=backend, force=force, where=where)
-    op = OPS[op_name]
     where = where or {}
+    key = fastpath.signature(public, op_name, a, axis, dtype, out, keepdims, ddof, single_axis, backend, force,
+                             where)
+    if key is None:
+        return _reduce_slow(op_name, a, axis, dtype, out, keepdims, ddof, single_axis, backend, force, where, public)
+    entry = fastpath.lookup(key)
+    if entry is not None:
+        result = entry(a, out, where)
+        if result is not fastpath.STALE:
+            return result
+        fastpath.forget(key, entry)
+    trace = fastpath.Trace()
+    result = _reduce_slow(op_name, a, axis, dtype, out, keepdims, ddof, single_axis, backend, force, where, public,
+                          trace)
+    fastpath.learn(key, trace, a, out, where)
+    return result
+
+
+def _reduce_slow(op_name, a, axis, dtype, out, keepdims, ddof, single_axis, backend, force, where, public,
+                 trace=None):
+    """Validate, resolve numpy's rules, plan and run; ``trace`` records what ran."""
+    op = OPS[op_name]
     chosen = backend_for(a, backend, config.default_backend())
     _check_options(chosen, public, where)
     x, back_to_caller = chosen.to_native(a)
@@ -407,9 +449,11 @@ def _reduce(op_name: str, a, axis=None, *, dtype=None, out=None, keepdims=False,
         host = _empty_result(op, out_shape, final) if k == 0 else np.empty(out_shape, final)
         return _deliver(chosen, x, host, out, back_to_caller, where)
     if op.finalize in ("var", "std") and k - ddof <= 0:
-        warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=3)
+        warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=4)
+        if trace is not None:
+            trace.refused = True  # the warning is part of every such call
 
-    call = _Call(chosen, x, axes, force, where)
+    call = _Call(chosen, x, axes, force, where, trace)
     loop = loop_dtype(public, in_dtype, dtype, out_dtype)
     result = _compute(call, "nanmean" if public == "nanmean" else op_name, loop, result_dtype, out_dtype,
                       dtype, ddof)
@@ -423,6 +467,8 @@ def _reduce(op_name: str, a, axis=None, *, dtype=None, out=None, keepdims=False,
         result = _cast(result, final)
     if tuple(result.shape) != out_shape:
         result = result.reshape(out_shape)
+    if trace is not None:
+        trace.delivered = result
     return _deliver(chosen, x, result, out, back_to_caller, where)
 
 

@@ -74,6 +74,12 @@ class DeviceCaps:
     fp16, fp64 : bool
     warp_size : int or None
         Hardware SIMD width when known without sub-groups (NVIDIA: 32).
+    ptx_shuffle : bool
+        NVIDIA's OpenCL driver: no sub-group extension, but its compiler takes inline PTX and
+        a probe kernel's ``shfl.sync.bfly.b32`` butterfly over 32 consecutive work-items gave
+        the right sums. Plans may then use warp shuffles (``SG_MODE`` 4, "shuffle_ptx"), and
+        ``subgroup_sizes`` holds the warp width (32) while ``subgroups`` stays False (no
+        sub-group built-ins).
     notes : tuple of str
         Provenance and probe remarks for people; ignored by ``==``.
     """
@@ -102,6 +108,7 @@ class DeviceCaps:
     fp16: bool = False
     fp64: bool = False
     warp_size: int | None = None
+    ptx_shuffle: bool = False
     notes: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self):

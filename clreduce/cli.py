@@ -260,6 +260,9 @@ def cmd_probe(args) -> int:
             print(f"      sub-groups: yes, widths {', '.join(map(str, c.subgroup_sizes))} "
                   f"(width request: {c.subgroup_size_control}), reduce built-ins: "
                   f"{'yes' if c.subgroup_reduce_builtins else 'no'}, shuffle: {', '.join(shuffles) or 'none'}")
+        elif c.ptx_shuffle:
+            print(f"      sub-groups: no extension; warps of {c.subgroup_sizes[0]} with inline-PTX shuffles "
+                  "(shfl.sync.bfly.b32, probe passed)")
         else:
             print("      sub-groups: no (local-memory reductions)")
         print(f"      fp16 {'yes' if c.fp16 else 'no'}, fp64 {'yes' if c.fp64 else 'no'}, "
@@ -514,19 +517,35 @@ def cmd_tune(args) -> int:
                       f"{tuning.speedup(entry):.2f}x the default)")
         return 0
 
-    cl, backend = _opencl()
-    if not _indexed_devices(cl):
-        raise CliError(getattr(backend, "INSTALL_HINT", _INSTALL_HINT_FALLBACK))
     from . import bench, tuner
     from .ops import SUPPORTED_DTYPES
     from .plan import Problem
 
     if args.dtype not in SUPPORTED_DTYPES:
         raise CliError(f"unsupported dtype {args.dtype!r}; supported: {', '.join(SUPPORTED_DTYPES)}", 2)
-    try:
-        device = _select_device(cl, backend, args.device) if args.device else backend.default_queue().device
-    except backend.NoOpenCLDevice as exc:
-        raise CliError(str(exc)) from None
+    if args.backend == "cuda":
+        from .backends import get_backend
+
+        reason = get_backend("cuda").unavailable_reason()
+        if reason is not None:
+            raise CliError(f"the CUDA backend cannot run here: {reason}")
+        try:
+            device = int(args.device or 0)
+        except ValueError:
+            raise CliError(f"--device with --backend cuda takes a CUDA device index, not {args.device!r}", 2) from None
+        import cupy
+
+        name = cupy.cuda.runtime.getDeviceProperties(device)["name"]
+        where = f"CUDA / {name.decode() if isinstance(name, bytes) else name} (device {device})"
+    else:
+        cl, backend = _opencl()
+        if not _indexed_devices(cl):
+            raise CliError(getattr(backend, "INSTALL_HINT", _INSTALL_HINT_FALLBACK))
+        try:
+            device = _select_device(cl, backend, args.device) if args.device else backend.default_queue().device
+        except backend.NoOpenCLDevice as exc:
+            raise CliError(str(exc)) from None
+        where = f"{device.platform.name.strip()} / {device.name.strip()}"
     if args.shapes:
         try:
             shapes = [parse_shape(s) for s in args.shapes.split(";") if s]
@@ -541,9 +560,8 @@ def cmd_tune(args) -> int:
             raise CliError("--shapes takes ROWS,K pairs separated by ';'", status=2)
         rows, k = bench.scaled_shape(*shape, args.max_mb << 20, itemsize)
         problems.append(Problem(rows=rows, row_len=k, dtype=args.dtype, op=args.op))
-    print(f"tuning {args.op} {args.dtype} on {device.platform.name.strip()} / {device.name.strip()}, "
-          f"{len(problems)} shape(s) of at most {args.max_mb} MB")
-    tuner.tune(device, problems, runs=args.runs)
+    print(f"tuning {args.op} {args.dtype} on {where}, {len(problems)} shape(s) of at most {args.max_mb} MB")
+    tuner.tune(device, problems, runs=args.runs, backend=args.backend)
     return 0
 
 
@@ -553,7 +571,7 @@ def cmd_tune(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
     from .ops import OPS
-    from .plan import SG_MODES, STRATEGIES
+    from .plan import ALL_STRATEGIES, SG_MODES
 
     parser = argparse.ArgumentParser(
         prog="clreduce",
@@ -589,7 +607,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sg-mode", choices=[*SG_MODES, "shuffle"], default=None,
                    help="force the sub-group mode (shuffle = the device's KHR or qcom shuffle)")
     p.add_argument("--sg-size", type=int, default=None, help="force the sub-group width")
-    p.add_argument("--strategy", choices=list(STRATEGIES), default=None, help="force the strategy")
+    p.add_argument("--strategy", choices=list(ALL_STRATEGIES), default=None, help="force the strategy")
     p.add_argument("--wg-size", type=int, default=None, help="force the work-group size")
     p.add_argument("--vec", type=int, default=None, choices=[1, 2, 4, 8, 16], help="force the load vector width")
     p.set_defaults(func=cmd_plan)
@@ -636,8 +654,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("tune", help="search plan variants per shape on a device and keep the winners",
                        description="Coordinate-descent search over sub-group mode and width, strategy, "
-                       "work-group size and vector width for each shape (DESIGN.md list scaled to --max-mb, "
-                       "or --shapes), timed from OpenCL events after a warm-up and checked against numpy. "
+                       "work-group size and vector width (on GPUs also lanes per row, loads in flight and "
+                       "split count) for each shape (DESIGN.md list scaled to --max-mb, or --shapes), timed "
+                       "from OpenCL or CUDA events after a warm-up and checked against numpy. "
                        "Winners go to the tune cache (CLREDUCE_TUNE_DIR, else the user cache directory), "
                        "keyed by device, driver, clreduce version and kernel sources; later calls of the "
                        "same shape bucket use them unless CLREDUCE_TUNE=0 or a plan is forced.")
@@ -645,7 +664,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dtype", default="float32", help="numpy dtype name (default float32)")
     p.add_argument("--shapes", default=None, metavar="R,K;R,K", help="shapes (default: the DESIGN.md list)")
     p.add_argument("--max-mb", type=int, default=64, help="array size cap in MB (default 64)")
-    p.add_argument("--device", default=None, metavar="SELECTOR", help="device (default: the default device)")
+    p.add_argument("--device", default=None, metavar="SELECTOR",
+                   help="device (default: the default device; with --backend cuda a CUDA device index)")
+    p.add_argument("--backend", default="opencl", choices=("opencl", "cuda"),
+                   help="tune OpenCL plans (default) or the CUDA backend's; both store winners in the same cache")
     p.add_argument("--runs", type=int, default=5, help="timed runs per candidate (median; default 5)")
     p.add_argument("--show", action="store_true", help="list the stored winners instead of tuning")
     p.add_argument("--clear", action="store_true", help="delete every stored winner")

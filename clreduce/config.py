@@ -8,11 +8,12 @@ CLREDUCE_BACKEND           ``opencl`` or ``cuda`` for numpy inputs
 CLREDUCE_SG_MODE           force ``local`` | ``builtin`` | ``shuffle`` (KHR or qcom, as the
                            device has)
 CLREDUCE_SG_SIZE           force a sub-group width (must be one the device can run)
-CLREDUCE_STRATEGY          force ``rows_per_sg`` | ``sg_per_row`` | ``wg_per_row`` | ``split_k``
+CLREDUCE_STRATEGY          force ``rows_per_sg`` | ``sg_per_row`` | ``wg_per_row`` | ``split_k`` | ``cpu_blocks``
 CLREDUCE_WG_SIZE           force the work-group size
 CLREDUCE_VEC               force the vector width of loads (1, 2, 4, 8, 16)
 CLREDUCE_CACHE_SIZE        entries each in-process cache keeps (built programs, plans, CUDA
-                           kernels and launchers); least recently used go first. Default 256
+                           kernels and launchers, learned calls of the fast path); least
+                           recently used go first. Default 256
 CLREDUCE_MAX_ALLOC_BYTES   lower the device's CL_DEVICE_MAX_MEM_ALLOC_SIZE (bytes) for the
                            input buffer: larger inputs run in row chunks (tests use a small value)
 CLREDUCE_ZERO_COPY         ``0`` turns off wrapping numpy inputs in place on devices that share
@@ -25,6 +26,8 @@ CLREDUCE_TUNE              ``0`` ignores the winners ``clreduce tune`` stored (t
                            plans run)
 CLREDUCE_TUNE_DIR          folder of the tune cache (default: the user cache directory's
                            ``clreduce/tune``, from platformdirs)
+CLREDUCE_FAST_PATH         ``0`` turns off the per-call fast path (every call validates and plans
+                           again: A/B timing, or a way around a suspected fast-path bug)
 =========================  ===================================================================
 """
 
@@ -33,6 +36,31 @@ from __future__ import annotations
 import os
 
 from .plan import Force
+
+
+# Variables a call's plan, kernels or input handling depend on (CLREDUCE_DEVICE and
+# CLREDUCE_CACHE_SIZE do not: the default queue is chosen once, the bound is read on insert).
+# The per-call fast path (fastpath.py) keys its cache on their raw values.
+CALL_ENV = ("CLREDUCE_BACKEND", "CLREDUCE_SG_MODE", "CLREDUCE_SG_SIZE", "CLREDUCE_STRATEGY",
+            "CLREDUCE_WG_SIZE", "CLREDUCE_VEC", "CLREDUCE_ZERO_COPY", "CLREDUCE_MAX_ALLOC_BYTES",
+            "CLREDUCE_KERNEL_DIR", "CLREDUCE_TUNE", "CLREDUCE_TUNE_DIR")
+_CALL_ENV_KEYS = tuple(name.encode() for name in CALL_ENV)
+
+
+def fast_path() -> bool:
+    """False when ``CLREDUCE_FAST_PATH=0``: every call takes the full path (A/B timing)."""
+    data = getattr(os.environ, "_data", None)
+    if os.name == "posix" and isinstance(data, dict):
+        return data.get(b"CLREDUCE_FAST_PATH") != b"0"
+    return os.environ.get("CLREDUCE_FAST_PATH") != "0"
+
+
+def call_env() -> tuple:
+    """The raw values of ``CALL_ENV`` (None where unset): ~1 us, cheap enough for every call."""
+    data = getattr(os.environ, "_data", None)  # CPython's raw dict: ~20x cheaper than os.environ.get
+    if os.name == "posix" and isinstance(data, dict):
+        return tuple(map(data.get, _CALL_ENV_KEYS))
+    return tuple(os.environ.get(name) for name in CALL_ENV)
 
 
 def default_device_selector() -> str | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import re
 from pathlib import Path
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
@@ -66,7 +67,37 @@ def _read_source(filename: str, api: str, dirs: tuple[Path, ...]) -> str:
     """
     if api not in DIALECT_HEADERS:
         raise ValueError(f"unknown kernel API {api!r}; expected one of {sorted(DIALECT_HEADERS)}")
-    return f"{_read(DIALECT_HEADERS[api], dirs)}\n#line 1\n{_read(filename, dirs)}"
+    return f"{_read(DIALECT_HEADERS[api], dirs)}\n#line 1\n{_spliced(filename, dirs, ())}"
+
+
+def kernel_text(filename: str) -> str:
+    """``filename``'s text with its includes spliced in, without a dialect header (tools that
+    put several variants in one translation unit prepend the header once themselves)."""
+    return _spliced(filename, tuple(kernel_dirs()), ())
+
+
+# `#include "name"` of a file of this folder (row_common.h): replaced by the file's text.
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"[ \t]*$')
+
+
+def _spliced(filename: str, dirs: tuple[Path, ...], stack: tuple[str, ...]) -> str:
+    """``filename``'s text with each quoted include replaced by the included file's text.
+
+    Shared kernel code travels inside the program string, like the dialect header: the
+    source hash (and with it the OpenCL and CuPy program caches) changes when a shared file
+    does, and no build needs an include path (an installed wheel has none to give). ``#line``
+    keeps compiler messages on each file's own line numbers.
+    """
+    if filename in stack:
+        raise ValueError(f"kernel include cycle: {' -> '.join(stack + (filename,))}")
+    lines = _read(filename, dirs).split("\n")
+    for number, line in enumerate(lines):
+        match = _INCLUDE.match(line)
+        if match:
+            name = match.group(1)
+            lines[number] = (f'#line 1 "{name}"\n{_spliced(name, dirs, stack + (filename,))}\n'
+                             f'#line {number + 2} "{filename}"')
+    return "\n".join(lines)
 
 
 def source_hash(text: str) -> str:

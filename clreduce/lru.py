@@ -14,7 +14,8 @@ from typing import Callable, Hashable
 class LRU:
     """Mapping with at most ``maxsize`` entries; the least recently used one goes first.
 
-    ``get`` and ``put`` take one lock (tens of nanoseconds uncontended). Values are built
+    ``get`` and ``put`` take one lock (tens of nanoseconds uncontended; ``get_unlocked``
+    takes none, for keys that allow it). Values are built
     outside the lock by the caller; ``put`` keeps the first value stored for a key, so two
     threads that raced to build the same entry end up sharing one.
 
@@ -45,6 +46,20 @@ class LRU:
                 return default
             return self._data[key]
 
+    def get_unlocked(self, key: Hashable, default=None):
+        """``get`` without the lock, for a per-call path where an uncontended lock is a cost.
+
+        Only for keys whose ``hash`` and ``==`` run no Python code (tuples of str, int,
+        bytes, None, types, numpy/torch dtypes): each OrderedDict step is then one atomic
+        C call under the GIL. A key evicted between the two steps reads as missing.
+        """
+        data = self._data
+        try:
+            data.move_to_end(key)
+            return data[key]
+        except KeyError:
+            return default
+
     def put(self, key: Hashable, value):
         """Store ``value`` unless ``key`` is present; return the stored value."""
         bound = self.maxsize
@@ -64,7 +79,8 @@ class LRU:
     def discard_if(self, predicate: Callable[[Hashable, object], bool]) -> int:
         """Drop every entry for which ``predicate(key, value)`` is true; return how many went."""
         with self._lock:
-            gone = [(k, self._data.pop(k)) for k in [k for k, v in self._data.items() if predicate(k, v)]]
+            # a snapshot (one C call): get_unlocked may reorder the dict while predicate runs
+            gone = [(k, self._data.pop(k)) for k in [k for k, v in list(self._data.items()) if predicate(k, v)]]
         self._evicted(gone)
         return len(gone)
 

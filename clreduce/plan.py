@@ -14,10 +14,16 @@ import numpy as np
 from .caps import DeviceCaps
 from .kernels import build_options
 from .ops import CL_TYPE, OPS, WIDE_SUM, DtypeRule, dtype_rule, sum_may_wrap
+from .plan_nvidia import nvidia_gpu, row_team, split_count
+from .plan_nvidia import SPLIT_UNROLL as _NV_SPLIT_UNROLL
 
-SG_MODES = ("local", "builtin", "shuffle_khr", "shuffle_qcom")
-STRATEGIES = ("rows_per_sg", "sg_per_row", "wg_per_row", "split_k")
-_SG_MODE_MACRO = {"local": 0, "builtin": 1, "shuffle_khr": 2, "shuffle_qcom": 3}
+SG_MODES = ("local", "builtin", "shuffle_khr", "shuffle_qcom", "shuffle_ptx")
+STRATEGIES = ("rows_per_sg", "sg_per_row", "wg_per_row", "split_k")  # team kernels (sub-groups or local)
+# One work-item per contiguous block of rows, explicit vectors: the default on CPU runtimes
+# that vectorise across work-items (cpu_blocks_default); runs anywhere when forced.
+CPU_STRATEGY = "cpu_blocks"
+ALL_STRATEGIES = STRATEGIES + (CPU_STRATEGY,)
+_SG_MODE_MACRO = {"local": 0, "builtin": 1, "shuffle_khr": 2, "shuffle_qcom": 3, "shuffle_ptx": 4}
 _REQD_MACRO = {"none": 0, "intel": 1, "qcom_half": 2, "qcom_full": 3}
 
 # Split a row over several work-groups only when it is long enough to amortise the
@@ -25,6 +31,20 @@ _REQD_MACRO = {"none": 0, "intel": 1, "qcom_half": 2, "qcom_full": 3}
 SPLIT_MIN_ROW = 1 << 15
 # Each split chunk keeps at least this many elements so partials stay few.
 SPLIT_MIN_CHUNK = 1 << 13
+
+# cpu_blocks: work-items per compute unit. A CPU runtime hands work-groups to its worker
+# threads dynamically, so a few per core balance a machine whose cores are also busy with
+# other work, while each still streams a long contiguous block. A choice, not a tuned value:
+# on the loaded 2-core EPYC of this work 2, 8 and 16 were within the noise of each other.
+CPU_ITEMS_PER_CU = 8
+# cpu_blocks: independent vector accumulators per work-item (the add latency is 3-4 cycles;
+# four chains keep the loads, not the adds, the limit).
+CPU_UNROLL = 4
+# cpu_blocks argmax/argmin count vector steps in 32-bit lanes (float32/int32 input): tasks of
+# at most this many elements keep every step count far below 2**31.
+CPU_ARG_CHUNK = 1 << 28
+# op kinds with a cpu_blocks kernel (reduce_rows_cpu; reduce_rows_state_cpu)
+_CPU_KINDS = ("scalar", "arg", "welford", "wide")
 
 
 class UnsupportedOnDevice(TypeError):
@@ -58,7 +78,11 @@ class Problem:
 class Force:
     """Plan overrides (argument ``force=`` or CLREDUCE_* variables); None = planner's choice.
 
-    ``sg_mode`` "shuffle" means whichever shuffle the device has (KHR, else qcom).
+    ``sg_mode`` "shuffle" means whichever shuffle the device has (KHR, else qcom, else
+    NVIDIA's inline PTX). The launch-shape knobs of row plans, which ``clreduce tune``
+    searches: ``lanes`` (work-items per row, a power of two), ``unroll`` (vector loads in
+    flight per work-item, 1-8, the kernels' ``UNROLL``) and ``split`` (chunks per row; 1 = no
+    split, >= 2 = split_k with that many).
     """
 
     sg_mode: str | None = None
@@ -66,20 +90,25 @@ class Force:
     strategy: str | None = None
     wg_size: int | None = None
     vec: int | None = None
+    lanes: int | None = None
+    unroll: int | None = None
+    split: int | None = None
 
     def __post_init__(self):
         # Checked when built, so a typo such as sg_size=0 fails instead of meaning "planner's".
-        for name in ("sg_size", "wg_size", "vec"):
+        for name in ("sg_size", "wg_size", "vec", "lanes", "unroll", "split"):
             value = getattr(self, name)
             if value is None:
                 continue
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
                 raise TypeError(f"Force.{name} must be an int or None, not {type(value).__name__}")
-            if value < 1 or value & (value - 1):
+            if value < 1 or (name not in ("unroll", "split") and value & (value - 1)):
                 raise ValueError(f"Force.{name}={value} must be a positive power of two")
         if self.vec is not None and self.vec > 16:
             raise ValueError(f"Force.vec={self.vec} must be 1, 2, 4, 8 or 16")
-        for name, known in (("sg_mode", SG_MODES + ("shuffle",)), ("strategy", STRATEGIES)):
+        if self.unroll is not None and self.unroll > 8:
+            raise ValueError(f"Force.unroll={self.unroll} must be 1..8")
+        for name, known in (("sg_mode", SG_MODES + ("shuffle",)), ("strategy", ALL_STRATEGIES)):
             value = getattr(self, name)
             if value is not None and value not in known:
                 raise ValueError(f"unknown {name} {value!r}; known: {', '.join(known)}")
@@ -151,8 +180,13 @@ def _ceil_div(a: int, b: int) -> int:
 
 
 def _shuffle_mode(caps: DeviceCaps) -> str | None:
-    """The butterfly the device can run: KHR shuffle, else qcom's (Adreno has no KHR one)."""
-    return "shuffle_khr" if caps.khr_shuffle else ("shuffle_qcom" if caps.qcom_shuffle else None)
+    """The butterfly the device can run: KHR shuffle, else qcom's (Adreno has no KHR one),
+    else NVIDIA OpenCL's inline PTX (no sub-group extension there)."""
+    if caps.khr_shuffle:
+        return "shuffle_khr"
+    if caps.qcom_shuffle:
+        return "shuffle_qcom"
+    return "shuffle_ptx" if caps.ptx_shuffle and caps.subgroup_sizes else None
 
 
 def _choose_sg_mode(caps: DeviceCaps, forced: str | None) -> str:
@@ -167,12 +201,13 @@ def _choose_sg_mode(caps: DeviceCaps, forced: str | None) -> str:
         if not caps.subgroup_reduce_builtins:
             raise UnsupportedOnDevice(f"sg_mode='builtin' needs working sub-group reduce built-ins; {caps.name!r} has none")
         return "builtin"
-    if forced in ("shuffle", "shuffle_khr", "shuffle_qcom"):
+    if forced in ("shuffle", "shuffle_khr", "shuffle_qcom", "shuffle_ptx"):
         wanted = shuffle if forced == "shuffle" else forced
         if wanted is None or wanted != shuffle:
             raise UnsupportedOnDevice(f"sg_mode={forced!r} needs a sub-group shuffle extension {caps.name!r} does not list")
         return wanted
-    raise ValueError(f"unknown sg_mode {forced!r}; known: local, builtin, shuffle, shuffle_khr, shuffle_qcom")
+    raise ValueError(f"unknown sg_mode {forced!r}; known: local, builtin, shuffle, shuffle_khr, shuffle_qcom, "
+                     "shuffle_ptx")
 
 
 def _choose_sg_size(caps: DeviceCaps, forced: int | None) -> tuple[int, str]:
@@ -252,8 +287,8 @@ def plan(caps: DeviceCaps, problem: Problem, force: Force | None = None) -> Laun
             "convert the input with .astype(numpy.float32) (or pass dtype=numpy.float32) "
             "or pick a device with cl_khr_fp64"
         )
-    if force.strategy is not None and force.strategy not in STRATEGIES:
-        raise ValueError(f"unknown strategy {force.strategy!r}; known: {', '.join(STRATEGIES)}")
+    if force.strategy is not None and force.strategy not in ALL_STRATEGIES:
+        raise ValueError(f"unknown strategy {force.strategy!r}; known: {', '.join(ALL_STRATEGIES)}")
     if force.vec is not None and force.vec not in (1, 2, 4, 8, 16):
         raise ValueError(f"vec={force.vec} must be 1, 2, 4, 8 or 16")
     if problem.inner > 1:
@@ -284,6 +319,11 @@ def _choose_wg(caps: DeviceCaps, force: Force, sg_size: int | None) -> int:
 
 
 def _plan_rows(caps: DeviceCaps, problem: Problem, force: Force, op, rule) -> LaunchPlan:
+    if op.kind in _CPU_KINDS and (force.strategy == CPU_STRATEGY or (
+            force.strategy is None and force.sg_mode is None and force.sg_size is None and cpu_blocks_default(caps))):
+        return _plan_cpu_blocks(caps, problem, force, op, rule)
+    if force.strategy == CPU_STRATEGY:
+        force = dataclasses.replace(force, strategy=None)  # logsumexp: no CPU-block kernel
     sg_mode = _choose_sg_mode(caps, force.sg_mode)
     if force.sg_mode is None and not caps.subgroup_sizes:
         sg_mode = "local"  # sub-groups listed but no known width (a profile without one): cannot plan teams
@@ -312,10 +352,21 @@ def _plan_rows(caps: DeviceCaps, problem: Problem, force: Force, op, rule) -> La
         return max(1, min(lanes_cap, _pow2_floor(_ceil_div(length, vec * 4))))
 
     strategy = force.strategy if force.strategy != "columns" else None
+    if force.split is not None and force.split >= 2:
+        if strategy not in (None, "split_k"):
+            raise ValueError(f"split={force.split} needs strategy split_k, not {strategy!r}")
+        strategy = "split_k"
+    elif force.split == 1 and strategy == "split_k":
+        raise ValueError("split=1 (no split) contradicts strategy='split_k'")
     lanes = natural_lanes(problem.row_len)
     split = 1
     limit = _loop_limit(caps)
-    if strategy in (None, "split_k") and problem.row_len >= (SPLIT_MIN_ROW if strategy is None else 2):
+    unroll = force.unroll
+    # NVIDIA GPUs (CUDA or NVIDIA's OpenCL): measured team widths, unrolling and split counts
+    # (plan_nvidia.py) where the caller left the launch shape to the planner.
+    nvidia = (nvidia_gpu(caps) and force.strategy is None and force.wg_size is None and force.vec is None)
+    if strategy in (None, "split_k") and force.split != 1 and \
+            problem.row_len >= (SPLIT_MIN_ROW if strategy is None else 2):
         # Few long rows cannot fill the device one team per row: cut rows into chunks.
         want_tasks = (wg // lanes) * max(1, caps.compute_units) * 4
         split = min(_ceil_div(want_tasks, problem.rows), _ceil_div(problem.row_len, SPLIT_MIN_CHUNK))
@@ -323,11 +374,27 @@ def _plan_rows(caps: DeviceCaps, problem: Problem, force: Force, op, rule) -> La
             split = max(split, _ceil_div(problem.row_len, limit * vec))
         if strategy == "split_k":
             split = max(2, min(split, problem.row_len))
+        if force.split is not None:
+            split = min(force.split, problem.row_len)
+        elif split >= 2 and nvidia:
+            split = split_count(problem.rows, problem.row_len, itemsize, caps.compute_units)
         if split >= 2:
             strategy = "split_k"
-            lanes = natural_lanes(_ceil_div(problem.row_len, split))
+            if nvidia and force.lanes is None:
+                lanes, unroll = wg, unroll or _NV_SPLIT_UNROLL
+            else:
+                lanes = natural_lanes(_ceil_div(problem.row_len, split))
         else:
             split = 1
+    if split == 1 and nvidia and force.lanes is None:
+        lanes, nv_unroll = row_team(problem.row_len, itemsize, vec, wg, arg=op.kind == "arg")
+        unroll = unroll or nv_unroll
+    if force.lanes is not None:
+        if force.lanes > wg:
+            raise ValueError(f"lanes={force.lanes} exceeds the work-group size {wg}")
+        if strategy not in (None, "split_k"):
+            raise ValueError(f"lanes={force.lanes} cannot be combined with strategy {strategy!r}")
+        lanes = force.lanes
     if strategy is None or strategy == "split_k":
         strategy = strategy or ("rows_per_sg" if lanes < width else ("sg_per_row" if lanes == width else "wg_per_row"))
     elif strategy == "rows_per_sg":
@@ -361,7 +428,8 @@ def _plan_rows(caps: DeviceCaps, problem: Problem, force: Force, op, rule) -> La
     partials_bytes = 0
     if split == 1:
         passes = (family(**common, rows=problem.rows, row_len=problem.row_len, lanes=lanes, vec=vec,
-                         in_dtype=problem.dtype, split=1, chunk=problem.row_len, first=True, last=True),)
+                         in_dtype=problem.dtype, split=1, chunk=problem.row_len, first=True, last=True,
+                         unroll=unroll),)
     else:
         chunk = _ceil_div(_ceil_div(problem.row_len, split), vec) * vec
         split = _ceil_div(problem.row_len, chunk)
@@ -370,7 +438,7 @@ def _plan_rows(caps: DeviceCaps, problem: Problem, force: Force, op, rule) -> La
             lanes2 = sg_size if sg_size <= wg else 1
         passes = (
             family(**common, rows=problem.rows, row_len=problem.row_len, lanes=lanes, vec=vec,
-                   in_dtype=problem.dtype, split=split, chunk=chunk, first=True, last=False),
+                   in_dtype=problem.dtype, split=split, chunk=chunk, first=True, last=False, unroll=unroll),
             family(**common, rows=problem.rows, row_len=split, lanes=lanes2, vec=1,
                    in_dtype=rule.acc, split=1, chunk=split, first=False, last=True),
         )
@@ -388,6 +456,71 @@ def _plan_rows(caps: DeviceCaps, problem: Problem, force: Force, op, rule) -> La
                       lanes=lanes, vec=vec, split=split, acc_dtype=rule.acc, out_dtype=rule.out,
                       device_out_dtype=rule.device_out, host_divide=rule.host_divide,
                       local_mem_bytes=scratch, partials_bytes=partials_bytes, passes=passes,
+                      out_words=2 if op.kind == "wide" else 1)
+
+
+def cpu_blocks_default(caps: DeviceCaps) -> bool:
+    """Whether the planner gives contiguous rows to a CPU device's ``cpu_blocks`` kernel.
+
+    Intel's CPU runtime and PoCL vectorise a work-group's loop across work-items, which turns
+    the team kernels' per-lane vector loads into gathers (1-5 GB/s on a 2-core EPYC); one
+    work-item per block with explicit vectors runs near memory speed there. Mesa's llvmpipe
+    (rusticl) runs each work-item in one SIMD lane, so a one-item group would leave the rest
+    idle: it keeps the team kernels, as GPUs do.
+    """
+    return caps.device_type == "cpu" and caps.implementation in ("intel", "pocl")
+
+
+def _cpu_vec(itemsize: int) -> int:
+    # one 32-byte AVX register of input per accumulator: four accumulators then use 4 of the
+    # 16 ymm registers (64-byte vectors were no faster in a noisy A/B, and use twice as many)
+    return max(1, min(16, 32 // itemsize))
+
+
+def _plan_cpu_blocks(caps: DeviceCaps, problem: Problem, force: Force, op, rule) -> LaunchPlan:
+    """Contiguous rows: each work-item reduces a block of whole rows, or of split chunks."""
+    if force.sg_mode not in (None, "local") or force.sg_size is not None:
+        raise ValueError("strategy 'cpu_blocks' uses no sub-groups: leave sg_mode/sg_size unset or 'local'")
+    wg = force.wg_size or 1
+    if wg > caps.max_work_group_size:
+        raise ValueError(f"wg_size={wg} must be a power of two <= {caps.max_work_group_size}")
+    itemsize = np.dtype(problem.dtype).itemsize
+    vec = force.vec or min(_cpu_vec(itemsize), _pow2_floor(problem.row_len))
+    if op.kind == "welford" and itemsize == 8 and np.dtype(problem.dtype).kind in "iu":
+        # var/std of 64-bit integers: the exact shift (reduce_state.cl, TO_ACC) is scalar code
+        if force.vec not in (None, 1):
+            raise UnsupportedOnDevice(f"strategy 'cpu_blocks' runs {problem.op} of {problem.dtype} with vec=1 only")
+        vec = 1
+    items = max(1, caps.compute_units) * CPU_ITEMS_PER_CU
+    split = 1
+    if problem.rows < items and problem.row_len >= 2 * SPLIT_MIN_CHUNK:
+        split = min(_ceil_div(items, problem.rows), _ceil_div(problem.row_len, SPLIT_MIN_CHUNK))
+    if op.kind == "arg":
+        split = max(split, _ceil_div(problem.row_len, CPU_ARG_CHUNK))
+    family = _row_family(op)
+    common = dict(caps=caps, op=op, rule=rule, sg_mode="local", sg_size=None, reqd="none", wg=wg,
+                  param=problem.param, count=problem.row_len, cpu_items=items)
+    partials_bytes = 0
+    if split == 1:
+        passes = (family(**common, rows=problem.rows, row_len=problem.row_len, lanes=1, vec=vec,
+                         in_dtype=problem.dtype, split=1, chunk=problem.row_len, first=True, last=True),)
+    else:
+        chunk = _ceil_div(_ceil_div(problem.row_len, split), vec) * vec
+        split = _ceil_div(problem.row_len, chunk)
+        scalar = op.kind == "scalar"
+        # a pass over partial states reads one state at a time
+        vec2 = min(_cpu_vec(np.dtype(rule.acc).itemsize), _pow2_floor(split)) if scalar else 1
+        passes = (
+            family(**common, rows=problem.rows, row_len=problem.row_len, lanes=1, vec=vec,
+                   in_dtype=problem.dtype, split=split, chunk=chunk, first=True, last=False),
+            family(**common, rows=problem.rows, row_len=split, lanes=1, vec=vec2,
+                   in_dtype=rule.acc, split=1, chunk=split, first=False, last=True),
+        )
+        partials_bytes = problem.rows * split * (np.dtype(rule.acc).itemsize if scalar else STATE_BYTES)
+    return LaunchPlan(strategy="cpu_blocks", sg_mode="local", sg_size=None, reqd_sg="none", wg_size=wg,
+                      lanes=1, vec=vec, split=split, acc_dtype=rule.acc, out_dtype=rule.out,
+                      device_out_dtype=rule.device_out, host_divide=rule.host_divide,
+                      local_mem_bytes=0, partials_bytes=partials_bytes, passes=passes,
                       out_words=2 if op.kind == "wide" else 1)
 
 
@@ -536,40 +669,60 @@ def _groups(caps: DeviceCaps, needed: int) -> int:
 
 
 def _finish(caps, kernel_file, entry, defines, cl_std, groups, wg, scalars, acc, first, last) -> KernelLaunch:
+    if caps.backend == "opencl" and caps.implementation == "nvidia":
+        # NVIDIA's OpenCL compiler turns vloadn (element alignment only) into n scalar loads;
+        # ALIGNED_VLOAD makes cl_dialect_opencl.h read 16-byte vectors after a scalar head.
+        defines = {**defines, "ALIGNED_VLOAD": 1}
     pairs = tuple(sorted((k, str(v)) for k, v in defines.items()))
     return KernelLaunch(kernel_file=kernel_file, entry=entry, defines=pairs, options=build_options(pairs, cl_std),
                         global_size=groups * wg, local_size=wg, scalars=tuple(scalars), acc_dtype=acc,
                         reads="input" if first else "partials", writes="output" if last else "partials")
 
 
-def _rows_defines(caps, op, rule, sg_mode, sg_size, reqd, wg, lanes, vec, split, in_dtype, first, last):
+def _rows_defines(caps, op, rule, sg_mode, sg_size, reqd, wg, lanes, vec, split, in_dtype, first, last, unroll):
     defines = _op_defines(op, rule, in_dtype, first, last)
     defines.update({"WG_SIZE": wg, "LANES": lanes, "VEC": vec, "SPLIT": split,
                     "SG_MODE": _SG_MODE_MACRO[sg_mode], "SG_SIZE": sg_size or 0, "REQD_SG": _REQD_MACRO[reqd]})
-    return defines, (caps.cl_std if sg_mode != "local" else None)
+    if unroll is not None:
+        defines["UNROLL"] = unroll
+    # inline PTX needs no sub-group built-ins, hence no -cl-std beyond the driver's default
+    return defines, (caps.cl_std if sg_mode not in ("local", "shuffle_ptx") else None)
 
 
 def _launch_rows(*, caps, op, rule, sg_mode, sg_size, reqd, wg, rows, row_len, lanes, vec, in_dtype,
-                 split, chunk, first, last, param, count) -> KernelLaunch:
-    defines, cl_std = _rows_defines(caps, op, rule, sg_mode, sg_size, reqd, wg, lanes, vec, split, in_dtype, first, last)
+                 split, chunk, first, last, param, count, unroll=None, cpu_items=0) -> KernelLaunch:
+    defines, cl_std = _rows_defines(caps, op, rule, sg_mode, sg_size, reqd, wg, lanes, vec, split, in_dtype, first,
+                                    last, unroll)
     if _compensated(op, rule):
         # reduce_rows.cl "accumulation": split partials (few, large) each join the compensated
-        # sum; a lane with at most ACC_BLOCK vector loads runs the plain code (block 0)
-        loads = _ceil_div(_ceil_div(min(chunk, row_len), vec), lanes)
+        # sum; a lane (a cpu_blocks vector accumulator) with at most ACC_BLOCK vector loads
+        # runs the plain code (block 0)
+        loads = _ceil_div(_ceil_div(min(chunk, row_len), vec), CPU_UNROLL if cpu_items else lanes)
         defines["ACC_BLOCK"] = 1 if not first else (0 if loads <= ACC_BLOCK else ACC_BLOCK)
     scalars = [("n_rows", "u64", rows), ("row_len", "u64", row_len), ("row_stride", "u64", row_len),
                ("chunk_len", "u64", chunk), ("mean_count", "u64", count)]
+    if cpu_items:  # cpu_blocks: reduce_rows_cpu, one contiguous block of tasks per work-item
+        defines.update({"CPU_BLOCKS": 1, "UNROLL": CPU_UNROLL})
+        groups = max(1, _ceil_div(min(cpu_items, rows * split), wg))
+        return _finish(caps, "reduce_rows.cl", "reduce_rows_cpu", defines, None, groups, wg, scalars, rule.acc,
+                       first, last)
     groups = _groups(caps, _ceil_div(rows * split, wg // lanes))
     return _finish(caps, "reduce_rows.cl", "reduce_rows", defines, cl_std, groups, wg, scalars, rule.acc, first, last)
 
 
 def _launch_rows_state(*, caps, op, rule, sg_mode, sg_size, reqd, wg, rows, row_len, lanes, vec, in_dtype,
-                       split, chunk, first, last, param, count) -> KernelLaunch:
-    defines, cl_std = _rows_defines(caps, op, rule, sg_mode, sg_size, reqd, wg, lanes, vec, split, in_dtype, first, last)
+                       split, chunk, first, last, param, count, unroll=None, cpu_items=0) -> KernelLaunch:
+    defines, cl_std = _rows_defines(caps, op, rule, sg_mode, sg_size, reqd, wg, lanes, vec, split, in_dtype, first,
+                                    last, unroll)
     defines.update({"ENTRY": 1, "OPK": _OPK_MACRO[op.kind], "IN_STATES": int(not first),
                     "OUT_STATES": int(not last or op.kind == "wide")})  # wide sums leave as two words
     scalars = [("n_rows", "u64", rows), ("row_len", "u64", row_len), ("row_stride", "u64", row_len),
                ("chunk_len", "u64", chunk), ("count", "u64", count), ("param", "acc", param)]
+    if cpu_items:  # cpu_blocks: reduce_rows_state_cpu, one contiguous block of tasks per work-item
+        defines["ENTRY"] = 3
+        groups = max(1, _ceil_div(min(cpu_items, rows * split), wg))
+        return _finish(caps, "reduce_state.cl", "reduce_rows_state_cpu", defines, None, groups, wg, scalars,
+                       rule.acc, first, last)
     groups = _groups(caps, _ceil_div(rows * split, wg // lanes))
     return _finish(caps, "reduce_state.cl", "reduce_rows_state", defines, cl_std, groups, wg, scalars, rule.acc, first, last)
 

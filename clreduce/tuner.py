@@ -1,14 +1,18 @@
-"""``clreduce tune``: search plan variants on an OpenCL device and store the winners.
+"""``clreduce tune``: search plan variants on a device and store the winners.
 
-The search is a coordinate descent over the planner's knobs, starting from the planner's
-own choice: sub-group mode and width, then strategy (lanes per row), then work-group size,
-then vector width, each stage keeping the best so far. A full product of the knobs is
+One mechanism for both backends: an OpenCL device, or a CUDA device (``--backend cuda``),
+whose winners go to the same tune cache (``clreduce.tuning``, keyed by the device's
+fingerprint) and which both backends read. The search is a coordinate descent over the
+planner's knobs, starting from the planner's own choice: sub-group mode and width, then
+strategy, then work-group size, then vector width, and on GPUs the launch shape (lanes per
+row, loads in flight, split count), each stage keeping the best so far. A full product of the knobs is
 hundreds of builds per shape; the stages need a few dozen, and the knobs interact little
 (measured on the Intel CPU runtime: the stage order above found the product's winner on
 the DESIGN.md shapes). Each candidate is built, checked against numpy and timed from
 OpenCL profiling events (median after a warm-up); one that does not plan, does not build
 or answers wrong is skipped and reported. The planner's default is always a candidate, so
-a stored winner is never slower than the default in the tuning run.
+a stored winner is never slower than the default in the tuning run. OpenCL candidates are
+timed from profiling events, CUDA ones from CUDA events around each launch.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import sys
 
 import numpy as np
 
-from .plan import STRATEGIES, Force, Problem, UnsupportedOnDevice
+from .plan import ALL_STRATEGIES, Force, Problem, UnsupportedOnDevice
 from .tuning import TuneCache, bucket_key, suspended
 
 # Tolerance for "answers right" during the search: float32 sums of up to 2**26 uniform
@@ -37,25 +41,39 @@ def _pow2_floor(n: int) -> int:
 def knob_values(caps, problem: Problem) -> dict[str, list]:
     """Values each knob may take on this device for this problem (None = planner's)."""
     sg = [("local", None)]
-    if caps.subgroups and caps.subgroup_sizes:
+    if caps.subgroup_sizes and (caps.subgroups or caps.ptx_shuffle):
         sizes = list(caps.subgroup_sizes)
         if caps.subgroup_reduce_builtins:
             sg += [("builtin", s) for s in sizes]
-        if caps.khr_shuffle or caps.qcom_shuffle:
+        if caps.khr_shuffle or caps.qcom_shuffle or caps.ptx_shuffle:
             sg += [("shuffle", s) for s in sizes]
     length = problem.row_len if problem.inner == 1 else problem.inner
-    return {
+    knobs = {
         "sg": sg if problem.inner == 1 else [("local", None)],
-        "strategy": list(STRATEGIES) if problem.inner == 1 else ["split_k"],
+        "strategy": list(ALL_STRATEGIES) if problem.inner == 1 else ["split_k"],
         "wg_size": [w for w in (16, 32, 64, 128, 256, 512) if w <= _pow2_floor(caps.max_work_group_size)],
         "vec": [v for v in (1, 2, 4, 8, 16) if v <= length],
     }
+    if problem.inner == 1 and caps.device_type == "gpu":
+        # the launch shape the NVIDIA rules (plan_nvidia.py) set by measurement, per bucket
+        knobs["lanes"] = [n for n in (1, 2, 4, 8, 16, 32, 64, 128, 256) if n <= max(1, length)]
+        knobs["unroll"] = [1, 2, 4, 8]
+        if problem.row_len >= 1 << 15:
+            knobs["split"] = [1] + [s for s in (4, 16, 64, 256, 1024) if s * 8192 <= problem.row_len]
+    return knobs
 
 
 def _with(force: Force, knob: str, value) -> Force:
     if knob == "sg":
         mode, size = value
         return dataclasses.replace(force, sg_mode=mode, sg_size=size)
+    if knob == "lanes":
+        # lanes name the row strategy themselves; a split keeps its own
+        strategy = force.strategy if force.strategy == "split_k" else None
+        return dataclasses.replace(force, lanes=value, strategy=strategy)
+    if knob == "split":
+        return dataclasses.replace(force, split=value, strategy=None if value == 1 else "split_k",
+                                   lanes=None if value == 1 else force.lanes)
     return dataclasses.replace(force, **{knob: value})
 
 
@@ -64,31 +82,78 @@ def _describe(plan) -> str:
             f"wg{plan.wg_size} lanes{plan.lanes} vec{plan.vec}" + (f" split{plan.split}" if plan.split > 1 else ""))
 
 
+class _OpenCLRunner:
+    """Candidates on an OpenCL queue (with profiling), timed from kernel events."""
+
+    def __init__(self, queue, x: np.ndarray):
+        import pyopencl.array as cla
+
+        self.queue = queue
+        self.device_x = cla.to_device(queue, x)
+        self.nbytes = x.nbytes
+
+    def prepare(self, problem: Problem, force: Force | None):
+        from .backends import opencl
+
+        prepared = opencl.PreparedReduction(self.queue, self.device_x, problem, force)
+        prepared.enqueue()[-1].wait()
+        return prepared, np.asarray(prepared.result())
+
+    def seconds(self, prepared) -> float:
+        events = prepared.enqueue()
+        events[-1].wait()
+        return sum(e.profile.end - e.profile.start for e in events) * 1e-9
+
+
+class _CudaRunner:
+    """Candidates on a CUDA device, planned as the CUDA backend plans, timed with CUDA events."""
+
+    def __init__(self, device_id: int, x: np.ndarray):
+        import cupy
+
+        self.cupy, self.device_id = cupy, device_id
+        with cupy.cuda.Device(device_id):
+            self.device_x = cupy.asarray(x)
+        self.nbytes = x.nbytes
+
+    def prepare(self, problem: Problem, force: Force | None):
+        from .backends.cuda import PreparedReduction
+        from .backends.cuda.probe import probe_device
+        from .backends.cuda.tune import cuda_plan
+
+        launch_plan = cuda_plan(probe_device(self.device_id), problem, force)
+        with self.cupy.cuda.Device(self.device_id):
+            prepared = PreparedReduction(self.device_x, problem, device_id=self.device_id, launch_plan=launch_plan)
+            return prepared, self.cupy.asnumpy(prepared.run())
+
+    def seconds(self, prepared) -> float:
+        cupy = self.cupy
+        with cupy.cuda.Device(self.device_id):
+            start, end = cupy.cuda.Event(), cupy.cuda.Event()
+            start.record()
+            prepared.run()
+            end.record()
+            end.synchronize()
+            return cupy.cuda.get_elapsed_time(start, end) * 1e-3
+
+
 class _Trial:
     """Runs candidates of one problem on one device and remembers every outcome."""
 
-    def __init__(self, queue, problem: Problem, x: np.ndarray, runs: int):
-        import pyopencl.array as cla
-
-        self.queue, self.problem, self.runs = queue, problem, runs
-        self.device_x = cla.to_device(queue, x)
-        ref = _reference(problem, x)
-        self.ref = ref
+    def __init__(self, runner, problem: Problem, x: np.ndarray, runs: int):
+        self.runner, self.problem, self.runs = runner, problem, runs
+        self.ref = _reference(problem, x)
         self.seen: dict[tuple, tuple[float | None, str]] = {}
         self.skipped: list[str] = []
 
     def gbps(self, force: Force | None) -> tuple[float | None, str]:
-        from .backends import opencl
-
         key = dataclasses.astuple(force) if force else None
         if key in self.seen:
             return self.seen[key]
         label = "default" if force is None else ", ".join(f"{k}={v}" for k, v in dataclasses.asdict(force).items()
                                                           if v is not None)
         try:
-            prepared = opencl.PreparedReduction(self.queue, self.device_x, self.problem, force)
-            prepared.enqueue()[-1].wait()
-            got = prepared.result()
+            prepared, got = self.runner.prepare(self.problem, force)
         except (UnsupportedOnDevice, ValueError) as exc:
             outcome = (None, f"not plannable: {exc}")
         except Exception as exc:  # noqa: BLE001 - a driver that cannot build or run it
@@ -101,13 +166,9 @@ class _Trial:
                 outcome = (None, "answers wrong")
                 self.skipped.append(f"{label}: {_describe(prepared.plan)} answers wrong")
             else:
-                times = []
-                for _ in range(self.runs):
-                    events = prepared.enqueue()
-                    events[-1].wait()
-                    times.append(sum(e.profile.end - e.profile.start for e in events) * 1e-9)
-                seconds = statistics.median(times)
-                outcome = (self.device_x.nbytes / seconds / 1e9, _describe(prepared.plan))
+                self.runner.seconds(prepared)  # warm-up
+                seconds = statistics.median(self.runner.seconds(prepared) for _ in range(self.runs))
+                outcome = (self.runner.nbytes / seconds / 1e9, _describe(prepared.plan))
         self.seen[key] = outcome
         return outcome
 
@@ -118,16 +179,24 @@ def _reference(problem: Problem, x: np.ndarray) -> np.ndarray:
     return np.asarray(fn(shaped.astype(np.float64) if x.dtype.kind == "f" else shaped, axis=1), np.float64)
 
 
-def tune_problem(queue, problem: Problem, runs: int = 5, progress=None) -> dict:
-    """Coordinate-descent search for one problem; returns the winner and what was skipped."""
-    from .backends import opencl
+def tune_problem(queue, problem: Problem, runs: int = 5, progress=None, *, backend: str = "opencl") -> dict:
+    """Coordinate-descent search for one problem; returns the winner and what was skipped.
 
-    caps = opencl.caps_of(queue.device)
+    ``queue`` is a pyopencl queue with profiling, or with ``backend="cuda"`` a CUDA device id.
+    """
     rng = np.random.default_rng(0)
     dtype = np.dtype(problem.dtype)
     size = problem.rows * problem.row_len * problem.inner
     x = rng.random(size).astype(dtype) if dtype.kind == "f" else rng.integers(0, 100, size).astype(dtype)
-    trial = _Trial(queue, problem, x, runs)
+    if backend == "cuda":
+        from .backends.cuda.probe import probe_device
+
+        caps, runner = probe_device(int(queue)), _CudaRunner(int(queue), x)
+    else:
+        from .backends import opencl
+
+        caps, runner = opencl.caps_of(queue.device), _OpenCLRunner(queue, x)
+    trial = _Trial(runner, problem, x, runs)
     default_gbps, default_plan = trial.gbps(None)
     best_force, best_gbps, best_plan = Force(), default_gbps or 0.0, default_plan
     knobs = knob_values(caps, problem)
@@ -148,24 +217,31 @@ def tune_problem(queue, problem: Problem, runs: int = 5, progress=None) -> dict:
             "default_gbps": default_gbps, "default_plan": default_plan, "skipped": trial.skipped}
 
 
-def tune(device, problems, runs: int = 5, log=print, stream=sys.stderr) -> list[dict]:
-    """Tune every problem on ``device`` and save the winners to its tune file."""
-    import pyopencl as cl
+def tune(device, problems, runs: int = 5, log=print, stream=sys.stderr, *, backend: str = "opencl") -> list[dict]:
+    """Tune every problem on ``device`` (a pyopencl Device, or with ``backend="cuda"`` a CUDA
+    device id) and save the winners to its tune file."""
+    if backend == "cuda":
+        from .backends.cuda.probe import probe_device
 
-    from .backends import opencl
+        queue, caps = int(device), probe_device(int(device))
+    else:
+        import pyopencl as cl
 
-    ctx = cl.Context([device])
-    queue = cl.CommandQueue(ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
-    cache = TuneCache(opencl.caps_of(device))
+        from .backends import opencl
+
+        ctx = cl.Context([device])
+        queue = cl.CommandQueue(ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
+        caps = opencl.caps_of(device)
+    cache = TuneCache(caps)
     results = []
     with suspended():  # "default" must mean the planner's plan, not an older winner
-        _tune_all(queue, problems, runs, cache, results, log, stream)
+        _tune_all(queue, problems, runs, cache, results, log, stream, backend)
     path = cache.save()
     log(f"tune file: {path}")
     return results
 
 
-def _tune_all(queue, problems, runs, cache, results, log, stream) -> None:
+def _tune_all(queue, problems, runs, cache, results, log, stream, backend="opencl") -> None:
     for problem in problems:
         label = f"{problem.op} {problem.dtype} {problem.rows}x{problem.row_len}" + (
             f"x{problem.inner}" if problem.inner > 1 else "")
@@ -175,7 +251,8 @@ def _tune_all(queue, problems, runs, cache, results, log, stream) -> None:
             stream.write(f"\r{label:<36} [{bar:<20}] {done}/{total}  best {gbps:7.2f} GB/s  {plan:<48}")
             stream.flush()
 
-        result = tune_problem(queue, problem, runs, progress if stream is not None and stream.isatty() else None)
+        result = tune_problem(queue, problem, runs, progress if stream is not None and stream.isatty() else None,
+                              backend=backend)
         if stream is not None and stream.isatty():
             stream.write("\n")
         results.append(result)

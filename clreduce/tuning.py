@@ -188,6 +188,12 @@ def generation() -> int:
     return _generation[0]
 
 
+def state() -> tuple[int, int]:
+    """(suspension depth in this thread, generation): what decides whether and which stored
+    winners a plan uses, for caches above the plan cache (fastpath.py)."""
+    return getattr(_suspend, "depth", 0), _generation[0]
+
+
 def _forget() -> None:
     with _lock:
         _loaded.clear()

@@ -59,7 +59,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 import pytest
 
-from clreduce.plan import STRATEGIES, Force, Problem, plan
+from clreduce.plan import CPU_STRATEGY, STRATEGIES, Force, Problem, plan
 
 # ---- runtimes ----------------------------------------------------------------------------
 
@@ -293,12 +293,9 @@ def pytest_runtest_makereport(item, call):
             report.outcome = "skipped"
             report.longrepr = (str(item.path), (item.location[1] or 0) + 1, f"Skipped: {reason}")
     found = _item_device(item)
-    key = found.id if found is not None else "(no device)"
-    _STATE["device_secs"][key] += report.duration
-    if call.when == "call" or report.outcome != "passed":
-        if call.when != "teardown" or report.failed:
-            outcome_name = "error" if report.failed and call.when != "call" else report.outcome
-            _STATE["by_device"][key][outcome_name] += 1
+    # The device travels on the report: under pytest-xdist (.ci/run) the summary is written
+    # by the controller, which sees reports but not items.
+    report.user_properties.append(("clreduce_device", found.id if found is not None else "(no device)"))
 
 
 def pytest_runtest_logreport(report):
@@ -306,6 +303,12 @@ def pytest_runtest_logreport(report):
     _STATE["durations"][path] += report.duration
     if report.when == "call":
         _STATE["counts"][path] += 1
+    key = dict(report.user_properties).get("clreduce_device", "(no device)")
+    _STATE["device_secs"][key] += report.duration
+    if report.when == "call" or report.outcome != "passed":
+        if report.when != "teardown" or report.failed:
+            outcome_name = "error" if report.failed and report.when != "call" else report.outcome
+            _STATE["by_device"][key][outcome_name] += 1
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
@@ -328,7 +331,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         import sys
 
         opencl = sys.modules.get("clreduce.backends.opencl")
-        if opencl is not None:
+        if opencl is not None and not getattr(config.option, "numprocesses", None):  # xdist: in the workers
             built = len(opencl._kernel_cache) + _STATE["kernels_dropped"]
             tr.write_line(f"OpenCL programs built in this session: {built}")
     except Exception:  # noqa: BLE001 - informational only
@@ -427,10 +430,11 @@ def plan_variants(caps) -> list[Variant]:
     modes = []
     if caps.subgroup_reduce_builtins:
         modes.append("builtin")
-    if caps.khr_shuffle or caps.qcom_shuffle:
+    if caps.khr_shuffle or caps.qcom_shuffle or caps.ptx_shuffle:
         modes.append("shuffle")
     modes.append("local")
-    sizes = tuple(caps.subgroup_sizes) if caps.subgroups and caps.subgroup_sizes else ()
+    # NVIDIA OpenCL's PTX warps have a width but no sub-group extension
+    sizes = tuple(caps.subgroup_sizes) if (caps.subgroups or caps.ptx_shuffle) and caps.subgroup_sizes else ()
     forces: list[Force] = []
     for mode in modes:
         for size in (sizes if mode != "local" else (None,)):
@@ -447,6 +451,10 @@ def plan_variants(caps) -> list[Variant]:
         mode, size = combos[(i * 3) % len(combos)]
         forces.append(Force(sg_mode=mode, sg_size=size, strategy=strategy, wg_size=size or 2))
         forces.append(Force(sg_mode=mode, sg_size=size, strategy=strategy, wg_size=big))
+    # the CPU-block kernel (no sub-groups, any device): its default, scalar and 16-wide
+    # vectors, and a group of several work-items
+    forces += [Force(strategy=CPU_STRATEGY), Force(strategy=CPU_STRATEGY, vec=1),
+               Force(strategy=CPU_STRATEGY, vec=16), Force(strategy=CPU_STRATEGY, wg_size=2)]
     out, seen = [Variant("auto", None, _width(caps, None))], {"auto"}
     for force in forces:
         vid = _variant_id(force)

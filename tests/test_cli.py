@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from clreduce.caps import DeviceCaps
-from clreduce.plan import STRATEGIES, Problem, plan
+from clreduce.plan import ALL_STRATEGIES, Problem, plan
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILES_PATH = ROOT / "tests" / "data" / "mobile_gpus.json"
@@ -61,7 +61,7 @@ def scalar(launch: dict, name: str):
 
 def check_plan_json(data: dict, rows: int, row_len: int) -> None:
     """A LaunchPlan.to_dict() that can be launched: sizes agree with the build options."""
-    assert data["strategy"] in STRATEGIES  # last-axis reductions: the row strategies
+    assert data["strategy"] in ALL_STRATEGIES  # last-axis reductions: the row strategies
     assert data["sg_mode"] in ("local", "builtin", "shuffle_khr", "shuffle_qcom")
     wg = data["wg_size"]
     assert wg >= 1 and wg & (wg - 1) == 0
@@ -286,7 +286,9 @@ def test_probe_json_intel_cpu_has_subgroups_4_to_64(probed):
         caps = entry["caps"]
         assert caps["subgroups"] is True
         assert {4, 8, 16, 32, 64} <= set(caps["subgroup_sizes"])
-        assert entry["plan"]["sg_mode"] != "local" and entry["plan"]["reqd_sg"] == "intel"
+        # the default plan of a CPU runtime that vectorises across work-items is cpu_blocks
+        # (no sub-groups); the sub-group variants run when forced (test_kernel_variants)
+        assert entry["plan"]["strategy"] == "cpu_blocks", entry["plan"]
 
 
 def test_probe_human_output_names_devices_and_the_default(probed):

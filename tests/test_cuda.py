@@ -550,7 +550,7 @@ def test_bad_input_table():
         clreduce.sum(x, axis=-1, backend="opencl")
     with pytest.raises(ValueError, match="device"):
         clreduce.sum(x, axis=-1, device=x.device.id + 1)
-    with pytest.raises(TypeError, match="unexpected options"):
+    with pytest.raises(TypeError, match="unexpected (options|keyword argument)"):
         clreduce.sum(x, axis=-1, queue=None)
     with pytest.raises(TypeError, match="not support"):
         clreduce.sum(cp.ones((2, 2), cp.complex64), axis=-1)

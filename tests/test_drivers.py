@@ -83,3 +83,163 @@ def test_argmax_columns_on_first_launch(found_devices):
         if proc.returncode != 0 or out != ["ok"]:
             failures.append(f"{found.id}: exit {proc.returncode}: {out[0] or proc.stderr[-1500:]}")
     assert not failures, "\n".join(failures)
+
+
+# Mesa's llvmpipe cuts every loop of a kernel once the back-edges of all its loops add up to
+# 65535 per work-item batch (gallivm's loop limiter; clreduce/plan_rowops.py,
+# LLVMPIPE_LOOP_LIMIT). Row ops on rusticl gave softmax rows of [1, 0, 0, ...] before the
+# planner kept every work-item under LLVMPIPE_TRIP_BUDGET.
+_TWO_LOOPS = """
+__kernel void two_loops(__global const float *in, __global uint *out, const uint n) {
+    float m = -INFINITY;
+    uint a = 0, b = 0;
+    for (uint i = 0; i < n; ++i) { m = fmax(m, in[i]); a++; }
+    for (uint i = 0; i < n; ++i) { m = fmax(m, in[n - 1 - i]); b++; }
+    out[get_global_id(0)] = a + b + (m > 2.0f ? 1u : 0u);
+}
+"""
+
+
+def test_llvmpipe_runs_at_least_the_trip_budget(cl_device, cl_caps):
+    """The planner's model of the driver: two loops of 40000 trips each. llvmpipe stops them
+    past 65535 back-edges in all (the bug), but must run the budget the plans rely on;
+    every other implementation runs all 80000."""
+    import numpy as np
+    import pyopencl as cl
+
+    from clreduce.plan_rowops import LLVMPIPE_TRIP_BUDGET, llvmpipe_loop_limited
+
+    n = 40000
+    ctx = cl.Context([cl_device])
+    queue = cl.CommandQueue(ctx)
+    data = np.random.default_rng(1).random(n).astype(np.float32)
+    src = cl.Buffer(ctx, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=data)
+    out = np.zeros(8, np.uint32)
+    dst = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, out.nbytes)
+    cl.Program(ctx, _TWO_LOOPS).build().two_loops(queue, (8,), (8,), src, dst, np.uint32(n))
+    cl.enqueue_copy(queue, out, dst)
+    if llvmpipe_loop_limited(cl_caps):
+        assert np.all(out >= LLVMPIPE_TRIP_BUDGET), out
+        assert np.all(out < 2 * n), f"llvmpipe ran all {2 * n} trips: its loop limiter is gone, " \
+                                    "LLVMPIPE_LOOP_LIMIT's workaround may be lifted"
+    else:
+        assert np.all(out == 2 * n), out
+
+
+def test_llvmpipe_row_plans_stay_under_the_trip_budget():
+    """Every launch of every row-op plan on llvmpipe (as probed, and with the 32 work-items
+    its built kernels allow): tasks per work-item x loop trips per task <= the budget."""
+    import dataclasses
+    import math
+
+    from clreduce.plan_rowops import (FAMILIES, LLVMPIPE_TRIP_BUDGET, SCAN_OPS, RowForce, RowProblem, plan_row,
+                                      row_trips, scan_tile_trips)
+
+    shapes = [(2, 100_000), (2, 10**6), (1, 10**7), (5000, 100_000), (300_000, 1000), (10**7, 7), (64, 4097)]
+    for caps in (RUSTICL_LLVMPIPE, dataclasses.replace(RUSTICL_LLVMPIPE, max_work_group_size=32)):
+        for op in FAMILIES:
+            for rows, k in shapes:
+                for force in (None, RowForce(lanes=1), RowForce(lanes=2, cache="none")):
+                    p = plan_row(caps, RowProblem(op, rows, k, "float32"), force)
+                    for launch in p.passes:
+                        lanes = int(dict(o[2:].split("=") for o in launch.options if o.startswith("-D"))["LANES"])
+                        items = p.nper if op in SCAN_OPS else 1
+                        teams = launch.local_size // lanes
+                        split = launch.chunk_len and -(-launch.row_len // launch.chunk_len)
+                        tasks = launch.n_rows * split
+                        if op in SCAN_OPS:
+                            trips = math.ceil(launch.chunk_len / (lanes * items)) * scan_tile_trips(items, lanes) + 2
+                        else:
+                            phase = 0 if p.split == 1 else (1 if launch.writes == "partials" else 2)
+                            trips = row_trips(op, p.cache, lanes, p.nper, launch.chunk_len, p.split, phase, p.sg_size)
+                        per_item = math.ceil(tasks / (launch.global_size // launch.local_size * teams))
+                        assert per_item * trips <= LLVMPIPE_TRIP_BUDGET, (op, rows, k, force, launch)
+    # a forced split that leaves chunks too long is refused there, and runs elsewhere
+    with pytest.raises(UnsupportedOnDevice, match="loop limit"):
+        plan_row(RUSTICL_LLVMPIPE, RowProblem("softmax", 2, 10**6, "float32"), RowForce(split=2, lanes=1))
+    pocl = DeviceCaps(vendor="amd", name="pthread-AMD EPYC", platform_name="Portable Computing Language",
+                      device_type="cpu", compute_units=2)
+    assert plan_row(pocl, RowProblem("softmax", 2, 10**6, "float32"), RowForce(split=2, lanes=1)).split == 2
+    assert plan_row(pocl, RowProblem("softmax", 5000, 100_000, "float32")).split == 1
+    assert plan_row(RUSTICL_LLVMPIPE, RowProblem("softmax", 5000, 100_000, "float32")).split > 1
+
+
+def test_long_rows_past_the_llvmpipe_loop_limit(cl_device, cl_caps):
+    """The rusticl failure itself, on every device: launches whose work-items would pass 65535
+    loop trips unless planned around llvmpipe -- long rows with one lane each (one team per
+    group, so the few rows are not split for parallelism) and many short rows per work-item
+    (the grid stride) -- for one op of each family."""
+    import numpy as np
+
+    from clreduce import rowops
+    from clreduce.plan_rowops import RowForce, llvmpipe_loop_limited
+
+    rng = np.random.default_rng(10)
+
+    def check(x, force, all_families=True):
+        x64 = x.astype(np.float64)
+        e = np.exp(x64 - x64.max(1, keepdims=True))
+        np.testing.assert_allclose(rowops.softmax(x, device=cl_device, force=force), e / e.sum(1, keepdims=True),
+                                   rtol=1e-5, atol=1e-12, err_msg=f"softmax {x.shape} {force}")
+        if not all_families:
+            return
+        ln = (x64 - x64.mean(1, keepdims=True)) / np.sqrt(x64.var(1, keepdims=True) + 1e-5)
+        np.testing.assert_allclose(rowops.layer_norm(x, device=cl_device, force=force), ln, rtol=1e-5, atol=1e-5,
+                                   err_msg=f"layer_norm {x.shape} {force}")
+        y, amax = rowops.absmax_scale(x, device=cl_device, force=force)
+        np.testing.assert_array_equal(amax, np.abs(x).max(1), err_msg=f"absmax {x.shape} {force}")
+        np.testing.assert_allclose(y, x / np.abs(x).max(1, keepdims=True), rtol=1e-6, err_msg=f"absmax {force}")
+
+    check(rng.standard_normal((2, 100_000)).astype(np.float32), None)
+    if not llvmpipe_loop_limited(cl_caps):
+        return  # the narrow-group cases below are slow elsewhere and test nothing new there
+    for lanes in (1, 2):
+        check(rng.standard_normal((16, 40_000)).astype(np.float32),
+              RowForce(lanes=lanes, cache="none", wg_size=lanes, sg_mode="local"))
+    check(rng.standard_normal((700_000, 7)).astype(np.float32), RowForce(lanes=1, wg_size=1, sg_mode="local"),
+          all_families=False)
+    xi = rng.integers(-1000, 1000, (16, 40_000)).astype(np.int32)
+    np.testing.assert_array_equal(
+        rowops.cumsum(xi, axis=1, device=cl_device, force=RowForce(lanes=1, wg_size=1, sg_mode="local")),
+        np.cumsum(xi, axis=1))
+
+
+@pytest.mark.parametrize("op", ["softmax", "layer_norm", "moments", "quantize_int8", "cumsum", "logcumsumexp"])
+def test_forced_row_variants_on_long_rows(cl_device, cl_queue, op, request):
+    """Every forced variant the planner offers for rows of 70000 (past llvmpipe's loop limit
+    with one or two lanes): one sampled per op by default, all with --slow."""
+    import random
+
+    import numpy as np
+    from conftest import slow_enabled
+
+    from clreduce import rowops
+    from clreduce.backends import opencl_rowops
+    from clreduce.plan_rowops import RowProblem, row_variants
+
+    x = np.random.default_rng(11).standard_normal((3, 70_000)).astype(np.float32)
+    x64 = x.astype(np.float64)
+    variants = row_variants(opencl_rowops.runnable_caps(cl_queue), RowProblem(op, 3, 70_000, "float32"))
+    assert variants
+    if not slow_enabled(request.config):
+        variants = random.Random(op).sample(variants, 1)
+    for force in variants:
+        kwargs = {} if op == "layer_norm" else {"axis": -1}
+        got = getattr(rowops, op)(x, device=cl_device, force=force, **kwargs)
+        if op == "softmax":
+            e = np.exp(x64 - x64.max(1, keepdims=True))
+            np.testing.assert_allclose(got, e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-12, err_msg=str(force))
+        elif op == "layer_norm":
+            ln = (x64 - x64.mean(1, keepdims=True)) / np.sqrt(x64.var(1, keepdims=True) + 1e-5)
+            np.testing.assert_allclose(got, ln, rtol=1e-5, atol=1e-5, err_msg=str(force))
+        elif op == "moments":
+            np.testing.assert_allclose(got[1], x64.var(1), rtol=1e-5, err_msg=str(force))
+        elif op == "quantize_int8":
+            np.testing.assert_allclose(got[1], np.abs(x).max(1) / 127, rtol=1e-6, err_msg=str(force))
+            assert np.abs(got[0].astype(int) - np.rint(x / got[1][:, None])).max() <= 1, force
+        elif op == "cumsum":
+            exact = np.cumsum(x64, 1)
+            bound = (np.arange(2, x.shape[1] + 2) * 2.0 ** -24) * np.cumsum(np.abs(x64), 1)
+            assert np.all(np.abs(got - exact) <= bound), force
+        else:
+            np.testing.assert_allclose(got, np.logaddexp.accumulate(x64, 1), rtol=2e-5, atol=2e-5, err_msg=str(force))

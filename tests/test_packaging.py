@@ -17,6 +17,8 @@ from clreduce import kernels
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNEL_FILES = sorted(p.name for p in (ROOT / "cl_kernels").glob("*.cl"))
+# headers the kernel files share (not the two dialect headers)
+SHARED_HEADERS = sorted(p.name for p in (ROOT / "cl_kernels").glob("*.h") if not p.name.startswith("cl_dialect"))
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -39,14 +41,19 @@ def test_read_source_finds_every_kernel_file(name, api):
     text = kernels.read_source(name, api)
     own = (ROOT / "cl_kernels" / name).read_text(encoding="utf-8")
     header = (ROOT / "cl_kernels" / kernels.DIALECT_HEADERS[api]).read_text(encoding="utf-8")
-    # the program is the API's dialect header, then the kernel file, as one string
-    assert text.startswith(header) and text.endswith(own)
+    # the program is the API's dialect header, then the kernel file with its quoted includes
+    # of this folder's headers spliced in (row_common.h), as one string
+    spliced = kernels.kernel_text(name)
+    assert text.startswith(header) and text.endswith(spliced)
     assert "__kernel" in own
-    # self-contained: no #include (the dialect header travels as text)
-    assert not re.search(r'^\s*#\s*include\s*"', own, re.M), f"{name} #includes a file"
+    for included in re.findall(r'^\s*#\s*include\s*"([^"]+)"', own, re.M):
+        assert included.endswith(".h") and (ROOT / "cl_kernels" / included).is_file(), f"{name}: {included}"
+        assert (ROOT / "cl_kernels" / included).read_text(encoding="utf-8") in spliced
+    # nothing is left for a compiler's include path (an installed wheel has none)
+    assert not re.search(r"^\s*#\s*include", spliced, re.M), f"{name} #includes a file"
 
 
-@pytest.mark.parametrize("name", KERNEL_FILES)
+@pytest.mark.parametrize("name", KERNEL_FILES + SHARED_HEADERS)
 def test_kernels_hold_no_api_conditionals(name):
     # one source for both APIs: divergence lives in the dialect headers, not in a kernel
     own = (ROOT / "cl_kernels" / name).read_text(encoding="utf-8")

@@ -20,7 +20,7 @@ import pytest
 
 from clreduce.caps import DeviceCaps
 from clreduce.kernels import build_options, read_source
-from clreduce.plan import STRATEGIES, Force, LaunchPlan, Problem, UnsupportedOnDevice, plan
+from clreduce.plan import ALL_STRATEGIES, STRATEGIES, Force, LaunchPlan, Problem, UnsupportedOnDevice, cpu_blocks_default, plan
 
 ROOT = Path(__file__).resolve().parent.parent
 PROFILES_PATH = Path(__file__).parent / "data" / "mobile_gpus.json"
@@ -77,7 +77,12 @@ def check_plan(caps: DeviceCaps, problem: Problem, p: LaunchPlan, force: Force |
     if columns:
         assert p.strategy in ("columns", "columns_split_k") and p.sg_mode == "none" and p.lanes == 1, where
     else:
-        assert p.strategy in STRATEGIES, where
+        assert p.strategy in ALL_STRATEGIES, where
+    if p.strategy == "cpu_blocks":
+        assert p.sg_mode == "local" and p.lanes == 1 and p.local_mem_bytes == 0, where
+        assert all(launch.entry == "reduce_rows_cpu" and dict(launch.defines)["CPU_BLOCKS"] == "1"
+                   or launch.entry == "reduce_rows_state_cpu" and dict(launch.defines)["ENTRY"] == "3"
+                   for launch in p.passes), where
     if p.sg_mode in ("local", "none"):
         assert p.sg_size is None and p.reqd_sg == "none", where
     else:
@@ -140,7 +145,7 @@ def check_plan(caps: DeviceCaps, problem: Problem, p: LaunchPlan, force: Force |
     if len(p.passes) == 2:
         # (a forced split_k on a row shorter than two vector chunks may end with split == 1:
         # still two passes, the second one copying; correct, only wasteful)
-        assert p.strategy in ("split_k", "columns_split_k"), where
+        assert p.strategy in ("split_k", "columns_split_k", "cpu_blocks"), where
         assert (first.writes, last.reads) == ("partials", "partials"), where
         assert p.partials_bytes > 0, where
     else:
@@ -212,7 +217,7 @@ def test_every_forced_variant_fits_the_device(name, forced_variants):
     caps = ALL_CAPS[name]
     variants = forced_variants(caps)
     assert variants[0].id == "auto"
-    assert {v.force.strategy for v in variants[1:]} == set(STRATEGIES)
+    assert {v.force.strategy for v in variants[1:]} == set(ALL_STRATEGIES)
     for v in variants[1:]:
         for rows, k in ((7, 3), (4096, 768), (1, 10**6)):
             for dtype, op in (("float32", "sum"), ("float16", "max"), ("int32", "mean")):
@@ -226,6 +231,18 @@ def test_every_forced_variant_fits_the_device(name, forced_variants):
                     assert p.wg_size == v.force.wg_size
                 if v.force.vec:
                     assert p.vec == v.force.vec
+
+
+@pytest.mark.parametrize("name", list(ALL_CAPS))
+def test_cpu_blocks_only_by_default_on_intel_and_pocl_cpus(name):
+    """The CPU-block kernel is the default on CPU runtimes that vectorise across work-items
+    (Intel's, PoCL); GPU profiles (mobile_gpus.json) and rusticl keep the team kernels."""
+    caps = ALL_CAPS[name]
+    expect = caps.device_type == "cpu" and caps.implementation in ("intel", "pocl")
+    for (rows, k), op in ((s, o) for s in SHAPES for o in ("sum", "mean", "max", "nansum", "argmax", "var",
+                                                            "logsumexp")):
+        p = plan(caps, Problem(rows=rows, row_len=k, dtype="float32", op=op))
+        assert (p.strategy == "cpu_blocks") == (expect and op != "logsumexp"), (name, rows, k, op, p.strategy)
 
 
 def test_variant_list_covers_the_issue_grid(forced_variants):
@@ -330,7 +347,8 @@ def test_split_k_for_one_huge_row_on_gpus(name):
         check_plan(caps, problem, p)
 
 
-@pytest.mark.parametrize("name", [n for n, c in ALL_CAPS.items() if c.subgroups and c.subgroup_sizes])
+@pytest.mark.parametrize("name", [n for n, c in ALL_CAPS.items()
+                                  if c.subgroups and c.subgroup_sizes and not cpu_blocks_default(c)])
 def test_rows_per_sg_for_short_rows_on_subgroup_devices(name):
     caps = ALL_CAPS[name]
     problem = Problem(rows=100000, row_len=8, dtype="float32", op="sum")

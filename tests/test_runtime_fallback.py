@@ -26,6 +26,9 @@ X = np.random.default_rng(7).standard_normal((64, 4096)).astype(np.float32)
 # float32 row sums of 4096 N(0,1) numbers in another order than numpy's: the error bound is
 # ~ 4096 * 2^-24 * sum|x| ~ 8e-4 absolute (rows near zero make relative error meaningless)
 RTOL, ATOL = 1e-4, 1e-3
+# a team strategy with the sub-group mode left to the planner (on Intel's CPU runtime the
+# default plan is cpu_blocks, which uses no sub-groups and so has nothing to fall back from)
+TEAM = Force(strategy="sg_per_row")
 
 
 @pytest.fixture
@@ -55,11 +58,11 @@ def test_builtin_build_failure_falls_back_to_shuffle(sg_device, monkeypatch):
     calls = []
     monkeypatch.setattr(opencl, "_build_program", _failing_build(opencl._build_program, {"1"}, calls))
     assert opencl.plan_for(opencl.queue_for(sg_device.device),
-                           opencl.Problem(rows=64, row_len=4096, dtype="float32", op="sum"))  # warm the probe
+                           opencl.Problem(rows=64, row_len=4096, dtype="float32", op="sum"), TEAM)  # warm the probe
     opencl.clear_caches()
     cl_fallback.forget()
     with pytest.warns(cl_fallback.SubgroupModeFallbackWarning, match="(?s)builtin.*injected compiler crash") as rec:
-        got = clreduce.sum(X, axis=-1, device=sg_device.device)
+        got = clreduce.sum(X, axis=-1, device=sg_device.device, force=TEAM)
     np.testing.assert_allclose(got, X.sum(axis=-1), rtol=RTOL, atol=ATOL)
     assert len([w for w in rec if issubclass(w.category, cl_fallback.SubgroupModeFallbackWarning)]) == 1
     assert "1" in calls and calls[-1] == "2"  # tried built-in, then built the KHR shuffle
@@ -68,7 +71,7 @@ def test_builtin_build_failure_falls_back_to_shuffle(sg_device, monkeypatch):
     calls.clear()
     with warnings.catch_warnings():
         warnings.simplefilter("error", cl_fallback.SubgroupModeFallbackWarning)
-        got = clreduce.max(X[:, :1000], axis=-1, device=sg_device.device)
+        got = clreduce.max(X[:, :1000], axis=-1, device=sg_device.device, force=TEAM)
     np.testing.assert_array_equal(got, X[:, :1000].max(axis=-1))
     assert "1" not in calls
 
@@ -77,7 +80,7 @@ def test_every_subgroup_mode_failing_ends_in_local_memory(sg_device, monkeypatch
     calls = []
     monkeypatch.setattr(opencl, "_build_program", _failing_build(opencl._build_program, {"1", "2", "3"}, calls))
     with pytest.warns(cl_fallback.SubgroupModeFallbackWarning):
-        got = clreduce.sum(X, axis=-1, device=sg_device.device)
+        got = clreduce.sum(X, axis=-1, device=sg_device.device, force=TEAM)
     np.testing.assert_allclose(got, X.sum(axis=-1), rtol=RTOL, atol=ATOL)
     assert calls[-1] == "0"
     assert {"builtin", "shuffle_khr"} <= cl_fallback.bad_modes(sg_device.caps)
@@ -102,6 +105,6 @@ def test_kernel_folder_with_a_broken_builtin_branch(sg_device, tmp_path, monkeyp
     (broken / "reduce_rows.cl").write_text(source.replace("sub_group_reduce_add(v)", "sub_group_reduce_add_broken(v)"))
     monkeypatch.setenv("CLREDUCE_KERNEL_DIR", str(broken))
     with pytest.warns(cl_fallback.SubgroupModeFallbackWarning, match="sub_group_reduce_add_broken"):
-        got = clreduce.sum(X, axis=-1, device=sg_device.device)
+        got = clreduce.sum(X, axis=-1, device=sg_device.device, force=TEAM)
     np.testing.assert_allclose(got, X.sum(axis=-1), rtol=RTOL, atol=ATOL)
     assert cl_fallback.bad_modes(sg_device.caps) == {"builtin"}

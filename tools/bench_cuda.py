@@ -26,6 +26,14 @@ table of after/before ratios:
     python tools/bench_cuda.py --ops mean,max,argmax,var --json before.json   # in the old tree
     python tools/bench_cuda.py --ops mean,max,argmax,var --json after.json
     python tools/bench_cuda.py --compare before.json after.json > compare.md
+
+Every op beside the peers (issue 11): ``--peers`` with ``--ops`` times, per op and shape, the
+public call, the kernels alone, torch, ``torch.compile`` (default mode, static shapes, one
+compiled function per case) and CuPy, all checked against float64 first (default shapes: the
+short-row ones; ``--no-compile`` leaves torch.compile out); ``--sweep --ops argmax,var`` sweeps
+team widths and unrolling for those ops:
+
+    python tools/bench_cuda.py --ops max,min,argmax,argmin,var,std --peers --json ops.json
 """
 
 from __future__ import annotations
@@ -281,7 +289,8 @@ def sweep_candidates(caps, rows: int, k: int, dtype: str):
     return cands
 
 
-def run_sweep(shapes, dtypes, *, rotate_bytes: int, batches: int, stage2: bool = False, log=print) -> dict:
+def run_sweep(shapes, dtypes, *, rotate_bytes: int, batches: int, stage2: bool = False, ops=("mean",),
+              log=print) -> dict:
     import cupy
 
     from clreduce.backends.cuda import PreparedReduction
@@ -291,16 +300,16 @@ def run_sweep(shapes, dtypes, *, rotate_bytes: int, batches: int, stage2: bool =
 
     caps = probe_device(cupy.cuda.Device().id)
     out = []
-    for dtype in dtypes:
-        for rows, k in shapes:
+    for dtype, (rows, k), op in ((d, s, o) for d in dtypes for s in shapes for o in ops):
+        if True:
             xs = make_inputs(rows, k, dtype, rotate_bytes)
-            problem = Problem(rows, k, dtype, "mean")
+            problem = Problem(rows, k, dtype, op)
             results = []
 
             def try_plan(label, launch_plan):
                 try:
                     preps = [PreparedReduction(x, problem, launch_plan=launch_plan) for x in xs]
-                    err = check(preps[0].run(), xs[0], label)
+                    err = _op_error(preps[0].run(), xs[0], op)
                     t = time_batches(lambda p: p.run(), preps, batches=batches, target_ms=8)
                     res = {"label": label, "ms": t["ms"], "gbps": xs[0].nbytes / (t["ms"] * 1e-3) / 1e9,
                            "err": err, "resident": preps[0].resident_blocks(),
@@ -349,11 +358,11 @@ def run_sweep(shapes, dtypes, *, rotate_bytes: int, batches: int, stage2: bool =
             bad = [r for r in results if "gbps" in r and r["err"] >= 1e-2]
             errors = [r for r in results if "error" in r]
             default = next((r for r in results if r["label"] == "default"), {})
-            log(f"{dtype} {rows}x{k}: default {default.get('gbps', 0):.0f} GB/s; best: " +
+            log(f"{dtype} {rows}x{k} {op}: default {default.get('gbps', 0):.0f} GB/s; best: " +
                 ", ".join(f"{r['label']} {r['gbps']:.0f}" for r in ok[:5]) +
                 (f"; WRONG: {[r['label'] for r in bad]}" if bad else "") +
                 (f"; errors: {len(errors)} ({errors[0]['error'][:120]})" if errors else ""))
-            out.append({"dtype": dtype, "rows": rows, "k": k, "results": results})
+            out.append({"dtype": dtype, "rows": rows, "k": k, "op": op, "results": results})
             del xs
             cupy.get_default_memory_pool().free_all_blocks()
     return {"info": gpu_info(), "sweep": out}
@@ -460,6 +469,136 @@ def bench_ops(shapes, dtypes, ops, *, rotate_bytes: int, batches: int, log=print
     return report
 
 
+# ---- every op beside torch, torch.compile and CuPy (issue 11 item 2) ----------------------------
+SHORT_SHAPES = [(442368, 128), (1048576, 32), (16777216, 16), (8192, 1000), (4194304, 64)]
+
+
+def _torch_op(torch, op: str):
+    if op in ("max", "min"):
+        fn = getattr(torch, "amax" if op == "max" else "amin")
+        return lambda t: fn(t, -1)
+    if op in ("var", "std"):
+        fn = getattr(torch, op)
+        return lambda t: fn(t, -1, correction=0)
+    fn = getattr(torch, op)
+    return lambda t: fn(t, -1)
+
+
+def _cupy_op(cupy, op: str):
+    fn = getattr(cupy, op)
+    return lambda x: fn(x, axis=-1)
+
+
+def _op_error(got, x, op: str) -> float:
+    """Largest error against float64 (argmax/argmin: fraction of rows whose index differs)."""
+    import cupy
+
+    got = cupy.asarray(got)
+    if op in ("argmax", "argmin"):
+        ref = getattr(cupy, op)(x, axis=-1)
+        return float(cupy.mean((got != ref).astype(cupy.float64)))
+    ref = getattr(cupy, op)(x.astype(cupy.float64), axis=-1)
+    scale = cupy.maximum(cupy.abs(ref), 1e-3)
+    return float(cupy.max(cupy.abs(got.astype(cupy.float64) - ref) / scale))
+
+
+def bench_peers(shapes, dtypes, ops, *, rotate_bytes: int, batches: int, compile_peer: bool = True,
+                log=print, json_path=None) -> dict:
+    """Per (dtype, shape, op): the public call (cupy in, cupy out), the kernels alone, torch,
+    torch.compile (one compiled function per case, static shapes) and CuPy, plus the copy; all
+    results checked against float64 first. With ``json_path`` the report is rewritten after
+    every shape, so a run cut short keeps what it measured."""
+    import cupy
+    import torch
+
+    import clreduce
+    from clreduce.backends.cuda import PreparedReduction
+    from clreduce.plan import Problem
+
+    torch._dynamo.config.cache_size_limit = 1 << 10  # one compiled function per case
+    info = gpu_info()
+    log(f"# {info['gpu']} ({info['sm_count']} SMs), cupy {info['cupy']}, torch {info['torch']}")
+    rows_out = []
+    report = {"info": info, "date": _dt.date.today().isoformat(), "rows": rows_out,
+              "method": "CUDA events around batches of back-to-back calls after 3 warm-up calls; median of "
+                        f"{batches} batch means; inputs rotate over copies totalling >= {rotate_bytes >> 20} MiB; "
+                        "GB/s = bytes read / time (copy: read + write)"}
+    for dtype in dtypes:
+        for rows, k in shapes:
+            xs = make_inputs(rows, k, dtype, rotate_bytes)
+            nbytes = xs[0].nbytes
+            tensors = [torch.from_dlpack(x) for x in xs]
+            dst = cupy.empty_like(xs[0])
+            stream = cupy.cuda.get_current_stream()
+
+            def copy(x, dst=dst):
+                cupy.cuda.runtime.memcpyAsync(dst.data.ptr, x.data.ptr, x.nbytes,
+                                              cupy.cuda.runtime.memcpyDeviceToDevice, stream.ptr)
+
+            copy_gbps = 2 * nbytes / (time_batches(copy, xs, batches=batches)["ms"] * 1e-3) / 1e9
+            del dst
+            for op in ops:
+                public = getattr(clreduce, op)
+                eager = _torch_op(torch, op)
+                impls = {"clreduce": (lambda x, f=public: f(x, axis=-1), xs)}
+                prepared = [PreparedReduction(x, Problem(rows, k, dtype, op)) for x in xs]
+                impls["kernel"] = (lambda p: p.run(), prepared)
+                impls["torch"] = (eager, tensors)
+                if compile_peer:
+                    impls["torch.compile"] = (torch.compile(_torch_op(torch, op), dynamic=False), tensors)
+                impls["cupy"] = (_cupy_op(cupy, op), xs)
+                entry = {"dtype": dtype, "rows": rows, "k": k, "op": op, "bytes": nbytes, "copy_gbps": copy_gbps,
+                         "plan": _plan_summary(prepared[0]), "gbps": {}, "err": {}}
+                for name, (fn, inputs) in impls.items():
+                    try:
+                        out = fn(inputs[0])
+                        if name == "kernel":
+                            out = prepared[0].out
+                        elif name.startswith("torch"):
+                            out = cupy.from_dlpack(out.contiguous())
+                        entry["err"][name] = _op_error(out, xs[0], op)
+                        t = time_batches(fn, inputs, batches=batches)
+                        entry["gbps"][name] = nbytes / (t["ms"] * 1e-3) / 1e9
+                    except Exception as exc:  # noqa: BLE001 - a peer that cannot run this case
+                        entry["gbps"][name] = None
+                        entry["err"][name] = f"{type(exc).__name__}: {str(exc)[:160]}"
+                rows_out.append(entry)
+                g = {n: (f"{v:6.0f}" if v else "     -") for n, v in entry["gbps"].items()}
+                log(f"{dtype:8s} {rows:>9d}x{k:<7d} {op:7s} " + "  ".join(f"{n} {v}" for n, v in g.items())
+                    + f"  copy {copy_gbps:5.0f}  [{entry['plan']['strategy']} lanes {entry['plan']['lanes']}"
+                    f" u{entry['plan']['unroll']}]")
+                del prepared, impls
+            del xs, tensors
+            cupy.get_default_memory_pool().free_all_blocks()
+            if json_path:
+                Path(json_path).write_text(json.dumps(report, indent=1))
+    return report
+
+
+def peers_markdown(report: dict) -> str:
+    """The table of a ``bench_peers`` report: GB/s per implementation and clreduce / best peer."""
+    info = report["info"]
+    lines = [f"GB/s = bytes read / time on {info['gpu']} ({report['date']}; CuPy {info['cupy']}, torch "
+             f"{info['torch']}). {report['method']}. `clreduce` is the public call on a cupy array, `kernel` "
+             "the same plan without the Python API.", "",
+             "| op | dtype | shape | clreduce | kernel | torch | torch.compile | cupy | copy | clreduce / best peer"
+             " | kernel / best peer | plan |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    fmt = lambda v: "-" if v is None else f"{v:.0f}"  # noqa: E731
+    for r in report["rows"]:
+        g = r["gbps"]
+        peers = [v for n, v in g.items() if n in ("torch", "torch.compile", "cupy") and v]
+        best = max(peers) if peers else None
+        ratio = lambda v: "-" if not (v and best) else f"{v / best:.2f}"  # noqa: E731
+        p = r["plan"]
+        lines.append(f"| {r['op']} | {r['dtype']} | {r['rows']}×{r['k']} | {fmt(g.get('clreduce'))} | "
+                     f"{fmt(g.get('kernel'))} | {fmt(g.get('torch'))} | {fmt(g.get('torch.compile'))} | "
+                     f"{fmt(g.get('cupy'))} | {r['copy_gbps']:.0f} | {ratio(g.get('clreduce'))} | "
+                     f"{ratio(g.get('kernel'))} | {p['strategy']}, lanes {p['lanes']}, vec {p['vec']}, "
+                     f"unroll {p['unroll']} |")
+    return "\n".join(lines) + "\n"
+
+
 def _fastest(reports: list[dict]) -> dict:
     """One report from several runs of the same tree: each row's fastest run."""
     key = lambda r: (r["dtype"], r["rows"], r["k"], r["op"])  # noqa: E731
@@ -507,6 +646,10 @@ def main(argv=None) -> int:
     ap.add_argument("--from-json", default=None, help="re-render the markdown of a saved JSON report (no GPU)")
     ap.add_argument("--ops", default=None, help="before/after mode: ops to time, e.g. mean,max,argmax,var")
     ap.add_argument("--json", default=None, help="before/after mode: file for the results")
+    ap.add_argument("--peers", action="store_true",
+                    help="with --ops: public call, kernel, torch, torch.compile and CuPy per op (default shapes: "
+                         "the short-row ones); writes --json and prints the markdown table")
+    ap.add_argument("--no-compile", action="store_true", help="with --peers: leave torch.compile out")
     ap.add_argument("--compare", nargs=2, default=None, metavar=("BEFORE", "AFTER"),
                     help="render the table of two --ops JSON files (no GPU); comma-separated files of "
                          "repeated runs keep each row's fastest")
@@ -528,10 +671,22 @@ def main(argv=None) -> int:
         print(md)
         return 0
     if args.sweep:
-        report = run_sweep(shapes, dtypes, rotate_bytes=args.rotate_bytes, batches=args.batches, stage2=args.stage2)
+        report = run_sweep(shapes, dtypes, rotate_bytes=args.rotate_bytes, batches=args.batches, stage2=args.stage2,
+                           ops=tuple(o for o in (args.ops or "mean").split(",") if o))
         if out:
             (out / "cuda_sweep.json").write_text(json.dumps(report, indent=1))
         print(f"sweep took {time.time() - t0:.0f} s")
+        return 0
+    if args.ops and args.peers:
+        if not args.shapes:
+            shapes = SHORT_SHAPES
+        report = bench_peers(shapes, dtypes, [o for o in args.ops.split(",") if o], rotate_bytes=args.rotate_bytes,
+                             batches=args.batches, compile_peer=not args.no_compile, json_path=args.json)
+        md = peers_markdown(report)
+        if args.json:
+            Path(args.json).with_suffix(".md").write_text(md)
+        print(md)
+        print(f"bench took {time.time() - t0:.0f} s")
         return 0
     if args.ops:
         report = bench_ops(shapes, dtypes, [o for o in args.ops.split(",") if o],

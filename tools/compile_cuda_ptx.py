@@ -17,6 +17,7 @@ so a syntax error in any variant fails CI.
     python tools/compile_cuda_ptx.py --list     # print the option sets, compile nothing
     python tools/compile_cuda_ptx.py --quick    # float32/int8/float16 only
     python tools/compile_cuda_ptx.py --all      # every distinct option set, not one per path
+    python tools/compile_cuda_ptx.py --files softmax.cl,row_norm.cl   # only these kernel files
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from clreduce.backends.cuda.launch import cuda_source, nvrtc_options  # noqa: E402
-from clreduce.kernels import DIALECT_HEADERS, kernel_path  # noqa: E402
+from clreduce.kernels import DIALECT_HEADERS, kernel_path, kernel_text  # noqa: E402
 from clreduce.backends.cuda.probe import (  # noqa: E402
     A100_PROPERTIES,
     H100_SXM_PROPERTIES,
@@ -47,6 +48,7 @@ from clreduce.backends.cuda.probe import (  # noqa: E402
 from clreduce.backends.cuda.tune import cuda_plan  # noqa: E402
 from clreduce.ops import OPS, SUPPORTED_DTYPES  # noqa: E402
 from clreduce.plan import Force, Problem, UnsupportedOnDevice  # noqa: E402
+from clreduce.plan_rowops import FAMILIES, INT_DTYPES, SCAN_OPS, RowForce, RowProblem, plan_row, row_variants  # noqa: E402
 
 # (rows, row_len): every strategy (rows per warp at several team widths, warp per row,
 # block per row, split-K) and odd lengths that exercise heads and tails.
@@ -95,6 +97,49 @@ def coverage_keys(name: str, defines) -> tuple:
             (name, "team", lanes, d.get("SG_MODE"), op))
 
 
+# Row ops (softmax.cl, row_norm.cl, row_scale.cl, row_scan.cl): shapes that reach every
+# cache, lane class and split, and the planner's forced variants on two of them.
+ROW_SHAPES = [(1, 1), (1000, 7), (4096, 128), (512, 1000), (64, 4097), (4, 200_000)]
+_ROW_TYPE_KEYS = ("IN_T", "OUT_T", "ACC_T", "LOG", "NORM", "HAS_WEIGHT", "HAS_BIAS", "QUANT", "SCAN")
+
+
+def row_coverage_keys(name: str, defines) -> tuple:
+    """What a row-op variant covers: its types and op, and its path (cache, sub-group mode,
+    lane class, phase, items) with each accumulator type."""
+    d = dict(defines)
+    types = tuple((k, d.get(k)) for k in _ROW_TYPE_KEYS)
+    path = (d.get("CACHE"), d.get("SG_MODE"), _lanes_class(int(d["LANES"])), d.get("PHASE"), d.get("SPLIT") == "1",
+            d.get("ITEMS"), d.get("WG_SIZE") == "32")
+    return ((name, "types", types), (name, "path", path, d.get("ACC_T"), d.get("SCAN")))
+
+
+def row_variants_found(caps, dtypes, found: dict, seen: set, everything: bool) -> None:
+    """Add the row-op variants of ``caps`` to ``found`` (see ``variants``)."""
+    for op in FAMILIES:
+        op_dtypes = tuple(d for d in dtypes if d.startswith("float") or (op in SCAN_OPS[:2] and d in INT_DTYPES))
+        for dtype in op_dtypes:
+            for rows, k in ROW_SHAPES:
+                problems = [RowProblem(op, rows, k, dtype)]
+                if op in ("rms_norm", "layer_norm"):
+                    problems.append(RowProblem(op, rows, k, dtype, weight=True, bias=op == "layer_norm"))
+                for problem in problems:
+                    forces = [None]
+                    if (rows, k) in ((1000, 7), (64, 4097)) and dtype in ("float32", "int32", "float16"):
+                        forces += row_variants(caps, problem)
+                    for force in forces:
+                        try:
+                            p = plan_row(caps, problem, force)
+                        except (UnsupportedOnDevice, ValueError):
+                            continue
+                        for launch in p.passes:
+                            keys = row_coverage_keys(p.kernel_file, launch.defines)
+                            if not everything and all(key in seen for key in keys):
+                                continue
+                            seen.update(keys)
+                            found.setdefault((p.kernel_file, nvrtc_options(launch.defines)),
+                                             f"{caps.name} {dtype} {op} {rows}x{k} {force}")
+
+
 def variants(quick: bool = False, everything: bool = False) -> dict:
     """{(kernel .cl file, nvcc options): a plan that needs it}.
 
@@ -122,6 +167,7 @@ def variants(quick: bool = False, everything: bool = False) -> dict:
                             seen.update(keys)
                             key = (name, nvrtc_options(launch.defines))
                             found.setdefault(key, f"{caps.name} {dtype} {op} {rows}x{k} {force}")
+        row_variants_found(caps, dtypes, found, seen, everything)
     return found
 
 
@@ -140,9 +186,10 @@ def batch_source(name: str, items: list[tuple[int, tuple[str, ...]]]) -> str:
     a namespace of its own, ``#undef`` of every macro the variants or the file define, the
     variant's -D macros as ``#define``, entry points renamed per variant, and the file.
     One nvcc run per batch instead of per variant (nvcc's start-up dominates)."""
-    path = kernel_path(name)
-    own = set(_DEFINE_RE.findall(path.read_text(encoding="utf-8")))
-    entries = {"reduce_rows", "reduce_rows_state", "reduce_cols"}
+    text = kernel_text(name)  # includes (row_common.h) spliced in: their guards are #undef'd below
+    own = set(_DEFINE_RE.findall(text))
+    entries = {"reduce_rows", "reduce_rows_state", "reduce_cols", "softmax_rows", "norm_rows", "scale_rows",
+               "scan_rows"}
     lines = [f"/* generated by tools/compile_cuda_ptx.py: {len(items)} variants of {name} */",
              f'#include "{kernel_path(DIALECT_HEADERS["cuda"]).as_posix()}"']
     all_defines = set(own)
@@ -155,7 +202,7 @@ def batch_source(name: str, items: list[tuple[int, tuple[str, ...]]]) -> str:
         lines += [f"#undef {m}" for m in sorted(all_defines | entries)]
         lines += [f"#define {k} {v}" for k, v in defs]
         lines += [f"#define {e} {e}_v{index}" for e in sorted(entries)]
-        lines += [f"namespace clreduce_v{index} {{", f'#include "{path.as_posix()}"', "}"]
+        lines += [f"namespace clreduce_v{index} {{", text, "}"]
     return "\n".join(lines) + "\n"
 
 
@@ -196,9 +243,13 @@ def main(argv=None) -> int:
                     help="compile with NVRTC through CuPy instead of nvcc (what the backend uses at run time)")
     ap.add_argument("--all", action="store_true",
                     help="every distinct option set of three parts (H100, A100, T4), not one per code path")
+    ap.add_argument("--files", default="", help="comma-separated kernel files to keep (e.g. softmax.cl,row_scan.cl)")
     args = ap.parse_args(argv)
 
     found = variants(args.quick, args.all)
+    if args.files:
+        keep = set(args.files.split(","))
+        found = {key: why for key, why in found.items() if key[0] in keep}
     if args.list:
         for (name, options), why in sorted(found.items()):
             print(name, " ".join(options), "#", why)

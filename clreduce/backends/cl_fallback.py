@@ -4,7 +4,8 @@ A build failure of a sub-group variant moves the plan down the chain built-in re
 shuffle butterfly -> local memory, warns once per (device, mode) with the first lines of
 the build log, and remembers the mode as bad for the device's fingerprint for the rest of
 the process. ``clreduce probe --verify`` marks modes that build but answer wrong the same way.
-Old Adreno compilers (E031.x before .38.11) crash on sub_group_reduce_*: this is their path.
+Old Adreno compilers (E031.x before .38.11) crash on sub_group_reduce_*: this is their path;
+an NVIDIA driver whose compiler refuses the inline PTX of SG_MODE 4 takes it too.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ def bad_modes(caps: DeviceCaps) -> frozenset[str]:
 
 
 def can_fall_back(mode: str) -> bool:
-    return mode in ("builtin", "shuffle_khr", "shuffle_qcom")
+    return mode in ("builtin", "shuffle_khr", "shuffle_qcom", "shuffle_ptx")
 
 
 def mark_bad(caps: DeviceCaps, mode: str, log: str, why: str) -> None:

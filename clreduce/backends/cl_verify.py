@@ -32,7 +32,7 @@ def _modes(caps) -> list[str]:
     modes = []
     if caps.subgroup_reduce_builtins:
         modes.append("builtin")
-    if caps.khr_shuffle or caps.qcom_shuffle:
+    if caps.khr_shuffle or caps.qcom_shuffle or caps.ptx_shuffle:
         modes.append("shuffle")
     return modes + ["local"]
 

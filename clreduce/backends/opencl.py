@@ -11,6 +11,7 @@ import dataclasses
 import functools
 import math
 import os
+import struct
 import threading
 import warnings
 
@@ -19,7 +20,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.cltypes  # noqa: F401  (cl.cltypes.make_long8)
 
-from .. import config, tuning
+from .. import config, fastpath, tuning
 from ..caps import DeviceCaps, normalize_implementation
 from ..kernels import read_source, source_hash
 from ..lru import LRU
@@ -27,6 +28,7 @@ from ..ops import wide_sums_to_float64
 from ..plan import Force, LaunchPlan, Problem, UnsupportedOnDevice, plan
 from . import cl_fallback as fallback
 from . import cl_host as host_buffers
+from .cl_chunks import reduce_pieces
 from .cl_cache_lock import CompilerCacheLocked, check_compiler_cache_lock  # noqa: F401 (re-exported)
 from .opencl_probe import probe_device
 
@@ -230,12 +232,13 @@ class _CachedKernel:
     nothing else needs it. Threads on different kernels never wait for each other.
     """
 
-    __slots__ = ("kernel", "program", "scalars", "lock")
+    __slots__ = ("kernel", "program", "scalars", "offsets", "lock")
 
     def __init__(self, program: cl.Program, entry: str):
         self.program = program
         self.kernel = getattr(program, entry)
         self.scalars = None
+        self.offsets = None
         self.lock = threading.Lock()
 
 
@@ -246,6 +249,8 @@ def _on_program_evicted(key, _cached) -> None:
 
 
 def _discard_plans(predicate) -> None:
+    # the fast path's launchers hold plan entries too (fastpath.py, cl_launch.py)
+    fastpath.discard_plans(predicate)
     cache = _plan_cache
     if isinstance(cache, LRU):
         cache.discard_if(predicate)
@@ -357,8 +362,9 @@ def _kernel_fits(kernel: cl.Kernel, device: cl.Device, launch_plan: LaunchPlan, 
     limit = kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device)
     if limit < launch_plan.wg_size:
         return dataclasses.replace(caps, max_work_group_size=int(limit))
-    if launch_plan.sg_size and launch_plan.reqd_sg == "none":
+    if launch_plan.sg_size and launch_plan.reqd_sg == "none" and launch_plan.sg_mode != "shuffle_ptx":
         # Without a way to request a width, the compiler picks it: check it is the one planned.
+        # (PTX warps are 32 wide by the hardware; NVIDIA's driver has no sub-group query.)
         actual = kernel.get_sub_group_info(device, cl.kernel_sub_group_info.MAX_SUB_GROUP_SIZE_FOR_NDRANGE,
                                            (launch_plan.wg_size,))
         if actual != launch_plan.sg_size:
@@ -375,10 +381,10 @@ def plan_for(queue: cl.CommandQueue, problem: Problem, force: Force | None = Non
     Memoised per (context, device, problem, force) in a bounded LRU: a repeated call does
     one lookup.
     """
-    force = (force or Force()).merged(config.forced_plan())
     ctx = queue.context
     device = queue.device
-    key = (ctx.int_ptr, device.int_ptr, problem, force, tuning.enabled() and tuning.generation())
+    key = plan_key(ctx, device, problem, force)
+    force = key[3]
     hit = _plan_cache.get(key)
     if hit is not None:
         return hit
@@ -395,6 +401,13 @@ def plan_for(queue: cl.CommandQueue, problem: Problem, force: Force | None = Non
             return hit
     _plan_cache[key] = hit = _plan_and_build(ctx, device, caps, problem, force)
     return hit
+
+
+def plan_key(ctx: cl.Context, device: cl.Device, problem: Problem, force: Force | None) -> tuple:
+    """The plan cache's key for a problem: ``force`` merged over the CLREDUCE_* overrides,
+    and the tune state (a new winner is used at once)."""
+    force = (force or Force()).merged(config.forced_plan())
+    return ctx.int_ptr, device.int_ptr, problem, force, tuning.enabled() and tuning.generation()
 
 
 def _plan_and_build(ctx, device, caps: DeviceCaps, problem: Problem, force: Force):
@@ -427,27 +440,52 @@ def _plan_and_build(ctx, device, caps: DeviceCaps, problem: Problem, force: Forc
     raise RuntimeError(f"no buildable plan [{describe(device, problem)}]")
 
 
-def _scalar(kind: str, value, acc_dtype: str):
-    if kind == "u64":
-        return np.uint64(value)
-    return np.dtype(acc_dtype).type(value)  # "acc": declared ACC_T in the kernel
+# pyopencl's set_arg of a scalar costs ~14 us (it tries the argument as each memory-object
+# type first); _set_arg_buf_pack_multi (what pyopencl's own typed invokers call) packs it
+# with a struct type character in ~0.3 us. Characters whose size matches the kernel's type.
+_PACK_CHARS = {np.dtype(t).name: np.dtype(t).char.encode() for t in "bBhHiIlLfd"
+               if struct.calcsize(np.dtype(t).char) == np.dtype(t).itemsize}
+
+
+def _set_scalars(kernel: cl.Kernel, first: int, values, dtypes) -> None:
+    """Set arguments ``first, first + 1, ...`` to ``values`` of numpy dtype names ``dtypes``."""
+    pack = getattr(kernel, "_set_arg_buf_pack_multi", None)
+    chars = [_PACK_CHARS.get(name) for name in dtypes]
+    if pack is not None and None not in chars:
+        args = []
+        for i, (char, value) in enumerate(zip(chars, values), start=first):
+            args += (i, char, float(value) if char in b"fd" else int(value))
+        pack(tuple(args))
+        return
+    for i, (name, value) in enumerate(zip(dtypes, values), start=first):
+        kernel.set_arg(i, np.dtype(name).type(value))
 
 
 def _set_args(cached: _CachedKernel, launch, src, src_off: int, dst, dst_off: int) -> None:
-    """Bind the arguments; the caller holds ``cached.lock`` until the enqueue is done."""
+    """Bind the arguments; the caller holds ``cached.lock`` until the enqueue is done.
+
+    Buffers are bound every time (~0.3 us each); offsets and scalars only when they differ
+    from what this kernel object last had (``cached``), which a repeated call never does.
+    """
     kernel = cached.kernel
     kernel.set_arg(0, src)
-    kernel.set_arg(1, np.uint64(src_off))
     kernel.set_arg(2, dst)
-    kernel.set_arg(3, np.uint64(dst_off))
+    if cached.offsets != (src_off, dst_off):
+        cached.offsets = None  # unknown until both are set
+        _set_scalars(kernel, 1, (src_off,), ("uint64",))
+        _set_scalars(kernel, 3, (dst_off,), ("uint64",))
+        cached.offsets = (src_off, dst_off)
     if cached.scalars != launch.scalars:
-        for i, (_, kind, value) in enumerate(launch.scalars, start=4):
-            kernel.set_arg(i, _scalar(kind, value, launch.acc_dtype))
+        cached.scalars = None
+        _set_scalars(kernel, 4, [value for _, _, value in launch.scalars],
+                     ["uint64" if kind == "u64" else launch.acc_dtype for _, kind, _ in launch.scalars])
         cached.scalars = launch.scalars
 
 
 def clear_caches() -> None:
-    """Forget built programs, plans and argument state (pyopencl's disk cache remains)."""
+    """Forget built programs, plans, argument state and the fast path's learned calls
+    (pyopencl's disk cache remains)."""
+    fastpath.clear()
     _kernel_cache.clear()
     _plan_cache.clear()
     with _holds_lock:
@@ -455,9 +493,10 @@ def clear_caches() -> None:
 
 
 def cache_sizes() -> dict[str, int]:
-    """Entries in each in-process cache (programs, plans, contexts held) and the bound."""
+    """Entries in each in-process cache (programs, plans, contexts held, learned calls of
+    the fast path) and the bound."""
     return {"programs": len(_kernel_cache), "plans": len(_plan_cache), "contexts": len(_holds),
-            "bound": config.cache_size()}
+            "fast_path": fastpath.size(), "bound": config.cache_size()}
 
 
 class PreparedReduction:
@@ -553,7 +592,7 @@ def gather(queue: cl.CommandQueue, array, order: list[int]):
     wg = 64
     groups = min(-(-out.size // wg), 4096)
     with cached.lock:  # set-args + enqueue on a shared kernel: see _CachedKernel
-        cached.scalars = None
+        cached.scalars = cached.offsets = None
         cached.kernel(queue, (groups * wg,), (wg,), array.base_data, np.int64(array.offset // itemsize),
                       out.base_data, np.uint64(out.size), meta_shape, meta_strides)
     return out
@@ -584,8 +623,13 @@ class OpenCLBackend:
 
     def layout(self, native, axes: tuple[int, ...], *, queue=None, device=None):
         """(source, outer, K, inner) for the reduce: in place when the reduced axes are one
-        adjacent block of a C-contiguous array; otherwise a C-order copy (host for numpy,
-        device for pyopencl arrays) with the reduced axes moved last."""
+        adjacent block of a C-contiguous array; otherwise the reduced axes moved last, as a
+        strided numpy view (``cl_chunks`` copies it into C order piece by piece) or a
+        device-side C-order copy of a pyopencl array."""
+        if isinstance(native, np.generic):
+            native = np.asarray(native)  # argmax of a 0-d bool array: the api's `x != 0` is a scalar
+        if isinstance(native, np.ndarray) and not native.flags.c_contiguous:
+            native, axes = host_buffers.base_order(native, axes)  # a transpose reads in place
         shape = native.shape
         adjacent = bool(axes) and list(axes) == list(range(axes[0], axes[-1] + 1))
         if adjacent:
@@ -593,7 +637,7 @@ class OpenCLBackend:
             k = math.prod(shape[axes[0]:axes[-1] + 1])
             inner = math.prod(shape[axes[-1] + 1:])
             if isinstance(native, np.ndarray):
-                return np.ascontiguousarray(native), outer, k, inner
+                return native, outer, k, inner  # a strided view is gathered in pieces (cl_chunks)
             if _is_c_contiguous(native):
                 return native, outer, k, inner
         kept = [i for i in range(native.ndim) if i not in axes]
@@ -601,7 +645,7 @@ class OpenCLBackend:
         k = math.prod(shape[i] for i in axes)
         order = kept + list(axes)
         if isinstance(native, np.ndarray):
-            return np.ascontiguousarray(native.transpose(order)), outer, k, 1
+            return native.transpose(order), outer, k, 1  # gathered in pieces (cl_chunks)
         return gather(self.queue_for_array(native, queue, device), native, order), outer, k, 1
 
     def queue_for_array(self, native, queue=None, device=None):
@@ -618,14 +662,15 @@ class OpenCLBackend:
         if options:
             raise TypeError(f"unexpected options for the OpenCL backend: {sorted(options)}")
         q = self.queue_for_array(src, queue, device)
+        as_dtype = None
         if (problem.dtype == "float64" and problem.acc_dtype in ("float32", "float16")
                 and isinstance(src, np.ndarray) and not caps_of(q.device).fp64):
             # dtype=float32 is the user's opt-in on a device without fp64: convert on the
-            # host, where the upload copies anyway (numpy would also compute in float32)
-            src = src.astype(np.float32)
+            # host, piece by piece (numpy would also compute in float32)
+            as_dtype = np.float32
             problem = dataclasses.replace(problem, dtype="float32")
         if isinstance(src, np.ndarray):
-            return host_buffers.reduce_host(q, src, problem, force, _reduce_host_once)
+            return reduce_pieces(q, src, problem, force, _start_host, as_dtype)
         prepared = PreparedReduction(q, src, problem, force)
         prepared.enqueue()
         if prepared.plan.out_words != 1:
@@ -663,15 +708,23 @@ class OpenCLBackend:
     def caps(self, device=None) -> DeviceCaps:
         return caps_of(queue_for(device).device)
 
+    def fast_launcher(self, a, native, problem: Problem, force, out_shape: tuple, where: dict, expected=None):
+        """A ready launcher for calls like this one (clreduce/fastpath.py), or None."""
+        from .cl_launch import fast_launcher
 
-def _reduce_host_once(queue, src: np.ndarray, problem: Problem, force) -> np.ndarray:
-    """One numpy input that fits one allocation: run, wait, free the input buffer, read back."""
+        return fast_launcher(self, a, native, problem, force, out_shape, where)
+
+
+def _start_host(queue, src: np.ndarray, problem: Problem, force) -> PreparedReduction:
+    """One contiguous numpy piece that fits one allocation, enqueued; the caller calls
+    ``result()`` (waits, reads back) and then ``release()`` (frees the wrapped input)."""
     prepared = PreparedReduction(queue, src, problem, force)
     try:
-        events = prepared.enqueue()
-        return prepared.result(events)
-    finally:
+        prepared.enqueue()
+    except BaseException:
         prepared.release()
+        raise
+    return prepared
 
 
 def _is_cl_array(array) -> bool:

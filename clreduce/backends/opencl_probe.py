@@ -57,6 +57,27 @@ __kernel ATTRIBUTE void clreduce_probe_subgroups(__global int *out)
 }
 """
 
+# NVIDIA's OpenCL: no sub-group extension, but warps of 32 consecutive work-items and a
+# compiler that takes inline PTX. Each work-item sums (lane + 1) over its warp with a xor
+# butterfly of shfl.sync.bfly.b32 (the instruction SG_MODE 4 uses) and records it; the host
+# checks every warp got 528 and that lanes differ (a shuffle that returned its input would give
+# (lane + 1) * 32).
+_PTX_SHUFFLE_PROBE_SOURCE = """
+inline uint clreduce_shfl_xor(uint v, uint m)
+{
+    uint r;
+    asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=r"(r) : "r"(v), "r"(m));
+    return r;
+}
+__kernel void clreduce_probe_ptx_shuffle(__global uint *out)
+{
+    const uint lid = get_local_id(0);
+    uint v = (lid & 31u) + 1u;
+    for (uint m = 16u; m > 0u; m >>= 1) v += clreduce_shfl_xor(v, m);
+    out[lid] = v;
+}
+"""
+
 _TRIVIAL_SOURCE = """
 __kernel void clreduce_probe_trivial(__global float *out, __global const float *in)
 {
@@ -180,15 +201,50 @@ def _probe_uncached(device) -> DeviceCaps:
     elif ctx is not None:
         notes.append("no sub-group extension or feature advertised: sub-groups off")
 
+    ptx = False
+    if ctx is not None and not subgroups and caps.implementation == "nvidia" and warp_size == 32:
+        ptx = _probe_ptx_shuffle(ctx, device, notes)
+        if ptx:
+            sizes = (32,)  # the warp: what SG_MODE 4 reduces over
     if not preferred:
         preferred = warp_size or (sizes[0] if sizes else 1)
     return _replace(
         caps,
         subgroups=subgroups,
         subgroup_sizes=sizes,
+        ptx_shuffle=ptx,
         preferred_wg_multiple=int(preferred),
         notes=tuple(notes),
     )
+
+
+def _probe_ptx_shuffle(ctx, device, notes: list[str]) -> bool:
+    """Build and run the inline-PTX warp shuffle probe (NVIDIA OpenCL); True when exact."""
+    import numpy as np
+    import pyopencl as cl
+
+    try:
+        kernel = _build(cl, ctx, _PTX_SHUFFLE_PROBE_SOURCE, "").clreduce_probe_ptx_shuffle
+        wg = min(256, int(device.max_work_group_size),
+                 int(kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device)))
+        wg -= wg % 32
+        if wg < 32:
+            notes.append(f"PTX shuffle probe: work-group limit {wg} below a warp")
+            return False
+        queue = cl.CommandQueue(ctx, device)
+        out = np.zeros(wg, dtype=np.uint32)
+        buf = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, out.nbytes)
+        kernel(queue, (wg,), (wg,), buf)
+        cl.enqueue_copy(queue, out, buf)
+        queue.finish()
+    except Exception as exc:  # noqa: BLE001 - a driver without inline PTX: local memory then
+        notes.append(f"PTX shuffle probe failed: {_short(exc)}")
+        return False
+    if not np.all(out == 32 * 33 // 2):
+        notes.append(f"PTX shuffle probe gave wrong sums {sorted(set(out.tolist()))[:4]}: warp shuffles off")
+        return False
+    notes.append("PTX shuffle probe passed (shfl.sync.bfly.b32 over warps of 32): SG_MODE 4 usable")
+    return True
 
 
 def _advertises_subgroups(caps: DeviceCaps) -> bool:

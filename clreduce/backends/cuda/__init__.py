@@ -20,7 +20,7 @@ import threading
 
 import numpy as np
 
-from ... import config
+from ... import config, tuning
 from ...lru import LRU
 from ...ops import SUPPORTED_DTYPES, wide_sums_to_float64
 from ...plan import Force, LaunchPlan, Problem
@@ -347,6 +347,13 @@ class CudaBackend:
         cupy = self._require()
         return probe_device(_device_id(device, cupy))
 
+    def fast_launcher(self, a, native, problem: Problem, force, out_shape: tuple, where: dict, expected=None):
+        """A ready launcher for calls like this one (clreduce/fastpath.py), or None.
+        ``expected`` (the full path's result for ``a``) is what a first run must give."""
+        from .fast import fast_launcher
+
+        return fast_launcher(a, native, problem, force, out_shape, where, expected)
+
 
 def _to_numpy(result):
     if isinstance(result, np.ndarray) or np.isscalar(result):
@@ -419,13 +426,28 @@ _prepared = LRU(lambda: 4 * config.cache_size())
 
 
 def _plan_and_kernels(device_id: int, problem: Problem, force: Force):
-    """(plan, kernels) for a problem on a device: planned and built once per process."""
-    key = (device_id, problem, force)
+    """(plan, kernels) for a problem on a device: planned and built once per process (per
+    tune-cache generation). A winner ``clreduce tune --backend cuda`` stored for the problem's
+    bucket replaces the planner's choice when nothing is forced and ``CLREDUCE_TUNE`` is not 0;
+    one that no longer plans or builds falls back to the planner's plan with a warning."""
+    key = (device_id, problem, force, tuning.generation())
     hit = _prepared.get(key)
     if hit is None:
         caps = probe_device(device_id)
-        launch_plan = cuda_plan(caps, problem, force)
-        hit = _prepared.put(key, (launch_plan, _kernels_for(device_id, launch_plan)))
+        tuned = tuning.tuned_force(caps, problem, force)
+        if tuned is not None and tuned != force:
+            try:
+                launch_plan = cuda_plan(caps, problem, tuned)
+                hit = (launch_plan, _kernels_for(device_id, launch_plan))
+            except Exception as exc:  # noqa: BLE001 - a stale winner must never fail a call
+                import warnings
+
+                warnings.warn(f"tuned plan {tuned} no longer runs on CUDA device {device_id} ({exc}); using the "
+                              "planner's plan (re-run `clreduce tune --backend cuda`)", RuntimeWarning, stacklevel=3)
+        if hit is None:
+            launch_plan = cuda_plan(caps, problem, force)
+            hit = (launch_plan, _kernels_for(device_id, launch_plan))
+        hit = _prepared.put(key, hit)
     return hit
 
 
@@ -474,7 +496,7 @@ _launchers = LRU(lambda: 4 * config.cache_size())
 
 
 def _launcher(device_id: int, problem: Problem, force: Force) -> _Launcher:
-    key = (device_id, problem, force)
+    key = (device_id, problem, force, tuning.generation())
     hit = _launchers.get(key)
     if hit is None:
         hit = _launchers.put(key, _Launcher(device_id, problem, force))

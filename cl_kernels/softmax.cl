@@ -1,0 +1,206 @@
+/* softmax.cl: softmax / log_softmax of each contiguous row of a (rows, row_len) array.
+ *
+ * Teams of LANES work-items own one task each (a row, or a chunk of one: row_common.h) and
+ * walk the tasks with a grid stride. A lane owns the elements lane, lane + LANES, ... of its
+ * task, so neighbouring lanes read neighbouring addresses. CACHE picks where a lane keeps its
+ * elements between the passes of a whole row (PHASE 0):
+ *   CACHE 0  registers: a private array of NPER floats (row read once)
+ *   CACHE 1  local memory: LOCAL_LEN floats per team (row read once); a lane reads back
+ *            only what it wrote itself, so the row buffer needs no barrier
+ *   CACHE 2  none: two reads of the row from global memory, the first for the max and the
+ *            sum at once (an online max, as split rows' PHASE 1), the second for the write
+ * Math is in ACC_T (float for half input); the shift follows scipy.special:
+ *   softmax      y = exp(x - m) / sum(exp(x - m)),      m = max(x)   (NaN propagates)
+ *   log_softmax  y = (x - s) - log(sum(exp(x - s))),    s = m if finite else 0
+ * so a row holding NaN or +inf, or only -inf, gives NaN (log_softmax: see README).
+ *
+ * Split rows (SPLIT > 1, few long rows): PHASE 1 writes each chunk's (m_c, s_c), its max and
+ * sum(exp(x - shift_c)) with shift_c = m_c if finite else 0, from one read (an online max:
+ * the sum is rescaled when the max grows); PHASE 2 folds a row's pairs into (m, s) with the
+ * same shift rule and writes the chunk. Both give the PHASE 0 values up to rounding, the
+ * non-finite rows included.
+ *
+ * Entry:
+ *   softmax_rows(in, in_offset, out, out_offset, partials, n_rows, row_len, chunk_len)
+ * 1-D launch, local size WG_SIZE, any multiple of it as global size (grid stride over
+ * n_rows * SPLIT tasks). Offsets and lengths in elements; chunk_len = row_len with SPLIT 1.
+ * out is (n_rows, row_len) of OUT_T (unused in PHASE 1); partials is (n_rows * SPLIT, 2) of
+ * ACC_T (unused with SPLIT 1).
+ *
+ * Required macros: those of row_common.h, and LOG (0 softmax, 1 log_softmax).
+ */
+
+#ifndef LOG
+#error "LOG (0 softmax, 1 log_softmax) is required"
+#endif
+
+#include "row_common.h"
+
+/* shift of a max: itself when finite, else 0 (log_softmax's rule; the partial sums use it) */
+inline ACC_T finite_or_zero(const ACC_T m) { return isfinite(m) ? m : (ACC_T)0; }
+
+#if PHASE == 1 || (PHASE == 0 && CACHE == CACHE_NONE)
+#define ONLINE 1  /* max and sum from one read of the row (or chunk) */
+#else
+#define ONLINE 0
+#endif
+
+#if ONLINE
+/* One element into a lane's (max m, compensated sum (s, c) of exp(x - shift(m))). -inf adds
+ * nothing; a new max rescales the sum (to 0 when the old max was -inf, or the new is +inf,
+ * whose sum then is exp(+inf) = inf); a NaN becomes the max and the sum. */
+inline void online_add(ACC_T *m, ACC_T *s, ACC_T *c, const ACC_T x) {
+    if (isnan(x) || x > *m) {
+        const ACC_T r = isfinite(*m) && isfinite(x) ? exp(*m - x) : (ACC_T)0;
+        *s *= r;
+        *c *= r;
+        *m = x;
+    }
+    if (x != (ACC_T)(-INFINITY)) {
+        nsum_add(s, c, exp(x - finite_or_zero(*m)));
+    }
+}
+#endif
+
+/* A (max, sum) pair of one lane or chunk, re-based onto the shift of the team's max. */
+inline ACC_T rebased(const ACC_T s, const ACC_T m, const ACC_T shift) {
+    return s == (ACC_T)0 ? (ACC_T)0 : s * exp(finite_or_zero(m) - shift);
+}
+
+__kernel SG_ATTR KERNEL_WG_SIZE(WG_SIZE)
+void softmax_rows(__global const IN_T *restrict in, const ulong in_offset,
+                  __global OUT_T *restrict out, const ulong out_offset,
+                  __global ACC_T *restrict partials,
+                  const ulong n_rows, const ulong row_len, const ulong chunk_len)
+{
+    __local ACC_T scratch[SCRATCH_LEN];
+#if CACHE == CACHE_LOCAL
+    __local ACC_T rowbuf[TEAMS * LOCAL_LEN];
+#endif
+    const uint lid = (uint)get_local_id(0);
+    const uint lane = LANE_ID();
+    const uint team = TEAM_ID();
+    const ulong stride = (ulong)get_num_groups(0) * TEAMS;
+
+    /* every work-item runs the same trips; a team past the last task works on an empty chunk */
+    for (ulong base = (ulong)get_group_id(0) * TEAMS; base < n_rows * SPLIT; base += stride) {
+        const ulong task = base + team;
+        ulong row, start;
+        const ulong len = task_len(task, n_rows, row_len, chunk_len, &row, &start);
+        __global const IN_T *p = in + in_offset + row * row_len + start;
+#if PHASE != 1
+        __global OUT_T *q = out + out_offset + row * row_len + start;
+#endif
+
+#if ONLINE
+        /* each lane's (max, sum of exp(x - shift(max))), then the team's */
+        ACC_T lm = -INFINITY, ls_ = 0, comp = 0;
+        for (ulong i = lane; i < len; i += LANES) {
+            online_add(&lm, &ls_, &comp, LOAD(p, i));
+        }
+        ACC_T m = team_reduce(lm, K_MAX, scratch, lid, lane);
+        ACC_T s = team_reduce(rebased(nsum_value(ls_, comp), lm, finite_or_zero(m)), K_SUM, scratch, lid, lane);
+#endif
+#if PHASE == 1
+        if (lane == 0 && len > 0) {
+            partials[2 * task] = m;
+            partials[2 * task + 1] = s;
+        }
+#else
+#if ONLINE
+#if LOG
+        const ACC_T shift = finite_or_zero(m);
+#endif
+#elif PHASE == 2
+        ACC_T m = -INFINITY;
+        for (uint j = lane; j < SPLIT; j += LANES) {
+            m = comb(m, PARTIAL(row, j, 0), K_MAX);
+        }
+        m = team_reduce(m, K_MAX, scratch, lid, lane);
+        const ACC_T shift = finite_or_zero(m);
+        ACC_T s = 0, comp = 0;
+        for (uint j = lane; j < SPLIT; j += LANES) {
+            nsum_add(&s, &comp, rebased(PARTIAL(row, j, 1), PARTIAL(row, j, 0), shift));
+        }
+        s = team_reduce(nsum_value(s, comp), K_SUM, scratch, lid, lane);
+#else  /* PHASE 0: the whole row */
+        ACC_T m = -INFINITY;
+#if CACHE == CACHE_REG
+        ACC_T v[NPER];
+        for (uint j = 0; j < NPER; ++j) {
+            const ulong i = lane + (ulong)j * LANES;
+            v[j] = i < len ? LOAD(p, i) : (ACC_T)(-INFINITY);
+            m = comb(m, v[j], K_MAX);
+        }
+#elif CACHE == CACHE_LOCAL
+        LOCAL_PTR ACC_T *c = rowbuf + team * LOCAL_LEN;
+        for (ulong i = lane; i < len; i += LANES) {
+            const ACC_T x = LOAD(p, i);
+            c[i] = x;
+            m = comb(m, x, K_MAX);
+        }
+#endif
+        m = team_reduce(m, K_MAX, scratch, lid, lane);
+#if LOG
+        const ACC_T shift = finite_or_zero(m);
+#else
+        const ACC_T shift = m;
+#endif
+
+        ACC_T s = 0, comp = 0;
+/* softmax keeps exp(x - shift) in the cache, so each element's exp is computed once */
+#if CACHE == CACHE_REG
+        for (uint j = 0; j < NPER; ++j) {
+            if (lane + (ulong)j * LANES < len) {
+                const ACC_T e = exp(v[j] - shift);
+                nsum_add(&s, &comp, e);
+#if !LOG
+                v[j] = e;
+#endif
+            }
+        }
+#elif CACHE == CACHE_LOCAL
+        for (ulong i = lane; i < len; i += LANES) {
+            const ACC_T e = exp(c[i] - shift);
+            nsum_add(&s, &comp, e);
+#if !LOG
+            c[i] = e;
+#endif
+        }
+#endif
+        s = team_reduce(nsum_value(s, comp), K_SUM, scratch, lid, lane);
+#endif /* PHASE 0, cached */
+
+#if LOG
+        const ACC_T ls = log(s);
+#define RESULT(x) (((x) - shift) - ls)
+#define RESULT_CACHED(x) RESULT(x)
+#elif ONLINE || PHASE == 2
+        /* a non-finite max (NaN, +inf, all -inf) makes the whole row NaN, as exp(x - m) does
+         * in the cached variants */
+        const ACC_T m_ = isfinite(m) ? m : (ACC_T)NAN;
+#define RESULT(x) (exp((x) - m_) / s)
+#else
+#define RESULT(x) (exp((x) - shift) / s)
+#define RESULT_CACHED(e) ((e) / s)
+#endif
+
+#if CACHE == CACHE_REG
+        for (uint j = 0; j < NPER; ++j) {
+            const ulong i = lane + (ulong)j * LANES;
+            if (i < len) {
+                STORE(RESULT_CACHED(v[j]), q, i);
+            }
+        }
+#elif CACHE == CACHE_LOCAL
+        for (ulong i = lane; i < len; i += LANES) {
+            STORE(RESULT_CACHED(c[i]), q, i);
+        }
+#else
+        for (ulong i = lane; i < len; i += LANES) {
+            STORE(RESULT(LOAD(p, i)), q, i);
+        }
+#endif
+#endif /* PHASE != 1 */
+    }
+}

@@ -1,0 +1,587 @@
+"""Planner for the row operations (softmax, norms, absmax-scale/quantize): pure, no device.
+
+A row op reads a row, reduces it to one or two statistics, and (except ``moments``) writes
+the row back transformed. Teams of ``lanes`` work-items own one row each. Where the row
+waits between the reduce and the write is the plan's main decision:
+
+* ``registers`` - each lane keeps ``nper`` elements in a private array: the row is read
+  once. Bounded by a per-lane register budget (Mali's register file is small).
+* ``local`` - each team keeps its row in local memory: read once. Bounded by a share of
+  the device's local memory (32 KiB on Mali and Adreno). Only GPUs pick it by default: a
+  CPU's "local memory" is ordinary memory and its caches already keep the row.
+* ``none`` - every pass reads the row again (softmax: three passes; norms and scales: two).
+
+Few long rows are split (``split`` chunks per row, two launches): the first writes each
+chunk's partial statistics, the second folds a row's partials and writes the chunk. On Mesa's
+llvmpipe (rusticl's CPU device) splits and group counts also keep every work-item under the
+driver's loop-trip limit (see ``LLVMPIPE_LOOP_LIMIT``).
+
+Sub-group mode and width follow :mod:`clreduce.plan`'s rules (its helpers are reused).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from .caps import DeviceCaps
+from .kernels import build_options
+from .ops import CL_TYPE
+from .plan import (_REQD_MACRO, Force, _SG_MODE_MACRO, UnsupportedOnDevice, _ceil_div, _choose_sg_mode,
+                   _choose_sg_size, _choose_wg, _groups, _pow2_floor, _shuffle_mode)
+
+CACHES = ("registers", "local", "none")
+_CACHE_MACRO = {"registers": 0, "local": 1, "none": 2}
+
+# op -> (kernel file, entry, extra defines). The extras name the variant inside the family.
+FAMILIES = {
+    "softmax": ("softmax.cl", "softmax_rows", {"LOG": 0}),
+    "log_softmax": ("softmax.cl", "softmax_rows", {"LOG": 1}),
+    "rms_norm": ("row_norm.cl", "norm_rows", {"NORM": 0}),
+    "layer_norm": ("row_norm.cl", "norm_rows", {"NORM": 1}),
+    "moments": ("row_norm.cl", "norm_rows", {"NORM": 2}),
+    "absmax_scale": ("row_scale.cl", "scale_rows", {"QUANT": 0}),
+    "quantize_int8": ("row_scale.cl", "scale_rows", {"QUANT": 1}),
+    "cumsum": ("row_scan.cl", "scan_rows", {"SCAN": 0}),
+    "cumprod": ("row_scan.cl", "scan_rows", {"SCAN": 1}),
+    "logcumsumexp": ("row_scan.cl", "scan_rows", {"SCAN": 2}),
+}
+SCAN_OPS = ("cumsum", "cumprod", "logcumsumexp")
+INT_DTYPES = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
+# Ops that write no row (statistics only): nothing to cache.
+STATS_ONLY = ("moments",)
+FLOAT_DTYPES = ("float16", "float32", "float64")
+
+# Elements per lane a private array may hold. Mali Bifrost/Valhall give a thread 64
+# 32-bit registers and halve occupancy above 32 in use: keep the cache to 16 there.
+REG_FLOATS = 32
+REG_FLOATS_ARM = 16
+# CPUs: private arrays live on the stack (L1); PoCL keeps a whole group's private arrays on
+# one thread's stack (it crashed at 32 KB x 1024 work-items), so a group's cache is capped.
+REG_FLOATS_CPU = 128
+CPU_GROUP_PRIVATE_BYTES = 64 << 10
+# Share of local memory a row cache may take: half, so two groups stay resident per core;
+# at most 32 KiB (Mali's and Adreno's whole local memory; on Mali it is system memory).
+LOCAL_SHARE = 2
+LOCAL_CAP = 32 << 10
+# Local row buffers are sized in steps of this many elements, so near row lengths share
+# one program.
+LOCAL_STEP = 256
+# Short rows: about this many elements per lane before a team is widened.
+PER_LANE = 4
+# Few long rows: split a row when it is this long and the rows alone give fewer tasks than
+# the device wants, into chunks of at least ROW_SPLIT_MIN_CHUNK (a multiple of
+# ROW_SPLIT_ALIGN elements, so chunks start on 256-byte boundaries for float32).
+ROW_SPLIT_MIN_ROW = 1 << 15
+ROW_SPLIT_MIN_CHUNK = 1 << 13
+ROW_SPLIT_ALIGN = 64
+# Loops over the row a whole-row launch runs (cached: over NPER registers or local memory):
+# softmax max, exp-sum and write (uncached: max and sum in one loop, then the write); norms
+# and scales statistics and write; moments statistics only.
+_PASSES = {"softmax": 3, "log_softmax": 3, "rms_norm": 2, "layer_norm": 2, "moments": 1,
+           "absmax_scale": 2, "quantize_int8": 2}
+
+# Mesa's llvmpipe (the CPU device behind rusticl; seen on Mesa 22.3.6) compiles every kernel
+# loop with one shared trip counter per work-item batch (gallivm's loop limiter,
+# LP_MAX_TGSI_LOOP_ITERATIONS = 65535, "shared between every loop in a shader"): once the
+# back-edges of all loops of a launch's work-item add up to 65535, every loop still running
+# exits after its current trip, silently. softmax of a (2, 100000) float32 array with one
+# lane per row gave [1, 0, 0, ...]: the max loop used up the counter, the sum and the write
+# loops ran once. Plans for llvmpipe keep an upper bound of each work-item's back-edges
+# below half the limit (margin for loops inside built-ins): long rows are split, more groups
+# shorten the grid stride. Main's reductions stay under it by their vector loads and splits.
+LLVMPIPE_LOOP_LIMIT = 65535
+LLVMPIPE_TRIP_BUDGET = LLVMPIPE_LOOP_LIMIT // 2
+
+
+def llvmpipe_loop_limited(caps: DeviceCaps) -> bool:
+    """True for the device whose compiler cuts loops at ``LLVMPIPE_LOOP_LIMIT`` trips."""
+    return caps.implementation == "rusticl" and caps.device_type == "cpu"
+
+
+def row_trips(op: str, cache: str, lanes: int, nper: int, chunk: int, split: int, phase: int,
+              sg_size: int | None) -> int:
+    """Upper bound on the loop back-edges one work-item runs for one task of a row op.
+
+    ``phase`` 0 is a whole row, 1 a chunk's partials, 2 a chunk's write from the partials.
+    """
+    per_pass = nper if cache == "registers" else _ceil_div(chunk, lanes)
+    passes = _PASSES[op] if phase == 0 else (1 if phase == 1 or op != "moments" else 0)
+    if phase == 0 and cache == "none" and op in ("softmax", "log_softmax"):
+        passes = 2  # max and sum in one read (an online max), then the write
+    reduce_trips = lanes.bit_length() + (lanes // sg_size if sg_size else 0) + 1
+    fold = 2 * _ceil_div(split, lanes) if phase == 2 else 0
+    return passes * per_pass + 3 * reduce_trips + fold + 1
+
+
+def _trip_groups(caps: DeviceCaps, groups: int, tasks: int, teams: int, trips: int, what: str) -> int:
+    """``groups``, raised on llvmpipe so a work-item's grid-stride trips fit the budget."""
+    if not llvmpipe_loop_limited(caps):
+        return groups
+    if trips > LLVMPIPE_TRIP_BUDGET:
+        raise UnsupportedOnDevice(f"{what}: {trips} loop trips per work-item exceed what llvmpipe runs "
+                                  f"correctly ({LLVMPIPE_TRIP_BUDGET}; Mesa's loop limiter cuts loops at "
+                                  f"{LLVMPIPE_LOOP_LIMIT}); use a wider team or a split")
+    per_item = max(1, LLVMPIPE_TRIP_BUDGET // trips)  # tasks one team may take in turn
+    return max(groups, _ceil_div(tasks, teams * per_item))
+
+
+@dataclass(frozen=True)
+class RowProblem:
+    """One row op over the last axis of a C-contiguous ``(rows, row_len)`` array."""
+
+    op: str
+    rows: int
+    row_len: int
+    dtype: str
+    weight: bool = False
+    bias: bool = False
+
+    def __post_init__(self):
+        if self.op not in FAMILIES:
+            raise ValueError(f"unknown row op {self.op!r}; known: {sorted(FAMILIES)}")
+        ints_ok = self.op in ("cumsum", "cumprod")
+        if self.dtype not in FLOAT_DTYPES and not (ints_ok and self.dtype in INT_DTYPES):
+            raise TypeError(f"row op {self.op!r} needs float16/32/64{' or integer' if ints_ok else ''} input, "
+                            f"not {self.dtype}")
+        if self.rows < 1 or self.row_len < 1:
+            raise ValueError("RowProblem needs rows and row_len >= 1 (empty cases are the API's)")
+
+
+@dataclass(frozen=True)
+class RowForce:
+    """Overrides; None = the planner's choice. Impossible requests raise, never degrade."""
+
+    cache: str | None = None
+    sg_mode: str | None = None
+    sg_size: int | None = None
+    lanes: int | None = None
+    wg_size: int | None = None
+    split: int | None = None  # chunks per row (two launches; scans: reduce-then-scan)
+
+
+@dataclass(frozen=True)
+class RowPass:
+    """One launch of a plan. Buffers: "input", "output", "partials" (per (row, chunk): scan
+    totals, or two statistics of the other families) and "carries" (scans: the totals'
+    inclusive scan)."""
+
+    options: tuple[str, ...]
+    global_size: int
+    local_size: int
+    reads: str
+    writes: str
+    n_rows: int
+    row_len: int
+    chunk_len: int
+    defines: tuple[tuple[str, str], ...] = ()  # the -D pairs of ``options`` (CUDA builds from these)
+
+
+@dataclass(frozen=True)
+class RowPlan:
+    """How a row op runs: one kernel launch over every row."""
+
+    op: str
+    cache: str
+    sg_mode: str
+    sg_size: int | None
+    reqd_sg: str
+    wg_size: int
+    lanes: int
+    nper: int
+    local_len: int
+    local_mem_bytes: int
+    acc_dtype: str
+    out_dtype: str
+    kernel_file: str
+    entry: str
+    defines: tuple[tuple[str, str], ...]
+    options: tuple[str, ...]
+    global_size: int
+    local_size: int
+    scalars: tuple[tuple[str, str, int], ...]
+    split: int = 1
+    passes: tuple[RowPass, ...] = ()  # the launches in order (one unless split)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def _pow2_ceil(n: int) -> int:
+    n = max(int(n), 1)
+    return 1 << (n - 1).bit_length()
+
+
+def reg_budget(caps: DeviceCaps, acc_bytes: int, wg: int = 1) -> int:
+    """Row elements one lane (of a group of ``wg``) may cache in private memory."""
+    if caps.device_type == "cpu":
+        return max(1, min(REG_FLOATS_CPU * 4 // acc_bytes, CPU_GROUP_PRIVATE_BYTES // (max(1, wg) * acc_bytes)))
+    floats = REG_FLOATS_ARM if caps.vendor == "arm" else REG_FLOATS
+    return max(1, floats * 4 // acc_bytes)
+
+
+def local_budget(caps: DeviceCaps) -> int:
+    """Bytes of local memory a row cache (plus the reduce scratch) may take."""
+    return min(caps.local_mem_size // LOCAL_SHARE, LOCAL_CAP)
+
+
+def out_dtype_of(op: str, dtype: str) -> str:
+    if op == "quantize_int8":
+        return "int8"
+    if op in SCAN_OPS and dtype in INT_DTYPES:
+        # numpy's cumsum/cumprod: booleans and signed integers give int64, unsigned uint64
+        return "uint64" if dtype.startswith("uint") else "int64"
+    return dtype
+
+
+def acc_dtype_of(op: str, dtype: str) -> str:
+    if op in SCAN_OPS and dtype in INT_DTYPES:
+        return out_dtype_of(op, dtype)  # exact in 64 bits, wrapping like numpy
+    return "float64" if dtype == "float64" else "float32"
+
+
+# Scans: consecutive elements a lane scans per tile (one 32-byte run of accumulators).
+SCAN_ITEMS_BYTES = 32
+SCAN_ITEMS_CPU_BYTES = 64
+# Split a scanned row over work-groups only when it is this long (three launches and two
+# extra reads of partials must pay off), into chunks of at least SCAN_SPLIT_MIN_CHUNK.
+SCAN_SPLIT_MIN_ROW = 1 << 15
+SCAN_SPLIT_MIN_CHUNK = 1 << 13
+# CPUs: a work-group runs on one core; small groups of one-work-item rows spread over cores.
+SCAN_CPU_WG = 16
+
+
+def scan_tile_trips(items: int, lanes: int) -> int:
+    """Upper bound on a scan tile's loop back-edges: ITEMS loads, ITEMS stores, the prefix."""
+    return 2 * items + lanes.bit_length() + 2
+
+
+def plan_scan(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = None) -> RowPlan:
+    """Plan a scan (cumsum, cumprod, logcumsumexp) along the rows; ``nper`` holds ITEMS.
+
+    CPUs give each row one work-item (a serial scan streams through the cache). GPUs give a
+    row a team: a sub-group (xor-butterfly prefix, or the built-in exclusive scan for sums)
+    where the device has one, else up to a work-group with a local-memory prefix.
+    """
+    force = force or RowForce()
+    if force.cache not in (None, "none"):
+        raise UnsupportedOnDevice(f"{problem.op} is a scan: it has no row cache to force")
+    acc = acc_dtype_of(problem.op, problem.dtype)
+    if "float64" in (acc, problem.dtype) and not caps.fp64:
+        raise UnsupportedOnDevice(f"float64 {problem.op} needs fp64, which device {caps.name!r} lacks; "
+                                  "convert the input with .astype(numpy.float32)")
+    acc_bytes = np.dtype(acc).itemsize
+    cpu = caps.device_type == "cpu"
+    k = problem.row_len
+    sg_mode = _choose_sg_mode(caps, force.sg_mode)
+    if force.sg_mode is None and not caps.subgroup_sizes:
+        sg_mode = "local"
+    sg_size, reqd = (None, "none") if sg_mode == "local" else _choose_sg_size(caps, force.sg_size)
+    wg = _choose_wg(caps, Force(wg_size=force.wg_size), sg_size)
+    if cpu and force.wg_size is None:
+        wg = max(min(wg, SCAN_CPU_WG), sg_size or 1)
+    items = max(1, (SCAN_ITEMS_CPU_BYTES if cpu else SCAN_ITEMS_BYTES) // acc_bytes)
+    if force.lanes is not None:
+        lanes = force.lanes
+        if lanes < 1 or lanes & (lanes - 1) or lanes > wg:
+            raise ValueError(f"lanes={lanes} must be a power of two <= the work-group size {wg}")
+    else:
+        lanes = 1 if cpu else max(1, min(wg, _pow2_floor(_ceil_div(k, items))))
+    if sg_mode == "builtin" and problem.op == "cumsum" and force.lanes is None and lanes > sg_size:
+        lanes = sg_size  # the built-in scan spans one sub-group: a row per sub-group, more tiles
+    if sg_mode == "builtin" and not (problem.op == "cumsum" and lanes == sg_size):
+        if force.sg_mode is not None:
+            raise UnsupportedOnDevice("the built-in sub-group scan is a whole-sub-group sum: "
+                                      f"{problem.op} with lanes={lanes} (sub-group {sg_size}) cannot use it")
+        sg_mode = _shuffle_mode(caps) or "local"
+    if sg_mode.startswith("shuffle") and lanes > sg_size:
+        if force.lanes is not None:
+            if force.sg_mode is not None:
+                raise UnsupportedOnDevice(f"shuffle scans stay in one sub-group: lanes={lanes} > {sg_size}")
+            sg_mode = "local"
+        else:
+            lanes = sg_size  # one sub-group per row; more tiles, no barriers
+    if sg_mode == "local":
+        sg_size, reqd = None, "none"
+        lanes = min(lanes, wg)
+    local_bytes = wg * acc_bytes if sg_mode == "local" and lanes > 1 else 0
+    if local_bytes > caps.local_mem_size:
+        raise UnsupportedOnDevice(f"{local_bytes} B of local memory exceeds {caps.name!r}'s {caps.local_mem_size} B")
+    kernel_file, entry, extra = FAMILIES[problem.op]
+    out = out_dtype_of(problem.op, problem.dtype)
+    teams = wg // lanes
+    split = 1
+    if force.split is not None:
+        split = force.split
+        if split < 1 or split > k:
+            raise ValueError(f"split={split} must be between 1 and the row length {k}")
+    elif k >= SCAN_SPLIT_MIN_ROW:
+        # few long rows cannot fill the device with one team per row
+        want_tasks = max(1, caps.compute_units) * teams * (2 if cpu else 4)
+        split = max(1, min(_ceil_div(want_tasks, problem.rows), _ceil_div(k, SCAN_SPLIT_MIN_CHUNK)))
+    tile = lanes * items
+    if llvmpipe_loop_limited(caps):
+        # a tile runs ITEMS loads, ITEMS stores and the team prefix; see LLVMPIPE_LOOP_LIMIT
+        need = _ceil_div(k, ((LLVMPIPE_TRIP_BUDGET - 4) // scan_tile_trips(items, lanes)) * tile)
+        if force.split is not None and split < need:
+            raise UnsupportedOnDevice(f"split={split} leaves chunks too long for llvmpipe's loop limit "
+                                      f"(Mesa's loop limiter): it needs split >= {need} here")
+        split = max(split, need)
+    chunk = _ceil_div(_ceil_div(k, split), tile) * tile if split > 1 else k
+    split = _ceil_div(k, chunk)  # no empty chunk
+    if force.split is not None and force.split > 1 and split < 2:
+        chunk, split = _ceil_div(k, 2), 2  # a forced split of a short row: two chunks
+        split = _ceil_div(k, chunk)
+
+    def defines_for(in_dtype, out_dtype, mode, size, req, n_lanes, sp, phase):
+        d = {"IN_T": CL_TYPE[in_dtype], "OUT_T": CL_TYPE[out_dtype], "ACC_T": CL_TYPE[acc], "ACC_BYTES": acc_bytes,
+             "ACC_IS_FLOAT": int(acc.startswith("float")), "IN_HALF": int(in_dtype == "float16"),
+             "OUT_HALF": int(out_dtype == "float16"), "WG_SIZE": wg, "LANES": n_lanes,
+             "SG_MODE": _SG_MODE_MACRO[mode], "SG_SIZE": size or 0, "REQD_SG": _REQD_MACRO[req], "ITEMS": items,
+             "SPLIT": sp, "PHASE": phase, **extra}
+        pairs = tuple(sorted((name, str(value)) for name, value in d.items()))
+        return pairs, build_options(pairs, caps.cl_std if mode != "local" else None)
+
+    def launch(pairs_options, reads, writes, rows, row_len, chunk_len, n_lanes, sp):
+        tasks, teams_ = rows * sp, wg // n_lanes
+        trips = _ceil_div(chunk_len, n_lanes * items) * scan_tile_trips(items, n_lanes) + 2
+        groups = _trip_groups(caps, _groups(caps, _ceil_div(tasks, teams_)), tasks, teams_, trips,
+                              f"{problem.op} of rows of {row_len}")
+        return RowPass(options=pairs_options[1], global_size=groups * wg, local_size=wg, reads=reads, writes=writes,
+                       n_rows=rows, row_len=row_len, chunk_len=chunk_len, defines=pairs_options[0])
+
+    main = defines_for(problem.dtype, out, sg_mode, sg_size, reqd, lanes, split, 0)
+    if split == 1:
+        passes = (launch(main, "input", "output", problem.rows, k, k, lanes, 1),)
+    else:
+        totals = defines_for(problem.dtype, acc, sg_mode, sg_size, reqd, lanes, split, 1)
+        # the (rows, split) totals are short rows: one work-item each, no collectives
+        carries = defines_for(acc, acc, "local", None, "none", 1, 1, 0)
+        passes = (launch(totals, "input", "partials", problem.rows, k, chunk, lanes, split),
+                  launch(carries, "partials", "carries", problem.rows, split, split, 1, 1),
+                  launch(main, "input", "output", problem.rows, k, chunk, lanes, split))
+    return RowPlan(op=problem.op, cache="none", sg_mode=sg_mode, sg_size=sg_size, reqd_sg=reqd, wg_size=wg,
+                   lanes=lanes, nper=items, local_len=1, local_mem_bytes=local_bytes, acc_dtype=acc, out_dtype=out,
+                   kernel_file=kernel_file, entry=entry, defines=main[0], options=main[1],
+                   global_size=passes[-1].global_size, local_size=wg,
+                   scalars=(("n_rows", "u64", problem.rows), ("row_len", "u64", k), ("chunk_len", "u64", chunk)),
+                   split=split, passes=passes)
+
+
+def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = None) -> RowPlan:
+    """Choose cache, sub-group mode/width, work-group size and lanes per row.
+
+    Parameters
+    ----------
+    caps : DeviceCaps
+    problem : RowProblem
+    force : RowForce, optional
+        Overrides, validated against ``caps``; a request the device or the row cannot
+        take (e.g. ``cache="registers"`` for a row longer than the register budget)
+        raises ``UnsupportedOnDevice``.
+
+    Returns
+    -------
+    RowPlan
+    """
+    if problem.op in SCAN_OPS:
+        return plan_scan(caps, problem, force)
+    force = force or RowForce()
+    if force.cache is not None and force.cache not in CACHES:
+        raise ValueError(f"unknown cache {force.cache!r}; known: {', '.join(CACHES)}")
+    if problem.dtype == "float64" and not caps.fp64:
+        raise UnsupportedOnDevice(f"float64 {problem.op} needs fp64, which device {caps.name!r} lacks; "
+                                  "convert the input with .astype(numpy.float32)")
+    # float16 needs no cl_khr_fp16: vload_half/vstore_half are core OpenCL C (math is float)
+    acc = "float64" if problem.dtype == "float64" else "float32"
+    acc_bytes = np.dtype(acc).itemsize
+    cpu = caps.device_type == "cpu"
+    k = problem.row_len
+
+    sg_mode = _choose_sg_mode(caps, force.sg_mode)
+    if force.sg_mode is None and not caps.subgroup_sizes:
+        sg_mode = "local"
+    if sg_mode == "shuffle_qcom" and acc_bytes == 8:
+        if force.sg_mode is not None:
+            raise UnsupportedOnDevice("the qcom shuffle moves 32-bit values: no float64 row ops with it")
+        sg_mode = "local"
+    shuffle = _shuffle_mode(caps)
+    if sg_mode == "local":
+        sg_size, reqd = None, "none"
+    else:
+        sg_size, reqd = _choose_sg_size(caps, force.sg_size)
+    wg = _choose_wg(caps, Force(wg_size=force.wg_size), sg_size)
+
+    # CPUs: a work-group runs on one core; a team stays inside one sub-group (or is one
+    # work-item without sub-groups), as in plan.py. GPUs spread long rows over the group.
+    lanes_cap = wg if not cpu else min(wg, sg_size or 1)
+    budget_reg = reg_budget(caps, acc_bytes, wg)
+    if force.lanes is not None:
+        lanes = force.lanes
+        if lanes < 1 or lanes & (lanes - 1) or lanes > wg:
+            raise ValueError(f"lanes={lanes} must be a power of two <= the work-group size {wg}")
+    else:
+        lanes = max(1, min(lanes_cap, _pow2_floor(_ceil_div(k, PER_LANE))))
+        if force.cache in (None, "registers") and _ceil_div(k, lanes) > budget_reg:
+            lanes = max(lanes, min(lanes_cap, _pow2_ceil(_ceil_div(k, budget_reg))))
+    if sg_mode == "builtin" and 1 < lanes < sg_size:
+        # a built-in reduce spans a whole sub-group: narrow teams need a butterfly
+        if shuffle and force.sg_mode is None:
+            sg_mode = shuffle
+        elif force.lanes is not None:
+            raise UnsupportedOnDevice(f"lanes={lanes} below the sub-group width {sg_size} needs a shuffle; "
+                                      f"{caps.name!r} has {'none' if not shuffle else 'one, but builtin was forced'}")
+        else:
+            lanes = 1 if cpu else min(sg_size, wg)
+
+    local_len = _ceil_div(k, LOCAL_STEP) * LOCAL_STEP
+    if force.cache == "local" and force.lanes is None and (wg // lanes) * local_len * acc_bytes > local_budget(caps):
+        lanes = wg  # one row per group keeps a forced local cache within the budget
+        if sg_mode == "builtin" and lanes < sg_size:
+            lanes = 1
+    if force.cache == "local" and force.lanes is not None and force.wg_size is None:
+        # forced narrow teams: fewer of them per group keep the row buffers in local memory
+        while wg > max(lanes, sg_size or 1, 1) and (wg // lanes) * local_len * acc_bytes + wg * acc_bytes > \
+                caps.local_mem_size:
+            wg //= 2
+    teams = wg // lanes
+    scratch = 0 if lanes == 1 else (wg if sg_mode == "local" else wg // sg_size) * acc_bytes
+    nper = _pow2_ceil(_ceil_div(k, lanes))
+    fits_reg = nper <= budget_reg
+    fits_local = teams * local_len * acc_bytes + scratch <= (local_budget(caps) if force.cache is None
+                                                            else caps.local_mem_size)
+    if problem.op in STATS_ONLY:
+        if force.cache not in (None, "none"):
+            raise UnsupportedOnDevice(f"{problem.op} writes no row: there is nothing to cache")
+        cache = "none"
+    elif force.cache is not None:
+        cache = force.cache
+        if cache == "registers" and not fits_reg:
+            raise UnsupportedOnDevice(f"cache='registers': {nper} elements per lane exceed the budget of "
+                                      f"{budget_reg} on {caps.name!r} (row_len {k}, lanes {lanes})")
+        if cache == "local" and not fits_local:
+            raise UnsupportedOnDevice(f"cache='local': {teams} x {local_len} x {acc_bytes} B exceeds "
+                                      f"{caps.name!r}'s {caps.local_mem_size} B of local memory")
+    elif fits_reg:
+        cache = "registers"
+    elif fits_local and not cpu:
+        cache = "local"
+    else:
+        cache = "none"
+    split, chunk = _row_split(caps, problem, force, cache, lanes, wg, sg_size)
+    if split > 1:
+        cache, nper, local_len = "none", 1, 1
+    if cache != "registers":
+        nper = 1
+    if cache != "local":
+        local_len = 1
+    local_bytes = scratch + (teams * local_len * acc_bytes if cache == "local" else 0)
+    if local_bytes > caps.local_mem_size:
+        raise UnsupportedOnDevice(f"{local_bytes} B of local memory exceeds {caps.name!r}'s {caps.local_mem_size} B")
+
+    kernel_file, entry, extra = FAMILIES[problem.op]
+    out = out_dtype_of(problem.op, problem.dtype)
+
+    def variant(phase):
+        defines = {
+            "IN_T": CL_TYPE[problem.dtype], "OUT_T": CL_TYPE[out], "ACC_T": CL_TYPE[acc], "ACC_BYTES": acc_bytes,
+            "ACC_IS_FLOAT": 1, "IN_HALF": int(problem.dtype == "float16"), "OUT_HALF": int(out == "float16"),
+            "WG_SIZE": wg, "LANES": lanes, "SG_MODE": _SG_MODE_MACRO[sg_mode], "SG_SIZE": sg_size or 0,
+            "REQD_SG": _REQD_MACRO[reqd], "CACHE": _CACHE_MACRO[cache], "NPER": nper, "LOCAL_LEN": local_len,
+            "SPLIT": split, "PHASE": phase, **extra,
+        }
+        if kernel_file == "row_norm.cl":
+            defines.update({"HAS_WEIGHT": int(problem.weight), "HAS_BIAS": int(problem.bias)})
+        pairs = tuple(sorted((name, str(value)) for name, value in defines.items()))
+        return pairs, build_options(pairs, caps.cl_std if sg_mode != "local" else None)
+
+    tasks = problem.rows * split
+    passes = []
+    for phase, reads, writes in (((0, "input", "output"),) if split == 1 else
+                                 ((1, "input", "partials"), (2, "input", "output"))):
+        trips = row_trips(problem.op, cache, lanes, nper, chunk, split, phase, sg_size)
+        groups = _trip_groups(caps, _groups(caps, _ceil_div(tasks, teams)), tasks, teams, trips,
+                              f"{problem.op} of rows of {k}")
+        pairs, options = variant(phase)
+        passes.append(RowPass(options=options, global_size=groups * wg, local_size=wg, reads=reads, writes=writes,
+                              n_rows=problem.rows, row_len=k, chunk_len=chunk, defines=pairs))
+    pairs, options = variant(0 if split == 1 else 2)
+    scalars = (("n_rows", "u64", problem.rows), ("row_len", "u64", k), ("chunk_len", "u64", chunk))
+    return RowPlan(op=problem.op, cache=cache, sg_mode=sg_mode, sg_size=sg_size, reqd_sg=reqd, wg_size=wg,
+                   lanes=lanes, nper=nper, local_len=local_len, local_mem_bytes=local_bytes, acc_dtype=acc,
+                   out_dtype=out, kernel_file=kernel_file, entry=entry, defines=pairs, options=options,
+                   global_size=passes[-1].global_size, local_size=wg, scalars=scalars, split=split,
+                   passes=tuple(passes))
+
+
+def _row_split(caps: DeviceCaps, problem: RowProblem, force: RowForce, cache: str, lanes: int, wg: int,
+               sg_size: int | None) -> tuple[int, int]:
+    """(split, chunk_len) for softmax / norms / scales: 1 and the row unless few long rows
+    leave the device idle, or llvmpipe's loop limit needs shorter chunks."""
+    k = problem.row_len
+    teams = wg // lanes
+    if force.split is not None:
+        split = force.split
+        if split < 1 or split > k:
+            raise ValueError(f"split={split} must be between 1 and the row length {k}")
+        if split > 1 and cache != "none":
+            raise UnsupportedOnDevice(f"split rows are read twice: cache={cache!r} cannot be split (use cache='none')")
+    elif cache == "none" and k >= ROW_SPLIT_MIN_ROW:
+        want_tasks = max(1, caps.compute_units) * teams * (2 if caps.device_type == "cpu" else 4)
+        split = max(1, min(_ceil_div(want_tasks, problem.rows), k // ROW_SPLIT_MIN_CHUNK))
+    else:
+        split = 1
+    nper = _pow2_ceil(_ceil_div(k, lanes))
+    if llvmpipe_loop_limited(caps) and row_trips(problem.op, cache, lanes, nper, k, 1, 0, sg_size) > LLVMPIPE_TRIP_BUDGET:
+        if cache != "none":  # registers and local caches hold short rows only
+            raise UnsupportedOnDevice(f"cache={cache!r} for rows of {k} exceeds llvmpipe's loop limit")
+        overhead = row_trips(problem.op, "none", lanes, 1, 0, 1, 0, sg_size)
+        passes = row_trips(problem.op, "none", 1, 1, 1, 1, 0, None) - row_trips(problem.op, "none", 1, 1, 0, 1, 0, None)
+        max_chunk = lanes * ((LLVMPIPE_TRIP_BUDGET - overhead) // passes)
+        need = _ceil_div(k, max_chunk)
+        if force.split is not None and force.split < need:
+            raise UnsupportedOnDevice(f"split={force.split} leaves chunks of {_ceil_div(k, force.split)} elements; "
+                                      f"llvmpipe's loop limit (Mesa's loop limiter) needs split >= {need} here")
+        split = max(split, need)
+    if split == 1:
+        return 1, k
+    chunk = _ceil_div(k, split)
+    if force.split is None:
+        chunk = _ceil_div(chunk, ROW_SPLIT_ALIGN) * ROW_SPLIT_ALIGN
+    return _ceil_div(k, chunk), chunk
+
+
+def row_variants(caps: DeviceCaps, problem: RowProblem) -> list[RowForce]:
+    """Every forced variant the device can run for ``problem`` (None-free forces).
+
+    Cache x sub-group mode (builtin, shuffle, local where the device has them) x every
+    width x lanes in (1, a sub-group's width, the whole work-group), and each uncached one
+    also split in three chunks; impossible ones (a row too long for registers, ...) are
+    left out.
+    """
+    modes = (["builtin"] if caps.subgroup_reduce_builtins else []) + (
+        ["shuffle"] if _shuffle_mode(caps) else []) + ["local"]
+    sizes = tuple(caps.subgroup_sizes) if caps.subgroups else ()
+    out = []
+    caches = ("none",) if problem.op in STATS_ONLY + SCAN_OPS else CACHES
+    for cache in caches:
+        for mode in modes:
+            for size in (sizes if mode != "local" else (None,)):
+                width = size or 32
+                for lanes in sorted({1, min(width, 8) // 2 or 1, width, 64, 256}):
+                    wg = min(max(lanes, size or 1, 64), _pow2_floor(caps.max_work_group_size))
+                    if lanes > wg:
+                        continue
+                    force = RowForce(cache=cache, sg_mode=mode, sg_size=size, lanes=lanes, wg_size=wg)
+                    candidates = [force]
+                    if problem.row_len >= 3 and (problem.op in SCAN_OPS or cache == "none"):
+                        candidates.append(dataclasses.replace(force, split=3))  # partials, then the rows
+                    for candidate in candidates:
+                        try:
+                            plan_row(caps, problem, candidate)
+                        except (UnsupportedOnDevice, ValueError):
+                            continue
+                        out.append(candidate)
+    return out

@@ -1,0 +1,103 @@
+"""numpy references and tolerances for the row ops, shared by the OpenCL and CUDA tests
+(importing no GPU library)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+# Tolerances, written once. float32 math: exp/log/rsqrt are within a few ulp in OpenCL
+# (not correctly rounded) and an error e in (x - max) becomes a relative error e in
+# exp(x - max), so 1e-5 relative covers rows spanning ~100. float16 output is rounded to
+# half once (relative 2**-11) and may be subnormal (spacing 6e-8).
+TOL = {
+    "float32": dict(rtol=1e-5, atol=1e-6),
+    "float16": dict(rtol=2e-3, atol=1.2e-7),
+    "float64": dict(rtol=1e-12, atol=1e-13),
+}
+# log_softmax values are differences of magnitude up to the row's spread: absolute error.
+LOG_TOL = {"float32": dict(rtol=1e-5, atol=2e-5), "float16": dict(rtol=2e-3, atol=2e-3),
+           "float64": dict(rtol=1e-12, atol=1e-12)}
+# norms: outputs are O(|w| + |b|); (x - mean) is exact to float32 ulp of x after the shift
+NORM_TOL = {"float32": dict(rtol=1e-5, atol=1e-5), "float16": dict(rtol=2e-3, atol=2e-3),
+            "float64": dict(rtol=1e-11, atol=1e-11)}
+
+
+# ---- references (scipy.special's formulas, in float64) ----------------------------------------
+def ref_softmax(x, axis=-1):
+    x = x.astype(np.float64)
+    m = np.max(x, axis=axis, keepdims=True)
+    with np.errstate(invalid="ignore"):
+        e = np.exp(x - m)
+        return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def ref_log_softmax(x, axis=-1):
+    x = x.astype(np.float64)
+    m = np.max(x, axis=axis, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0)
+    t = x - m
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return t - np.log(np.sum(np.exp(t), axis=axis, keepdims=True))
+
+
+def ref_rms_norm(x, w=None, eps=1e-6):
+    x = x.astype(np.float64)
+    y = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps)
+    return y if w is None else y * w
+
+
+def ref_layer_norm(x, w=None, b=None, eps=1e-5):
+    x = x.astype(np.float64)
+    y = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + eps)
+    y = y if w is None else y * w
+    return y if b is None else y + b
+
+
+def _close(got, want, dtype, tol, what):
+    assert got.dtype == np.dtype(dtype), f"{what}: dtype {got.dtype} != {dtype}"
+    assert got.shape == want.shape, f"{what}: shape {got.shape} != {want.shape}"
+    with np.errstate(over="ignore"):  # beyond float16's range a stored result is inf too
+        want_rounded = want.astype(dtype).astype(np.float64)  # what a correctly rounded result stores
+    np.testing.assert_allclose(got.astype(np.float64), want_rounded, err_msg=what, **tol[str(np.dtype(dtype))])
+
+
+ADVERSARIAL = {
+    "all -inf": [-np.inf] * 6,
+    "one -inf": [1.0, -np.inf, 2.0, 0.5, -1.0, 3.0],
+    "+inf": [1.0, np.inf, 2.0, 0.5, -1.0, 3.0],
+    "two +inf": [np.inf, np.inf, 2.0, 0.5, -1.0, 3.0],
+    "nan": [1.0, np.nan, 2.0, 0.5, -1.0, 3.0],
+    "large offset": [1e30, 1e30 + 1e24, 1e30 - 1e24, 1e30, 1e30, 1e30],
+    "huge spread": [3e38, -3e38, 0.0, 1.0, 2.0, 3.0],
+    "one element hot": [0.0, 0.0, 100.0, 0.0, 0.0, 0.0],
+    "-inf first half": [-np.inf, -np.inf, -np.inf, 1.0, 2.0, 3.0],
+    "+inf last": [1.0, 2.0, 3.0, 0.5, -1.0, np.inf],
+}
+HALF_ROWS = {
+    "near 65504": [65504.0, 65000.0, -65504.0, 65504.0, 60000.0, 0.0],
+    "half -inf": [-np.inf, 1.0, 2.0, -np.inf, 0.0, 0.0],
+}
+
+
+def ref_quantize(x, axis=-1):
+    x32 = x.astype(np.float32) if x.dtype != np.float64 else x
+    amax = np.abs(x32).max(axis=axis, keepdims=True)
+    scale = (amax / x32.dtype.type(127)).astype(x32.dtype)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        y = x32 / scale
+    q = np.where(np.isfinite(y), np.clip(np.rint(np.where(np.isfinite(y), y, 0)), -127, 127), 0).astype(np.int8)
+    return q, y, np.squeeze(scale, axis)
+
+
+U32 = 2.0 ** -24  # float32 unit roundoff
+
+
+def _assert_cumsum_bound(got, x, axis, what):
+    """The stated float32 error: |y_i - exact| <= (i + 1) u sum_{j<=i} |x_j| (+ float16 rounding)."""
+    exact = np.cumsum(x.astype(np.float64), axis=axis)
+    n = np.arange(1, x.shape[axis] + 1, dtype=np.float64).reshape([-1 if a == axis % x.ndim else 1 for a in range(x.ndim)])
+    bound = (n + 1) * U32 * np.cumsum(np.abs(x.astype(np.float64)), axis=axis)
+    if got.dtype == np.float16:
+        bound = bound + np.abs(exact) * 2.0 ** -11 + 6e-8
+    err = np.abs(got.astype(np.float64) - exact)
+    assert np.all(err <= bound), f"{what}: worst excess {np.max(err - bound)}"

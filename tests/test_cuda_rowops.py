@@ -1,0 +1,276 @@
+"""Row ops on the CUDA backend: the same cl_kernels row families behind cl_dialect_cuda.h.
+
+Without CuPy or a CUDA device (CI), the GPU tests skip with the backend's reason; what runs
+everywhere: CUDA plans of every row op (published H100 / T4 caps) and, when nvcc is on PATH,
+one PTX build per row family from the exact text the backend hands NVRTC.
+
+On a GPU (run by the lead: ``python -m pytest -q tests/test_cuda_rowops.py``, ``--slow``
+for every forced variant): numpy parity of every op on K = 1, 7, 4097, 10**6 in float32,
+float16 and float64, adversarial rows, sampled forced variants (cache x sub-group mode x
+lanes x split), cupy and torch inputs (results of the input's kind and device), ``out=``,
+and the bad-input table.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import subprocess
+import zlib
+
+import numpy as np
+import pytest
+from conftest import slow_enabled
+from rowops_refs import (ADVERSARIAL, LOG_TOL, NORM_TOL, TOL, U32, _assert_cumsum_bound, _close, ref_layer_norm,
+                         ref_log_softmax, ref_quantize, ref_rms_norm, ref_softmax)
+
+from clreduce import rowops
+from clreduce.backends import get_backend
+from clreduce.backends.cuda import probe as cuda_probe
+from clreduce.backends.cuda.launch import cuda_source, nvrtc_options
+from clreduce.plan import UnsupportedOnDevice
+from clreduce.plan_rowops import FAMILIES, SCAN_OPS, RowForce, RowProblem, plan_row, row_variants
+
+try:
+    from numpy.exceptions import AxisError
+except ImportError:  # numpy < 1.25
+    from numpy import AxisError
+
+H100 = cuda_probe.caps_from_properties(cuda_probe.H100_SXM_PROPERTIES)
+T4 = cuda_probe.caps_from_properties(cuda_probe.T4_PROPERTIES)
+REASON = get_backend("cuda").unavailable_reason()
+gpu = pytest.mark.skipif(REASON is not None, reason=f"CUDA backend unavailable: {REASON}")
+
+
+# ==== no GPU needed ===========================================================================
+@pytest.mark.parametrize("caps", [H100, T4], ids=["H100", "T4"])
+@pytest.mark.parametrize("op", sorted(FAMILIES))
+def test_cuda_row_plans_use_warps(caps, op):
+    """Every row op plans for CUDA: warp-wide sub-groups, no width request, and the shapes
+    of the benchmark (short rows in registers, few long rows split)."""
+    for rows, k, dtype in ((648_720, 128, "float16"), (4096, 65536, "float32"), (1, 1 << 24, "float32"),
+                           (8192, 1000, "float32"), (7, 3, "float64")):
+        p = plan_row(caps, RowProblem(op, rows, k, dtype))
+        for launch in p.passes:
+            d = dict(launch.defines)
+            assert d["REQD_SG"] == "0" and d["SG_MODE"] in ("0", "1", "2")
+            assert d["SG_MODE"] == "0" or d["SG_SIZE"] == "32"
+            assert launch.local_size <= 1024 and launch.global_size % launch.local_size == 0
+        if k == 1 << 24:
+            assert p.split > 1
+        if k == 128 and op not in SCAN_OPS and op != "moments":
+            assert p.cache == "registers" and p.lanes <= 32
+
+
+@pytest.mark.slow  # CI step 5 (tools/compile_cuda_ptx.py) compiles every planned row-op variant
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+def test_each_row_family_compiles_to_ptx(tmp_path):
+    """One variant per family (whole-row and split phases) through nvcc -Werror: the text
+    the backend gives NVRTC. tools/compile_cuda_ptx.py compiles every planned variant."""
+    cases = [RowProblem("softmax", 1000, 7, "float16"), RowProblem("layer_norm", 4, 200_000, "float32", True, True),
+             RowProblem("quantize_int8", 64, 4097, "float32"), RowProblem("cumsum", 4, 200_000, "int32")]
+    for problem in cases:
+        p = plan_row(H100, problem)
+        src = tmp_path / f"{problem.op}.cu"
+        src.write_text(cuda_source(p.kernel_file))
+        for launch in p.passes:
+            opts = [o for o in nvrtc_options(launch.defines) if not o.startswith("--std")]
+            proc = subprocess.run(["nvcc", "--ptx", "-arch=sm_80", "-std=c++17", *opts, "-Werror", "all-warnings",
+                                   str(src), "-o", str(tmp_path / "out.ptx")], capture_output=True, text=True)
+            assert proc.returncode == 0, f"{problem} {launch.defines}:\n{proc.stderr[-3000:]}"
+
+
+# ==== on a GPU ================================================================================
+def _cp():
+    import cupy
+
+    return cupy
+
+
+def _rng(*parts):
+    return np.random.default_rng(zlib.crc32(repr(parts).encode()))
+
+
+SHAPES = [(1, 1), (5, 1), (9, 7), (33, 128), (3, 4097), (2, 10**6), (4096, 1000)]
+
+
+@gpu
+@pytest.mark.parametrize("dtype", ["float32", "float16", "float64"])
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_every_op_matches_numpy(shape, dtype):
+    cp = _cp()
+    rng = _rng("cuda", shape, dtype)
+    x = (rng.standard_normal(shape) * 3).astype(dtype)
+    xd = cp.asarray(x)
+    w = rng.standard_normal(shape[-1]).astype(np.float32)
+    b = rng.standard_normal(shape[-1]).astype(np.float32)
+    what = f"{shape} {dtype}"
+    _close(rowops.softmax(xd).get(), ref_softmax(x), dtype, TOL, f"softmax {what}")
+    _close(rowops.log_softmax(xd).get(), ref_log_softmax(x), dtype, LOG_TOL, f"log_softmax {what}")
+    _close(rowops.rms_norm(xd, w).get(), ref_rms_norm(x, w), dtype, NORM_TOL, f"rms_norm {what}")
+    _close(rowops.layer_norm(xd, w, b).get(), ref_layer_norm(x, w, b), dtype, NORM_TOL, f"layer_norm {what}")
+    if shape[-1] > 1:
+        mean, var = rowops.moments(xd)
+        _close(mean.get(), x.astype(np.float64).mean(-1), dtype, NORM_TOL, f"mean {what}")
+        _close(var.get(), x.astype(np.float64).var(-1), dtype, NORM_TOL, f"var {what}")
+    y, amax = rowops.absmax_scale(xd)
+    np.testing.assert_array_equal(amax.get(), np.abs(x).max(-1), err_msg=what)
+    _close(y.get(), x.astype(np.float64) / np.abs(x.astype(np.float64)).max(-1, keepdims=True), dtype, TOL, what)
+    q, s = rowops.quantize_int8(xd)
+    q_ref, yq, s_ref = ref_quantize(x)
+    near_tie = np.abs(np.abs(yq - np.floor(yq)) - 0.5) < 1e-4
+    assert not ((q.get() != q_ref) & ~near_tie).any(), what
+    np.testing.assert_allclose(s.get(), s_ref.astype(np.float32), rtol=1e-7)
+    if dtype != "float64":
+        _assert_cumsum_bound(rowops.cumsum(xd, axis=-1).get(), x, -1, f"cumsum {what}")
+    with np.errstate(invalid="ignore"):
+        want = np.logaddexp.accumulate(x.astype(np.float64), axis=-1)
+    tol = 2e-3 if dtype == "float16" else 2e-5
+    np.testing.assert_allclose(rowops.logcumsumexp(xd, axis=-1).get().astype(np.float64), want, rtol=tol, atol=tol)
+
+
+@gpu
+@pytest.mark.parametrize("dtype", ["bool", "int8", "uint8", "int32", "uint32", "int64"])
+def test_integer_scans_exact(dtype):
+    cp = _cp()
+    rng = _rng("icum", dtype)
+    x = rng.integers(0, 2, (7, 100_003)).astype(bool) if dtype == "bool" else \
+        rng.integers(np.iinfo(dtype).min, np.iinfo(dtype).max, (7, 100_003), dtype=dtype, endpoint=True)
+    for op in ("cumsum", "cumprod"):
+        for axis in (-1, 0):
+            got = getattr(rowops, op)(cp.asarray(x), axis=axis).get()
+            np.testing.assert_array_equal(got, getattr(np, op)(x, axis=axis), err_msg=f"{op} {dtype} {axis}")
+
+
+@gpu
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+def test_adversarial_rows(op):
+    cp = _cp()
+    x = np.array(list(ADVERSARIAL.values()), np.float32)
+    ref = ref_softmax(x) if op == "softmax" else ref_log_softmax(x)
+    for force in (None, RowForce(cache="none"), RowForce(cache="local", lanes=1), RowForce(cache="none", split=3)):
+        got = getattr(rowops, op)(cp.asarray(x), force=force).get()
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(ref), err_msg=f"{op} {force}")
+        _close(got, ref, "float32", TOL if op == "softmax" else LOG_TOL, f"{op} {force}")
+    z = np.zeros((3, 9), np.float32)
+    q, s = rowops.quantize_int8(cp.asarray(z))
+    assert not q.get().any() and not s.get().any()
+    h = np.array([[65504.0, -65504.0, 60000.0, 1.0, 0.0, -30000.0, 65504.0]] * 3, np.float16)
+    _close(rowops.rms_norm(cp.asarray(h)).get(), ref_rms_norm(h), "float16", NORM_TOL, "rms f16 max")
+
+
+def _sample(items, n, seed, request):
+    if slow_enabled(request.config) or len(items) <= n:
+        return items
+    return random.Random(seed).sample(items, n)
+
+
+@gpu
+@pytest.mark.parametrize("op", sorted(FAMILIES))
+def test_forced_variants(op, request):
+    cp = _cp()
+    caps = cuda_probe.probe_device(cp.cuda.Device().id)
+    for k in (7, 4097):
+        rng = _rng(op, k)
+        x = (1 + 0.01 * rng.standard_normal((37, k))).astype(np.float32) if op == "cumprod" else \
+            rng.standard_normal((37, k)).astype(np.float32)
+        xd = cp.asarray(x)
+        for force in _sample(row_variants(caps, RowProblem(op, 37, k, "float32")), 6, zlib.crc32(f"{op}{k}".encode()),
+                             request):
+            what = f"{op} K={k} {force}"
+            fn = getattr(rowops, op)
+            if op in ("softmax", "log_softmax"):
+                ref = ref_softmax(x) if op == "softmax" else ref_log_softmax(x)
+                _close(fn(xd, force=force).get(), ref, "float32", TOL if op == "softmax" else LOG_TOL, what)
+            elif op == "rms_norm":
+                _close(fn(xd, force=force).get(), ref_rms_norm(x), "float32", NORM_TOL, what)
+            elif op == "layer_norm":
+                _close(fn(xd, force=force).get(), ref_layer_norm(x), "float32", NORM_TOL, what)
+            elif op == "moments":
+                mean, var = fn(xd, force=force)
+                _close(var.get(), x.astype(np.float64).var(-1), "float32", NORM_TOL, what)
+            elif op in ("absmax_scale", "quantize_int8"):
+                y, s = fn(xd, force=force)
+                np.testing.assert_allclose(s.get() * (127 if op == "quantize_int8" else 1), np.abs(x).max(-1),
+                                           rtol=1e-6, err_msg=what)
+            elif op == "cumsum":
+                _assert_cumsum_bound(fn(xd, axis=-1, force=force).get(), x, -1, what)
+            elif op == "cumprod":
+                np.testing.assert_allclose(fn(xd, axis=-1, force=force).get(), np.cumprod(x.astype(np.float64), -1),
+                                           rtol=(k + 1) * U32 * 1.01, err_msg=what)
+            else:
+                np.testing.assert_allclose(fn(xd, axis=-1, force=force).get(),
+                                           np.logaddexp.accumulate(x.astype(np.float64), -1), rtol=2e-5, atol=2e-5,
+                                           err_msg=what)
+
+
+@gpu
+def test_the_benchmark_rms_norm_shape():
+    """648720 x 128 float16 (the issue's QuACK shape): registers cache, one warp per row."""
+    cp = _cp()
+    x = (_rng("quack").standard_normal((648_720, 128))).astype(np.float16)
+    w = _rng("quack-w").standard_normal(128).astype(np.float16)
+    got = rowops.rms_norm(cp.asarray(x), cp.asarray(w)).get()
+    _close(got[::97], ref_rms_norm(x[::97], w.astype(np.float64)), "float16", NORM_TOL, "rms_norm 648720x128")
+
+
+@gpu
+def test_kinds_out_and_streams():
+    """cupy in -> cupy out on the input's device; numpy with backend='cuda' -> numpy; torch
+    (when installed) -> torch on its device; out= of the result's kind, shape and dtype."""
+    cp = _cp()
+    x = _rng("kinds").standard_normal((5, 6, 33)).astype(np.float32)
+    xd = cp.asarray(x)
+    y = rowops.softmax(xd, axis=1)
+    assert isinstance(y, cp.ndarray) and y.device.id == xd.device.id
+    _close(y.get(), ref_softmax(x, axis=1), "float32", TOL, "cupy axis 1")
+    host = rowops.layer_norm(x, backend="cuda")
+    assert isinstance(host, np.ndarray)
+    _close(host, ref_layer_norm(x), "float32", NORM_TOL, "numpy via cuda")
+    dst = cp.empty_like(xd)
+    assert rowops.softmax(xd, out=dst) is dst
+    _close(dst.get(), ref_softmax(x), "float32", TOL, "out=")
+    q, s = cp.empty(x.shape, cp.int8), cp.empty(x.shape[:-1], cp.float32)
+    assert rowops.quantize_int8(xd, out=(q, s)) == (q, s)
+    np.testing.assert_array_equal(q.get(), ref_quantize(x)[0])
+    with pytest.raises(TypeError, match="dtype"):
+        rowops.softmax(xd, out=cp.empty(x.shape, cp.float64))
+    with pytest.raises(TypeError, match="kind|array like"):
+        rowops.softmax(xd, out=np.empty(x.shape, np.float32))
+    with pytest.raises(ValueError, match="shape"):
+        rowops.softmax(xd, out=cp.empty((5, 6), cp.float32))
+    np.testing.assert_array_equal(xd.get(), x)
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch without CUDA")
+    t = torch.as_tensor(x, device="cuda")
+    with torch.cuda.stream(torch.cuda.Stream()):
+        r = rowops.rms_norm(t, torch.ones(33, device="cuda"))
+    assert isinstance(r, torch.Tensor) and r.is_cuda
+    _close(r.cpu().numpy(), ref_rms_norm(x), "float32", NORM_TOL, "torch")
+    c = rowops.cumsum(torch.as_tensor(x[0, 0], device="cuda"), axis=0)
+    _assert_cumsum_bound(c.cpu().numpy(), x[0, 0], 0, "torch cumsum")
+    q8, sc = rowops.quantize_int8(t)
+    back = rowops.dequantize(q8, sc)
+    assert isinstance(back, torch.Tensor)
+    assert np.all(np.abs(back.cpu().numpy() - x) <= sc.cpu().numpy()[..., None] * 0.5001)
+
+
+@gpu
+@pytest.mark.parametrize("call, error", [
+    (lambda cp: rowops.softmax(cp.arange(6).reshape(2, 3)), TypeError),
+    (lambda cp: rowops.rms_norm(cp.ones((2, 3), cp.int32)), TypeError),
+    (lambda cp: rowops.layer_norm(cp.ones((2, 3), cp.float32), weight=cp.ones(4, cp.float32)), ValueError),
+    (lambda cp: rowops.rms_norm(cp.ones((2, 3), cp.float32), eps=0), ValueError),
+    (lambda cp: rowops.softmax(cp.ones((2, 3), cp.float32), axis=2), AxisError),
+    (lambda cp: rowops.logcumsumexp(cp.arange(5)), TypeError),
+    (lambda cp: rowops.softmax(cp.ones((2, 3), cp.float32), device="pocl"), TypeError),
+])
+def test_bad_input(call, error):
+    with pytest.raises(error):
+        call(_cp())
+
+
+def test_unsupported_forced_variant_is_refused_not_replaced():
+    with pytest.raises(UnsupportedOnDevice):
+        plan_row(H100, RowProblem("softmax", 4, 100_000, "float32"), RowForce(cache="registers"))

@@ -1,0 +1,256 @@
+"""The row-op planner on published device profiles (tests/data/mobile_gpus.json) and the
+synthetic CPU/NVIDIA caps of test_plan.py: no device, no pyopencl."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import pytest
+from test_plan import ALL_CAPS, PROFILES, required_macros
+
+from clreduce.kernels import read_source
+from clreduce.plan import UnsupportedOnDevice
+from clreduce.plan_rowops import (FAMILIES, LOCAL_CAP, SCAN_OPS, STATS_ONLY, RowForce, RowProblem, local_budget, plan_row,
+                                  reg_budget, row_variants)
+
+OPS = tuple(FAMILIES)
+ROW_LENS = (1, 7, 64, 128, 1000, 4097, 8192, 20000, 10**6)
+DTYPES = ("float32", "float16")
+
+
+def _profile(prefix: str):
+    return next(c for name, c in PROFILES.items() if name.startswith(prefix))
+
+
+def check(caps, problem, p) -> None:
+    """Every invariant the kernels and the device rely on."""
+    assert p.wg_size & (p.wg_size - 1) == 0 and p.wg_size <= caps.max_work_group_size
+    assert p.lanes & (p.lanes - 1) == 0 and p.wg_size % p.lanes == 0
+    assert p.local_mem_bytes <= caps.local_mem_size
+    if p.sg_mode == "local":
+        assert p.sg_size is None
+    else:
+        assert caps.subgroups and p.sg_size in caps.subgroup_sizes and p.wg_size % p.sg_size == 0
+    if p.sg_mode == "builtin":
+        assert caps.subgroup_reduce_builtins and not 1 < p.lanes < p.sg_size
+    if p.sg_mode == "shuffle_khr":
+        assert caps.khr_shuffle
+    if p.sg_mode == "shuffle_qcom":
+        assert caps.qcom_shuffle
+    acc_bytes = 8 if problem.dtype == "float64" else 4
+    if p.cache == "registers":
+        assert p.nper * p.lanes >= problem.row_len and p.nper <= reg_budget(caps, acc_bytes, p.wg_size)
+    if p.cache == "local":
+        assert p.local_len >= problem.row_len
+        assert (p.wg_size // p.lanes) * p.local_len * acc_bytes <= caps.local_mem_size
+    if problem.op in STATS_ONLY + SCAN_OPS:
+        assert p.cache == "none"
+    if problem.op in SCAN_OPS:
+        assert p.passes and p.passes[-1].reads == "input" and p.passes[-1].writes == "output"
+        chunk = p.passes[-1].chunk_len
+        assert chunk * p.split >= problem.row_len > chunk * (p.split - 1)  # no empty chunk
+        assert len(p.passes) == (1 if p.split == 1 else 3)
+        for launch in p.passes:
+            assert launch.global_size % launch.local_size == 0 and launch.local_size == p.wg_size
+            assert all(o.startswith("-D") or o.startswith("-cl-std=") for o in launch.options)
+    if problem.op in SCAN_OPS and p.sg_mode != "local":
+        assert p.lanes <= p.sg_size  # shuffle/built-in prefixes stay inside one sub-group
+        if p.sg_mode == "builtin":
+            assert problem.op == "cumsum" and p.lanes == p.sg_size
+    defined = {name for name, _ in p.defines}
+    assert required_macros(p.kernel_file) <= defined, required_macros(p.kernel_file) - defined
+    options = [o for o in p.options if o.startswith("-D")]
+    assert options == sorted(options)
+    assert p.global_size % p.local_size == 0 and p.local_size == p.wg_size
+    stds = [o for o in p.options if o.startswith("-cl-std=")]
+    if p.sg_mode != "local" and caps.cl_std:
+        assert stds == [f"-cl-std={caps.cl_std}"]  # sub-group built-ins need CL2.0+
+    if p.sg_mode == "local":
+        assert stds == []
+
+
+@pytest.mark.parametrize("name", sorted(ALL_CAPS))
+def test_default_plans_fit_every_device(name):
+    caps = ALL_CAPS[name]
+    for op in OPS:
+        for k in ROW_LENS:
+            for dtype in DTYPES:
+                problem = RowProblem(op=op, rows=max(1, 10**6 // k), row_len=k, dtype=dtype)
+                check(caps, problem, plan_row(caps, problem))
+
+
+@pytest.mark.parametrize("name", sorted(ALL_CAPS))
+def test_every_forced_variant_fits_every_device(name):
+    caps = ALL_CAPS[name]
+    for op in ("softmax", "layer_norm", "moments", "cumsum", "logcumsumexp"):
+        for k in (7, 4097):
+            problem = RowProblem(op=op, rows=33, row_len=k, dtype="float32")
+            variants = row_variants(caps, problem)
+            assert variants, "every device can run some variant"
+            for force in variants:
+                p = plan_row(caps, problem, force)
+                check(caps, problem, p)
+                assert p.cache == force.cache and p.lanes == force.lanes
+
+
+@pytest.mark.parametrize("name", sorted(PROFILES))
+def test_gpu_caches_by_row_length(name):
+    """Short rows stay in registers, medium rows in local memory where it fits, huge rows
+    are read again; the choice never grows with shrinking budgets."""
+    caps = PROFILES[name]
+    short = plan_row(caps, RowProblem("softmax", 4096, 64, "float32"))
+    assert short.cache == "registers"
+    huge = plan_row(caps, RowProblem("softmax", 2, 10**6, "float32"))
+    assert huge.cache == "none"
+    for k in ROW_LENS:
+        p = plan_row(caps, RowProblem("softmax", 64, k, "float32"))
+        if p.cache == "local":
+            assert p.local_mem_bytes <= local_budget(caps) <= LOCAL_CAP
+
+
+def test_mali_register_budget_is_smaller():
+    mali = _profile("Mali-G52")
+    adreno = _profile("Adreno 650")
+    assert reg_budget(mali, 4) < reg_budget(adreno, 4)
+    k = 128 * reg_budget(mali, 4) * 2  # twice what a Mali work-group of 128 can hold in registers
+    p = plan_row(mali, RowProblem("layer_norm", 64, k, "float32"))
+    assert p.cache != "registers"
+    assert p.local_mem_bytes <= 16 << 10  # half of Mali's 32 KiB
+
+
+def test_mali_g71_uses_local_memory_reduce():
+    p = plan_row(_profile("Mali-G71 "), RowProblem("softmax", 1000, 4097, "float32"))
+    assert p.sg_mode == "local"
+
+
+def test_short_rows_share_a_subgroup():
+    caps = ALL_CAPS["Intel GPU (synthetic)"]
+    p = plan_row(caps, RowProblem("softmax", 10**5, 7, "float32"))
+    assert 1 < p.lanes < p.sg_size and p.sg_mode == "shuffle_khr" and p.cache == "registers"
+
+
+def test_cpu_without_subgroups_gives_each_row_one_work_item():
+    p = plan_row(ALL_CAPS["pthread CPU (synthetic PoCL)"], RowProblem("rms_norm", 100, 4097, "float32"))
+    assert p.lanes == 1 and p.cache == "none"
+
+
+@pytest.mark.parametrize("force, match", [
+    (RowForce(cache="registers"), "registers"),
+    (RowForce(cache="bogus"), "unknown cache"),
+    (RowForce(lanes=3), "power of two"),
+])
+def test_impossible_forces_raise(force, match):
+    caps = _profile("Mali-G52")
+    with pytest.raises((UnsupportedOnDevice, ValueError), match=match):
+        plan_row(caps, RowProblem("softmax", 4, 10**6, "float32"), force)
+
+
+def test_moments_cannot_cache():
+    with pytest.raises(UnsupportedOnDevice, match="nothing to cache"):
+        plan_row(ALL_CAPS["Intel GPU (synthetic)"], RowProblem("moments", 4, 100, "float32"), RowForce(cache="registers"))
+
+
+def test_float64_needs_fp64():
+    caps = dataclasses.replace(ALL_CAPS["Intel GPU (synthetic)"], fp64=False)
+    with pytest.raises(UnsupportedOnDevice, match="fp64"):
+        plan_row(caps, RowProblem("softmax", 4, 100, "float64"))
+
+
+def test_non_float_problem_is_a_type_error():
+    with pytest.raises(TypeError):
+        RowProblem("softmax", 4, 100, "int32")
+
+
+def test_kernel_files_share_one_copy_of_the_row_machinery(tmp_path):
+    """softmax.cl, row_norm.cl and row_scale.cl include row_common.h: one team reduce, spliced
+    into each program's text, so the source hash follows the shared file."""
+    import shutil
+
+    from clreduce.kernels import _read, _read_source, kernel_dirs, source_hash
+
+    common = read_source("row_common.h")
+    assert "inline ACC_T team_reduce(" in common
+    for name in ("softmax.cl", "row_norm.cl", "row_scale.cl"):
+        raw = kernel_dirs()[-1].joinpath(name).read_text()
+        assert '#include "row_common.h"' in raw and "team_reduce(ACC_T v" not in raw, name
+        text = read_source(name)
+        assert text.count("inline ACC_T team_reduce(") == 1 and not re.search(r"^\s*#\s*include", text, re.M), name
+        assert read_source(name, "cuda").count("inline ACC_T team_reduce(") == 1, name
+    # a copy of the folder with a changed row_common.h gives another program text and hash
+    copy = tmp_path / "cl_kernels"
+    shutil.copytree(kernel_dirs()[-1], copy)
+    (copy / "row_common.h").write_text((copy / "row_common.h").read_text() + "\n/* changed */\n")
+    before = _read_source("softmax.cl", "opencl", tuple(kernel_dirs()))
+    after = _read_source("softmax.cl", "opencl", (copy,))
+    assert "/* changed */" in after and source_hash(after) != source_hash(before)
+    _read.cache_clear()
+    _read_source.cache_clear()
+
+
+def test_kernel_include_cycle_is_an_error(tmp_path):
+    from clreduce.kernels import _read, _read_source
+
+    (tmp_path / "a.cl").write_text('#include "b.h"\n')
+    (tmp_path / "b.h").write_text('#include "a.cl"\n')
+    (tmp_path / "cl_dialect_opencl.h").write_text("")
+    with pytest.raises(ValueError, match="cycle"):
+        _read_source("a.cl", "opencl", (tmp_path,))
+    _read.cache_clear()
+    _read_source.cache_clear()
+
+
+def test_scan_dtypes_follow_numpy():
+    from clreduce.plan_rowops import out_dtype_of
+
+    import numpy as np
+
+    for dtype in ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16", "float32"):
+        assert out_dtype_of("cumsum", dtype) == np.cumsum(np.zeros(2, dtype)).dtype.name
+        assert out_dtype_of("cumprod", dtype) == np.cumprod(np.zeros(2, dtype)).dtype.name
+    with pytest.raises(TypeError):
+        RowProblem("logcumsumexp", 2, 2, "int32")
+
+
+@pytest.mark.parametrize("name", sorted(PROFILES))
+def test_gpu_scans_use_subgroups_where_present(name):
+    caps = PROFILES[name]
+    p = plan_row(caps, RowProblem("cumsum", 1000, 4096, "int32"))
+    assert p.acc_dtype == "int64" and p.out_dtype == "int64"
+    if caps.subgroups and caps.subgroup_sizes and (caps.khr_shuffle or caps.qcom_shuffle or caps.subgroup_reduce_builtins):
+        assert p.sg_mode != "local" and p.lanes <= p.sg_size
+    else:
+        assert p.sg_mode == "local"
+
+
+@pytest.mark.parametrize("name", sorted(ALL_CAPS))
+def test_few_long_rows_scan_over_several_groups(name):
+    caps = ALL_CAPS[name]
+    p = plan_row(caps, RowProblem("cumsum", 1, 10**6, "float32"))
+    assert p.split > 1 and [x.writes for x in p.passes] == ["partials", "carries", "output"]
+    many = plan_row(caps, RowProblem("cumsum", 10**5, 100, "float32"))
+    assert many.split == 1
+
+
+@pytest.mark.parametrize("name", sorted(ALL_CAPS))
+@pytest.mark.parametrize("op", ["softmax", "layer_norm", "moments", "quantize_int8"])
+def test_few_long_rows_split_into_two_launches(name, op):
+    """(2, 10**6): chunk partials, then the rows from them; many short rows stay one launch."""
+    caps = ALL_CAPS[name]
+    p = plan_row(caps, RowProblem(op, 2, 10**6, "float32"))
+    assert p.split > 1 and p.cache == "none" and [x.writes for x in p.passes] == ["partials", "output"]
+    assert [dict(pa.options and [o[2:].split("=") for o in pa.options if o.startswith("-D")])["PHASE"]
+            for pa in p.passes] == ["1", "2"]
+    chunk = p.scalars[2][2]
+    assert (p.split - 1) * chunk < 10**6 <= p.split * chunk  # no empty chunk
+    assert plan_row(caps, RowProblem(op, 10**5, 100, "float32")).split == 1
+
+
+def test_forced_split_needs_an_uncached_row():
+    caps = ALL_CAPS["Intel GPU (synthetic)"]
+    p = plan_row(caps, RowProblem("softmax", 4, 100, "float32"), RowForce(split=3, cache="none"))
+    assert p.split == 3 and p.scalars[2][2] == 34
+    with pytest.raises(UnsupportedOnDevice, match="split"):
+        plan_row(caps, RowProblem("softmax", 4, 100, "float32"), RowForce(split=2, cache="registers"))
+    with pytest.raises(ValueError, match="split"):
+        plan_row(caps, RowProblem("softmax", 4, 100, "float32"), RowForce(split=101))

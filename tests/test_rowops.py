@@ -1,0 +1,492 @@
+"""Row ops (softmax, norms, absmax-scale, int8 quantisation) on every OpenCL device against
+numpy references computed in float64 from the same input.
+
+Default run: main shapes, adversarial rows, a sample of the planner's forced variants.
+``--slow`` / ``CLREDUCE_SLOW=1``: every forced variant and the big shapes in every dtype.
+"""
+
+from __future__ import annotations
+
+import random
+import zlib
+
+import numpy as np
+import pytest
+from conftest import slow_enabled
+
+from rowops_refs import (ADVERSARIAL, HALF_ROWS, LOG_TOL, NORM_TOL, TOL, U32, _assert_cumsum_bound, _close,
+                         ref_layer_norm, ref_log_softmax, ref_quantize, ref_rms_norm, ref_softmax)
+
+from clreduce import rowops
+from clreduce.backends import opencl_rowops
+from clreduce.backends.opencl_probe import probe_device
+from clreduce.plan import UnsupportedOnDevice
+from clreduce.plan_rowops import RowForce, RowProblem, llvmpipe_loop_limited, row_variants
+
+try:
+    from numpy.exceptions import AxisError
+except ImportError:  # numpy < 1.25
+    from numpy import AxisError
+
+def _rng(*parts) -> np.random.Generator:
+    return np.random.default_rng(zlib.crc32(repr(parts).encode()))
+
+
+def _dtypes(device):
+    caps = probe_device(device)
+    return ("float32", "float16") + (("float64",) if caps.fp64 else ())
+
+
+# The issue's odd row lengths K = 1, 7, 4097, 10**6 (rows: a few, so teams have padding).
+ODD_SHAPES = [(5, 1), (9, 7), (3, 4097), (1, 10**6)]
+
+
+def _odd_marks(shape, dtype):
+    # float32 on every shape, the other dtypes on K=4097 by default (each op is a program
+    # build per dtype and shape); every pair with --slow
+    return () if dtype == "float32" or shape == (3, 4097) else (pytest.mark.slow,)
+
+
+@pytest.mark.parametrize("shape, dtype", [pytest.param(s, d, marks=_odd_marks(s, d), id=f"{s[0]}x{s[1]}-{d}")
+                                          for s in ODD_SHAPES for d in ("float32", "float16", "float64")])
+def test_every_op_matches_numpy(cl_device, shape, dtype):
+    """All eleven row ops on one input, against numpy references in float64."""
+    if dtype not in _dtypes(cl_device):
+        pytest.skip("no fp64 on this device")
+    rng = _rng("odd", shape, dtype)
+    x = (rng.standard_normal(shape) * 3 + 0.5).astype(dtype)
+    before = x.copy()
+    w = rng.standard_normal(shape[-1]).astype(np.float32)
+    b = rng.standard_normal(shape[-1]).astype(np.float32)
+    what = f"{shape} {dtype}"
+    got = rowops.softmax(x, device=cl_device)
+    _close(got, ref_softmax(x), dtype, TOL, f"softmax {what}")
+    np.testing.assert_allclose(got.astype(np.float64).sum(-1), 1.0, rtol=1e-4 + 2e-3 * (dtype == "float16"))
+    _close(rowops.log_softmax(x, device=cl_device), ref_log_softmax(x), dtype, LOG_TOL, f"log_softmax {what}")
+    _close(rowops.rms_norm(x, w, eps=1e-3, device=cl_device), ref_rms_norm(x, w, 1e-3), dtype, NORM_TOL, f"rms {what}")
+    _close(rowops.layer_norm(x, w, b, device=cl_device), ref_layer_norm(x, w, b), dtype, NORM_TOL, f"ln {what}")
+    mean, var = rowops.moments(x, device=cl_device)
+    _close(mean, x.astype(np.float64).mean(-1), dtype, NORM_TOL, f"mean {what}")
+    _close(var, x.astype(np.float64).var(-1), dtype, NORM_TOL, f"var {what}")
+    y, amax = rowops.absmax_scale(x, device=cl_device)
+    np.testing.assert_array_equal(amax, np.abs(x).max(-1), err_msg=what)
+    _close(y, x.astype(np.float64) / np.abs(x.astype(np.float64)).max(-1, keepdims=True), dtype, TOL, f"absmax {what}")
+    q, s = rowops.quantize_int8(x, device=cl_device)
+    q_ref, yq, s_ref = ref_quantize(x)
+    near_tie = np.abs(np.abs(yq - np.floor(yq)) - 0.5) < 1e-4  # OpenCL's divide: up to 2.5 ulp
+    assert not ((q != q_ref) & ~near_tie).any(), f"quantize {what}"
+    np.testing.assert_allclose(s, s_ref.astype(np.float32), rtol=1e-7)
+    if dtype == "float64":
+        np.testing.assert_allclose(rowops.cumsum(x, axis=-1, device=cl_device), np.cumsum(x, -1), rtol=1e-9, atol=1e-9)
+    else:
+        _assert_cumsum_bound(rowops.cumsum(x, axis=-1, device=cl_device), x, -1, f"cumsum {what}")
+    p = np.exp(0.001 * rng.standard_normal(shape)).astype(dtype)  # products stay near 1 over 10**6 terms
+    n = np.arange(1, shape[-1] + 1)
+    rel = np.abs(rowops.cumprod(p, axis=-1, device=cl_device) / np.cumprod(p.astype(np.float64), -1) - 1)
+    assert np.all(rel <= (n + 1) * U32 * 1.01 + 2.0 ** -11 * (dtype == "float16")), f"cumprod {what}"
+    with np.errstate(invalid="ignore"):
+        want = np.logaddexp.accumulate(x.astype(np.float64), axis=-1)
+    tol = 2e-3 if dtype == "float16" else 2e-5
+    np.testing.assert_allclose(rowops.logcumsumexp(x, axis=-1, device=cl_device).astype(np.float64), want,
+                               rtol=tol, atol=tol, err_msg=f"logcumsumexp {what}")
+    np.testing.assert_array_equal(x, before, err_msg="input modified")
+
+
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+def test_softmax_inf_nan_follow_scipy(cl_device, op):
+    """NaN and +inf rows give NaN, all -inf rows NaN, -inf elements 0 (softmax) -- scipy's
+    formulas, evaluated in float64 on the same rows; the uncached, local and split variants
+    agree (a split chunk of only -inf, or holding the row's +inf, keeps the rules)."""
+    fn, ref = getattr(rowops, op), (ref_softmax if op == "softmax" else ref_log_softmax)
+    tol = TOL if op == "softmax" else LOG_TOL
+    for dtype, rows in (("float32", ADVERSARIAL), ("float16", {**HALF_ROWS, **{k: v for k, v in ADVERSARIAL.items()
+                                                                             if "1e" not in str(v)}})):
+        x = np.array(list(rows.values()), dtype=dtype) if dtype == "float32" else \
+            np.array([r for r in rows.values() if np.all(np.abs(np.array(r)[np.isfinite(r)]) < 65505)], dtype=dtype)
+        want = ref(x)
+        forces = (None, RowForce(cache="none"), RowForce(cache="none", split=2), RowForce(cache="local", lanes=1)) \
+            if dtype == "float32" \
+            else (None,)  # float16 is storage only: the math is float32's, checked above
+        for force in forces:
+            got = fn(x, device=cl_device, force=force)
+            np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=f"{op} {dtype} {force} NaN positions")
+            _close(got, want, dtype, tol, f"{op} {dtype} {force}")
+    assert np.isnan(rowops.softmax(np.full((2, 5), -np.inf, np.float32), device=cl_device)).all()
+
+
+@pytest.mark.parametrize("axis", [0, 1, -3])
+def test_softmax_any_axis(cl_device, axis):
+    x = _rng("axis", axis).standard_normal((4, 5, 6)).astype(np.float32)
+    _close(rowops.softmax(x, axis=axis, device=cl_device), ref_softmax(x, axis=axis), "float32", TOL, f"axis {axis}")
+    _close(rowops.log_softmax(x, axis=axis, device=cl_device), ref_log_softmax(x, axis=axis), "float32", LOG_TOL,
+           f"log axis {axis}")
+
+
+def _sample(items, n, seed, request):
+    if slow_enabled(request.config) or len(items) <= n:
+        return items
+    return random.Random(seed).sample(items, n)
+
+
+@pytest.mark.parametrize("op", ["softmax", "log_softmax", "rms_norm", "layer_norm", "absmax_scale", "moments"])
+def test_every_forced_variant(cl_device, cl_queue, op, request):
+    """Each variant the planner can produce for this device (cache x sub-group mode x width x
+    lanes x split), on a short row (K=7: teams inside a sub-group, padding lanes) and a long
+    one (K=4097: not a multiple of any width). Sampled by default, all with --slow."""
+    caps = opencl_rowops.runnable_caps(cl_queue)
+    for k in (7, 4097):
+        x = _rng(op, k).standard_normal((37, k)).astype(np.float32) * 3
+        variants = row_variants(caps, RowProblem(op, 37, k, "float32"))
+        for force in _sample(variants, 1, zlib.crc32(f"{op}{k}".encode()), request):
+            what = f"{op} K={k} {force}"
+            if op in ("softmax", "log_softmax"):
+                ref = ref_softmax(x) if op == "softmax" else ref_log_softmax(x)
+                _close(getattr(rowops, op)(x, device=cl_device, force=force), ref, "float32",
+                       TOL if op == "softmax" else LOG_TOL, what)
+            elif op == "rms_norm":
+                _close(rowops.rms_norm(x, device=cl_device, force=force), ref_rms_norm(x), "float32", NORM_TOL, what)
+            elif op == "layer_norm":
+                _close(rowops.layer_norm(x, device=cl_device, force=force), ref_layer_norm(x), "float32", NORM_TOL, what)
+            elif op == "moments":
+                mean, var = rowops.moments(x, device=cl_device, force=force)
+                _close(mean, x.astype(np.float64).mean(-1), "float32", NORM_TOL, what)
+                _close(var, x.astype(np.float64).var(-1), "float32", NORM_TOL, what)
+            else:
+                y, amax = rowops.absmax_scale(x, device=cl_device, force=force)
+                np.testing.assert_array_equal(amax, np.abs(x).max(-1), err_msg=what)
+                _close(y, x / np.abs(x).max(-1, keepdims=True), "float32", TOL, what)
+
+
+# ---- norms ---------------------------------------------------------------------------------------
+def test_large_mean_float32_statistics_stay_accurate(cl_device):
+    """Rows of 1e4 + N(0, 1) in float32: E[x^2] - E[x]^2 without a shift loses every digit
+    (1e8 +- 6 in float32); the first-element shift and compensated sums keep var to 1e-5."""
+    x = (1e4 + _rng("offset").standard_normal((16, 100_003))).astype(np.float32)
+    x64 = x.astype(np.float64)
+    for force in (None, RowForce(cache="none", lanes=1)):
+        mean, var = rowops.moments(x, device=cl_device, force=force)
+        np.testing.assert_allclose(var, x64.var(-1), rtol=1e-5)
+        np.testing.assert_allclose(mean, x64.mean(-1), rtol=1e-7)
+        _close(rowops.layer_norm(x, device=cl_device, force=force), ref_layer_norm(x), "float32",
+               {"float32": dict(rtol=1e-4, atol=2e-4)}, "layer_norm offset 1e4")  # x itself has ulp 1e-3
+
+
+def test_moments_any_axis_and_pyopencl(cl_device, cl_queue):
+    import pyopencl.array as cla
+
+    x = _rng("mom").standard_normal((6, 7, 8)).astype(np.float32)
+    for axis in (0, 1, 2, -2):
+        mean, var = rowops.moments(x, axis=axis, device=cl_device)
+        np.testing.assert_allclose(mean, x.astype(np.float64).mean(axis), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(var, x.astype(np.float64).var(axis), rtol=1e-5, atol=1e-6)
+    xd = cla.to_device(cl_queue, x)
+    mean, var = rowops.moments(xd, axis=1)
+    assert isinstance(mean, cla.Array) and mean.queue is cl_queue
+    np.testing.assert_allclose(var.get(), x.astype(np.float64).var(1), rtol=1e-5, atol=1e-6)
+
+
+def test_pyopencl_in_pyopencl_out(cl_device, cl_queue):
+    import pyopencl.array as cla
+
+    x = _rng("cl").standard_normal((5, 6, 33)).astype(np.float32)
+    w = _rng("clw").standard_normal(33).astype(np.float32)
+    xd = cla.to_device(cl_queue, x)
+    for got, want, tol in (
+        (rowops.softmax(xd), ref_softmax(x), TOL),
+        (rowops.softmax(xd, axis=1), ref_softmax(x, axis=1), TOL),
+        (rowops.rms_norm(xd, cla.to_device(cl_queue, w)), ref_rms_norm(x, w), NORM_TOL),
+        (rowops.layer_norm(xd, w), ref_layer_norm(x, w), NORM_TOL),
+        (rowops.absmax_scale(xd, axis=0)[0], x / np.abs(x).max(0, keepdims=True), TOL),
+    ):
+        assert isinstance(got, cla.Array) and got.queue is cl_queue
+        _close(got.get(), want, "float32", tol, "pyopencl")
+    np.testing.assert_array_equal(xd.get(), x)
+    # a float16 pyopencl weight with numpy input: read in the math type, not reinterpreted
+    w16 = w.astype(np.float16)
+    _close(rowops.rms_norm(x, cla.to_device(cl_queue, w16), device=cl_device), ref_rms_norm(x, w16), "float32",
+           NORM_TOL, "float16 device weight")
+    y16 = rowops.softmax(cla.to_device(cl_queue, x.astype(np.float16)))
+    assert isinstance(y16, cla.Array) and y16.dtype == np.float16
+
+
+# ---- absmax scale and int8 -------------------------------------------------------------------------
+@pytest.mark.parametrize("shape, axis", [((9, 7), -1), pytest.param((33, 128), 0, marks=pytest.mark.slow),
+                                         ((7, 4097), 0)])
+def test_quantize_int8_round_half_even(cl_device, shape, axis):
+    rng = _rng("q", shape)
+    for dtype in _dtypes(cl_device):
+        x = (rng.standard_normal(shape) * 3).astype(dtype)
+        q, s = rowops.quantize_int8(x, axis=axis, device=cl_device)
+        q_ref, y, s_ref = ref_quantize(x, axis)
+        assert q.dtype == np.int8 and s.dtype == np.float32 and q.shape == x.shape and s.shape == s_ref.shape
+        np.testing.assert_allclose(s, s_ref.astype(np.float32), rtol=1e-7)
+        # OpenCL's float divide may be off by 2.5 ulp: only values within 1e-4 of a .5 tie
+        # may round the other way
+        near_tie = np.abs(np.abs(y - np.floor(y)) - 0.5) < 1e-4
+        bad = (q != q_ref) & ~near_tie
+        assert not bad.any(), f"{dtype}: {np.argwhere(bad)[:5]}"
+        assert np.abs(q.astype(int) - q_ref.astype(int)).max() <= 1
+        back = rowops.dequantize(q, s, axis=axis)
+        assert np.all(np.abs(back - x.astype(np.float32)) <= np.expand_dims(s, axis) * 0.5001 + 1e-3 * (dtype == "float16"))
+
+
+def test_exact_ties_round_to_even(cl_device):
+    # amax 127 -> scale exactly 1: x / 1 is exact and rint must pick the even neighbour
+    x = np.array([[127.0, 0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 3.49]], np.float32)
+    q, s = rowops.quantize_int8(x, device=cl_device)
+    assert s[0] == 1.0
+    np.testing.assert_array_equal(q, [[127, 0, 2, 2, 0, -2, -2, 3]])
+
+
+def test_zero_rows_and_nonfinite_rows(cl_device):
+    x = np.array([[0.0] * 5, [1.0, -2.0, 0.0, 4.0, 0.5], [1.0, np.nan, 0.0, 2.0, 3.0],
+                  [1.0, np.inf, 0.0, -2.0, 3.0]], np.float32)
+    y, amax = rowops.absmax_scale(x, device=cl_device)
+    np.testing.assert_array_equal(y[0], 0.0)  # scale 0 -> values 0, no NaN
+    np.testing.assert_array_equal(amax[:2], [0.0, 4.0])
+    assert np.isnan(amax[2]) and np.isinf(amax[3])
+    np.testing.assert_allclose(y[1], x[1] / 4)
+    assert np.isnan(y[2]).all()
+    np.testing.assert_array_equal(y[3], [0.0, np.nan, 0.0, -0.0, 0.0])
+    q, s = rowops.quantize_int8(x, device=cl_device)
+    np.testing.assert_array_equal(q[0], 0)
+    assert s[0] == 0.0
+    np.testing.assert_array_equal(q[2], 0)  # NaN scale: no finite quotient
+    np.testing.assert_array_equal(q[3], 0)  # inf scale: x/inf = 0, inf/inf = NaN -> 0
+
+
+def test_absmax_scale_float16_near_max(cl_device):
+    x = np.array([[65504.0, -65504.0, 1.0, 0.0], [60000.0, 30000.0, -15000.0, 1e-4]], np.float16)
+    y, amax = rowops.absmax_scale(x, device=cl_device)
+    assert y.dtype == np.float16 and amax.dtype == np.float16
+    np.testing.assert_array_equal(amax, [65504.0, 60000.0])
+    _close(y, x.astype(np.float64) / np.array([[65504.0], [60000.0]]), "float16", TOL, "half absmax")
+
+
+# ---- empty and bad input ---------------------------------------------------------------------------
+def test_empty_inputs(cl_device):
+    for shape in ((0, 5), (3, 0)):
+        x = np.zeros(shape, np.float32)
+        assert rowops.softmax(x, device=cl_device).shape == shape
+        assert rowops.layer_norm(x, device=cl_device).shape == shape
+        q, s = rowops.quantize_int8(x, device=cl_device)
+        assert q.shape == shape and s.shape == shape[:1] and q.dtype == np.int8
+    mean, var = rowops.moments(np.zeros((3, 0), np.float32), device=cl_device)
+    assert np.isnan(mean).all() and np.isnan(var).all() and mean.shape == (3,)
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda d: rowops.softmax(np.arange(6).reshape(2, 3), device=d), TypeError, "float"),
+    (lambda d: rowops.log_softmax(np.ones((2, 3), bool), device=d), TypeError, "float"),
+    (lambda d: rowops.rms_norm(np.ones((2, 3), np.int32), device=d), TypeError, "float"),
+    (lambda d: rowops.layer_norm(np.ones((2, 3), np.float32), weight=np.ones(4, np.float32), device=d),
+     ValueError, "shape"),
+    (lambda d: rowops.layer_norm(np.ones((2, 3), np.float32), bias=np.ones((1, 3), np.float32), device=d),
+     ValueError, "shape"),
+    (lambda d: rowops.rms_norm(np.ones((2, 3), np.float32), weight=np.ones(3, np.int64), device=d),
+     TypeError, "weight"),
+    (lambda d: rowops.rms_norm(np.ones((2, 3), np.float32), eps=0, device=d), ValueError, "eps"),
+    (lambda d: rowops.layer_norm(np.ones((2, 3), np.float32), eps=-1e-5, device=d), ValueError, "eps"),
+    (lambda d: rowops.layer_norm(np.ones((2, 3), np.float32), eps=float("nan"), device=d), ValueError, "eps"),
+    (lambda d: rowops.softmax(np.ones((2, 3), np.float32), axis=2, device=d), AxisError, None),
+    (lambda d: rowops.moments(np.ones((2, 3), np.float32), axis=-3, device=d), AxisError, None),
+    (lambda d: rowops.softmax(np.float32(1.0), device=d), AxisError, None),
+    (lambda d: rowops.rms_norm(np.float32(1.0), device=d), AxisError, None),
+    (lambda d: rowops.softmax(np.ones((2, 3), np.float32), axis=(0, 1), device=d), TypeError, "one axis"),
+    (lambda d: rowops.quantize_int8(np.ones((2, 3), np.int8), device=d), TypeError, "float"),
+    (lambda d: rowops.dequantize(np.ones((2, 3), np.int32), np.ones(2, np.float32)), TypeError, "int8"),
+    (lambda d: rowops.dequantize(np.ones((2, 3), np.int8), np.ones(3, np.float32)), ValueError, "shape"),
+])
+def test_bad_input(cl_device, call, error, match):
+    with pytest.raises(error, match=match):
+        call(cl_device)
+
+
+# ---- scans -------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", ["bool", pytest.param("int8", marks=pytest.mark.slow), "uint8",
+                                   pytest.param("int32", marks=pytest.mark.slow), "uint32", "int64"])
+def test_integer_cumsum_cumprod_exact_like_numpy(cl_device, dtype):
+    rng = _rng("icum", dtype)
+    info = np.iinfo(dtype) if dtype != "bool" else None
+    shape = (7, 1001)
+    if dtype == "bool":
+        x = rng.integers(0, 2, shape).astype(bool)
+    else:
+        x = rng.integers(info.min, info.max, shape, dtype=dtype, endpoint=True)
+    if dtype == "int64":
+        x[0, :3] = np.iinfo(np.int64).max  # the sum wraps around, as numpy's does
+    for axis in (-1, 0, None):
+        for op in ("cumsum", "cumprod"):
+            got = getattr(rowops, op)(x, axis=axis, device=cl_device)
+            want = getattr(np, op)(x, axis=axis)
+            assert got.dtype == want.dtype and got.shape == want.shape, (op, dtype, axis)
+            np.testing.assert_array_equal(got, want, err_msg=f"{op} {dtype} axis={axis}")
+
+
+def test_logcumsumexp_matches_logaddexp_accumulate(cl_device):
+    rng = _rng("lcse")
+    x = (rng.standard_normal((6, 4097)) * 10).astype(np.float32)
+    x[1, :100] = -np.inf     # -inf is neutral; a prefix of -inf stays -inf
+    x[2, 50] = np.nan        # NaN propagates from there on
+    x[3, 70] = np.inf        # +inf wins
+    x[4, :] = -np.inf
+    with np.errstate(invalid="ignore"):  # inf - inf inside numpy's logaddexp
+        want = np.logaddexp.accumulate(x.astype(np.float64), axis=1)
+    got = rowops.logcumsumexp(x, axis=1, device=cl_device)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    # each step adds a few ulp of |value| (log1p/exp are not correctly rounded)
+    np.testing.assert_allclose(got, want.astype(np.float32), rtol=2e-5, atol=2e-5)
+    x16 = x[:, :300].astype(np.float16)
+    got16 = rowops.logcumsumexp(x16, axis=1, device=cl_device)
+    assert got16.dtype == np.float16
+    with np.errstate(invalid="ignore"):
+        want16 = np.logaddexp.accumulate(x16.astype(np.float64), 1).astype(np.float16).astype(np.float64)
+    np.testing.assert_allclose(got16.astype(np.float64), want16, rtol=2e-3, atol=2e-3)
+
+
+def test_scans_any_axis_and_pyopencl(cl_device, cl_queue):
+    import pyopencl.array as cla
+
+    x = _rng("scan-axis").integers(-50, 50, (4, 5, 6)).astype(np.int32)
+    for axis in (0, 1, 2, None):
+        np.testing.assert_array_equal(rowops.cumsum(x, axis=axis, device=cl_device), np.cumsum(x, axis=axis))
+    xd = cla.to_device(cl_queue, x)
+    got = rowops.cumsum(xd, axis=1)
+    assert isinstance(got, cla.Array) and got.queue is cl_queue and got.dtype == np.int64
+    np.testing.assert_array_equal(got.get(), np.cumsum(x, axis=1))
+    np.testing.assert_array_equal(xd.get(), x)
+
+
+@pytest.mark.parametrize("op", ["cumsum", "cumprod", "logcumsumexp"])
+def test_every_forced_scan_variant(cl_device, cl_queue, op, request):
+    caps = opencl_rowops.runnable_caps(cl_queue)
+    for k in (7, 4097):
+        rng = _rng(op, k, "v")
+        x = (1 + 0.01 * rng.standard_normal((37, k))).astype(np.float32) if op == "cumprod" else \
+            rng.standard_normal((37, k)).astype(np.float32)
+        xi = rng.integers(-1000, 1000, (37, k)).astype(np.int32)
+        variants = row_variants(caps, RowProblem(op, 37, k, "float32"))
+        assert variants
+        for force in _sample(variants, 1, zlib.crc32(f"{op}{k}".encode()), request):
+            what = f"{op} K={k} {force}"
+            got = getattr(rowops, op)(x, axis=-1, device=cl_device, force=force)
+            if op == "cumsum":
+                _assert_cumsum_bound(got, x, -1, what)
+                np.testing.assert_array_equal(rowops.cumsum(xi, axis=-1, device=cl_device, force=force),
+                                              np.cumsum(xi, -1), err_msg=what)
+            elif op == "cumprod":
+                np.testing.assert_allclose(got, np.cumprod(x.astype(np.float64), -1), rtol=(k + 1) * U32 * 1.01,
+                                           err_msg=what)
+            else:
+                np.testing.assert_allclose(got, np.logaddexp.accumulate(x.astype(np.float64), -1), rtol=2e-5,
+                                           atol=2e-5, err_msg=what)
+
+
+@pytest.mark.parametrize("call, error", [
+    (lambda d: rowops.logcumsumexp(np.arange(5), device=d), TypeError),
+    (lambda d: rowops.cumsum(np.ones(3, np.complex64), device=d), TypeError),
+    (lambda d: rowops.cumsum(np.ones((2, 3), np.float32), axis=2, device=d), AxisError),
+    (lambda d: rowops.cumprod(np.ones((2, 3), np.float32), axis=(0, 1), device=d), TypeError),
+    (lambda d: rowops.cumsum(np.ones((2, 3), np.float32), axis=-1, device=d, force=RowForce(cache="local")),
+     TypeError),  # UnsupportedOnDevice is a TypeError: scans cache nothing
+])
+def test_scan_bad_input(cl_device, call, error):
+    with pytest.raises(error):
+        call(cl_device)
+
+
+def test_scan_empty(cl_device):
+    assert rowops.cumsum(np.zeros((3, 0), np.int32), axis=1, device=cl_device).dtype == np.int64
+    assert rowops.cumsum(np.zeros((0,), np.float32), device=cl_device).shape == (0,)
+
+
+def test_long_row_reduce_then_scan_exact(cl_device):
+    """One long row is cut into chunks (chunk totals, their scan, the chunks from their
+    carries): integer results stay exact across the chunk seams."""
+    x = _rng("split").integers(-2**31, 2**31, (2, 200_003)).astype(np.int32)
+    llvmpipe = llvmpipe_loop_limited(probe_device(cl_device))
+    for force in (None, RowForce(split=7), RowForce(split=40)):
+        try:
+            got = rowops.cumsum(x, axis=1, device=cl_device, force=force)
+        except UnsupportedOnDevice:
+            assert llvmpipe and force.split < 40, force  # chunks too long for llvmpipe's loop limit
+            continue
+        np.testing.assert_array_equal(got, np.cumsum(x, axis=1), err_msg=str(force))
+    y = _rng("split-f").standard_normal((1, 200_003)).astype(np.float32)
+    split = 40 if llvmpipe else 9
+    _assert_cumsum_bound(rowops.cumsum(y, axis=1, device=cl_device, force=RowForce(split=split)), y, 1, f"split {split}")
+
+
+def test_float16_norms_near_65504_do_not_overflow(cl_device):
+    """Squares of 65504 overflow float16 (the mobile engines' failure); math runs in float32."""
+    x = np.array([[65504.0, -65504.0, 60000.0, 1.0, 0.0, -30000.0, 65504.0]] * 3, np.float16)
+    _close(rowops.rms_norm(x, device=cl_device), ref_rms_norm(x), "float16", NORM_TOL, "rms f16 max")
+    _close(rowops.layer_norm(x, device=cl_device), ref_layer_norm(x), "float16", NORM_TOL, "ln f16 max")
+    mean, var = rowops.moments(x, device=cl_device)
+    assert np.isfinite(mean).all() and np.isinf(var).all()  # var ~2.7e9 does not fit float16, as numpy's
+
+
+# ---- out= and array kinds ---------------------------------------------------------------------------
+def test_out_writes_in_place_and_checks_kind_shape_dtype(cl_device, cl_queue):
+    import pyopencl.array as cla
+
+    x = _rng("out").standard_normal((4, 5, 9)).astype(np.float32)
+    dst = np.full(x.shape, np.nan, np.float32)
+    assert rowops.softmax(x, axis=1, out=dst, device=cl_device) is dst
+    _close(dst, ref_softmax(x, axis=1), "float32", TOL, "numpy out=")
+    q, s = np.empty(x.shape, np.int8), np.empty(x.shape[:-1], np.float32)
+    assert rowops.quantize_int8(x, out=(q, s), device=cl_device) == (q, s)
+    np.testing.assert_array_equal(q, ref_quantize(x)[0])
+    mean = np.empty((4, 9), np.float32)
+    got_mean, got_var = rowops.moments(x, axis=1, out=(mean, None), device=cl_device)
+    assert got_mean is mean and got_var.shape == (4, 9)
+    np.testing.assert_allclose(mean, x.astype(np.float64).mean(1), rtol=1e-5, atol=1e-6)
+    c = np.empty(x.size, np.float32)
+    assert rowops.cumsum(x, out=c, device=cl_device) is c
+    _assert_cumsum_bound(c, x.ravel(), 0, "cumsum out= flattened")
+    back = np.empty(x.shape, np.float32)
+    assert rowops.dequantize(q, s, out=back) is back
+    # pyopencl in, pyopencl out= (a strided axis: the result goes through a gather first)
+    xd = cla.to_device(cl_queue, x)
+    dd = cla.empty(cl_queue, x.shape, np.float32)
+    assert rowops.layer_norm(xd, out=dd) is dd
+    _close(dd.get(), ref_layer_norm(x), "float32", NORM_TOL, "pyopencl out=")
+    assert rowops.log_softmax(xd, axis=0, out=dd) is dd
+    _close(dd.get(), ref_log_softmax(x, axis=0), "float32", LOG_TOL, "pyopencl out= axis 0")
+    # refused: another dtype, shape or kind; a single array for a two-result op
+    with pytest.raises(TypeError, match="dtype"):
+        rowops.softmax(x, out=np.empty(x.shape, np.float64), device=cl_device)
+    with pytest.raises(ValueError, match="shape"):
+        rowops.rms_norm(x, out=np.empty((4, 5), np.float32), device=cl_device)
+    with pytest.raises(TypeError, match="pyopencl"):
+        rowops.softmax(xd, out=np.empty(x.shape, np.float32))
+    with pytest.raises(TypeError, match="tuple of two"):
+        rowops.absmax_scale(x, out=np.empty(x.shape, np.float32), device=cl_device)
+    np.testing.assert_array_equal(xd.get(), x)
+
+
+def test_array_likes_and_cpu_tensors_come_back_as_numpy(cl_device, cl_caps):
+    rows = [[1.0, 2.0, 3.0], [0.0, -1.0, 5.0]]
+    if cl_caps.fp64:  # a list of Python floats is float64, as numpy.asarray makes it
+        got = rowops.softmax(rows, device=cl_device)
+        assert isinstance(got, np.ndarray) and got.dtype == np.float64
+        _close(got, ref_softmax(np.asarray(rows)), "float64", TOL, "list")
+    else:
+        with pytest.raises(UnsupportedOnDevice, match="fp64"):
+            rowops.softmax(rows, device=cl_device)
+
+    class HostArray:  # what a CPU torch tensor offers numpy (importing torch here costs seconds)
+        def __array__(self, dtype=None, copy=None):
+            return np.asarray(rows, np.float32)
+
+    got = rowops.layer_norm(HostArray(), device=cl_device)
+    assert isinstance(got, np.ndarray)
+    _close(got, ref_layer_norm(np.asarray(rows, np.float32)), "float32", NORM_TOL, "__array__ object")
+
+
+def test_cuda_backend_without_cupy_says_what_is_missing(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    with pytest.raises(RuntimeError, match="cupy"):
+        rowops.softmax(np.ones((2, 3), np.float32), backend="cuda")
