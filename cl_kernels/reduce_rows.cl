@@ -853,11 +853,13 @@ inline ACC_T cpu_hreduce(const CPU_ACCV v) {
 #endif
 }
 
-#if ACC_COMPENSATED
-/* Float sums (see "accumulation"): every ACC_BLOCK steps of the unrolled loop (the
- * planner's block; 0: one block) the UNROLL accumulators are added and join a vector Kahan
- * pair (s, c), lane by lane; at the end the lanes merge with TwoSum by halves. Once a lane
- * is inf or NaN (t - t is not 0) its correction is dropped, as in outer_add. */
+#if ACC_BLOCKED
+/* Float sums (see "accumulation"): every ACC_BLOCK steps of the unrolled loop the UNROLL
+ * accumulators are added and join a vector Kahan pair (s, c), lane by lane; at the end the
+ * lanes merge with TwoSum by halves. Once a lane is inf or NaN (t - t is not 0) its
+ * correction is dropped, as in outer_add. With ACC_BLOCK 0 (the planner: every task is one
+ * block) the plain code runs: its error is one block's (a compensated fold of short rows
+ * cost Intel's runtime 20-40 % on 32-element rows). */
 typedef struct { CPU_ACCV s; CPU_ACCV c; } cpu_outer_t;
 inline cpu_outer_t cpu_outer_add(cpu_outer_t o, const CPU_ACCV v) {
     const CPU_ACCV y = v + o.c;
@@ -968,19 +970,13 @@ inline CPU_RESULT_T cpu_block(__global const IN_T *p, const ulong len) {
     for (; i + VEC <= len; i += VEC) {
         CPU_ACCUM(a0, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i))));
     }
-#if ACC_COMPENSATED
+#if ACC_BLOCKED
     ACC_T tail = (ACC_T)0;
     for (; i < len; ++i) {
         tail = cpu_combine1(tail, load_1(p + i));
     }
-#if ACC_BLOCKED
     total = cpu_outer_add(total, a0);
-    outer_t r = cpu_outer_value(total);
-#else
-    cpu_outer_t one; one.s = a0; one.c = (CPU_ACCV)(0);
-    outer_t r = cpu_outer_value(one);
-#endif
-    return outer_add(r, tail);
+    return outer_add(cpu_outer_value(total), tail);
 #else
     ACC_T acc = cpu_hreduce(a0);
     for (; i < len; ++i) {
@@ -1010,9 +1006,9 @@ void reduce_rows_cpu(__global const IN_T *restrict in, const ulong in_offset,
         const ulong start = (task % SPLIT) * chunk_len;
         const ulong stop = CPU_MIN_U64(start + chunk_len, row_len);
         const CPU_RESULT_T res = cpu_block(in + in_offset + row * row_stride + start, stop - start);
-#if ACC_COMPENSATED && FINALIZE == FIN_MEAN
+#if ACC_BLOCKED && FINALIZE == FIN_MEAN
         ACC_T acc = outer_mean(res, (ACC_T)mean_count);
-#elif ACC_COMPENSATED
+#elif ACC_BLOCKED
         ACC_T acc = outer_value(res);
 #elif FINALIZE == FIN_MEAN
         ACC_T acc = res / (ACC_T)mean_count;

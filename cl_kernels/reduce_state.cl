@@ -896,7 +896,8 @@ inline state_t cpu_task(__global const IN_T *p, const ulong start, const ulong l
 #error "reduce_rows_state_cpu: var/std of 64-bit integers (SHIFT_MODE 2, 3) needs VEC 1"
 #endif
 /* steps (two vectors each) whose m2 terms add plainly before joining the compensated pair:
- * at most WELFORD_BLOCK + 1 roundings of eps / 2 per lane (README, Tolerances: var) */
+ * at most WELFORD_BLOCK + 1 roundings of eps / 2 per lane (README, Tolerances: var); 0 (the
+ * planner, where every task is one block) runs the plain loop */
 #ifndef WELFORD_BLOCK
 #define WELFORD_BLOCK 8
 #endif
@@ -906,7 +907,7 @@ inline state_t cpu_task(__global const IN_T *p, const ulong start, const ulong l
     CPU_ACCV m2s = (CPU_ACCV)(0), m2c = (CPU_ACCV)(0);   /* compensated m2 of both groups */
     ulong n = 0, i = 0;
     for (;;) {
-        const ulong stop = CPU_MIN_U64(i + (ulong)WELFORD_BLOCK * 2 * VEC, len);
+        const ulong stop = WELFORD_BLOCK ? CPU_MIN_U64(i + (ulong)WELFORD_BLOCK * 2 * VEC, len) : len;
         for (; i + 2 * VEC <= stop; i += 2 * VEC) {
             n += 1;
             const CPU_ACCV r = (CPU_ACCV)((ACC_T)1 / (ACC_T)n);
@@ -917,6 +918,7 @@ inline state_t cpu_task(__global const IN_T *p, const ulong start, const ulong l
             m20 += d0 * (x0 - mean0);
             m21 += d1 * (x1 - mean1);
         }
+        if (!WELFORD_BLOCK) break;
         /* Kahan join; once m2 is inf or NaN (t - t not 0) the correction is dropped */
         const CPU_ACCV y = (m20 + m21) + m2c;
         const CPU_ACCV t = m2s + y;
@@ -932,7 +934,7 @@ inline state_t cpu_task(__global const IN_T *p, const ulong start, const ulong l
         /* the two lane groups (count n each), then the lanes of one vector by halves */
         const CPU_ACCV d = mean1 - mean0;
         const CPU_ACCV mean = mean0 + d * (ACC_T)0.5;
-        const CPU_ACCV m2 = (m2s + m2c) + d * d * ((ACC_T)n * (ACC_T)0.5);
+        const CPU_ACCV m2 = (WELFORD_BLOCK ? m2s + m2c : m20 + m21) + d * d * ((ACC_T)n * (ACC_T)0.5);
         ACC_T c = (ACC_T)(2 * n);
 #if VEC == 1
         st.mean = mean; st.m2 = m2;

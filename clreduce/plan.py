@@ -588,6 +588,8 @@ def _plan_columns(caps: DeviceCaps, problem: Problem, force: Force, op, rule) ->
 # lane accumulator, K steps per column.
 ACC_BLOCK = 32
 COL_BLOCK = 128
+# reduce_rows_state_cpu's var/std: vector steps whose m2 terms add plainly before joining
+WELFORD_BLOCK = 8
 
 
 def _compensated(op, rule) -> bool:
@@ -720,6 +722,10 @@ def _launch_rows_state(*, caps, op, rule, sg_mode, sg_size, reqd, wg, rows, row_
                ("chunk_len", "u64", chunk), ("count", "u64", count), ("param", "acc", param)]
     if cpu_items:  # cpu_blocks: reduce_rows_state_cpu, one contiguous block of tasks per work-item
         defines["ENTRY"] = 3
+        if op.kind == "welford" and first:
+            # m2 joins a compensated pair every WELFORD_BLOCK steps of 2 * vec elements; 0 where
+            # every task is one block (reduce_state.cl, cpu_task)
+            defines["WELFORD_BLOCK"] = 0 if min(chunk, row_len) <= WELFORD_BLOCK * 2 * vec else WELFORD_BLOCK
         groups = max(1, _ceil_div(min(cpu_items, rows * split), wg))
         return _finish(caps, "reduce_state.cl", "reduce_rows_state_cpu", defines, None, groups, wg, scalars,
                        rule.acc, first, last)
