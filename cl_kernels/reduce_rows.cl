@@ -461,6 +461,7 @@ inline outer_t sg_reduce(outer_t v) {
  * in the loop cost Intel's CPU runtime 10-15 % (it vectorises across work-items); these
  * nested loops 0-3 % there and 3-9 % on PoCL's long rows. */
 inline outer_t lane_partial(__global const IN_T *p, ulong len, const uint lane) {
+    ACC_T acc = IDENTITY;   /* the scalar head and tail (main's order of adds) */
     ACC_T accv[VEC];
     UNROLL_LOOP
     for (int j = 0; j < VEC; ++j) {
@@ -469,7 +470,7 @@ inline outer_t lane_partial(__global const IN_T *p, ulong len, const uint lane) 
     const ulong head = min((ulong)VLOAD_HEAD(p, VEC), len);
     NO_UNROLL
     for (ulong i = lane; i < head; i += LANES) {
-        accv[0] = COMBINE(accv[0], load_1(p + i));
+        acc = COMBINE(acc, load_1(p + i));
     }
     p += head;
     len -= head;
@@ -507,14 +508,19 @@ inline outer_t lane_partial(__global const IN_T *p, ulong len, const uint lane) 
         }
 #endif
     }
+#if ACC_BLOCKED
+    total = outer_add(total, hreduce(accv));
+#else
+    acc = COMBINE(acc, hreduce(accv));
+#endif
     NO_UNROLL
     for (i = full + lane; i < len; i += LANES) {
-        accv[0] = COMBINE(accv[0], load_1(p + i));
+        acc = COMBINE(acc, load_1(p + i));
     }
 #if ACC_BLOCKED
-    return outer_add(total, hreduce(accv));
+    return outer_add(total, acc);
 #else
-    return outer_wrap(hreduce(accv));
+    return outer_wrap(acc);
 #endif
 }
 
