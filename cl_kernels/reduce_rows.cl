@@ -22,7 +22,8 @@
  * LANES, VEC, SPLIT, SG_MODE, SG_SIZE, REQD_SG, FINALIZE, IN_HALF, OUT_HALF.
  * Optional: UNROLL (vector loads in flight per work-item, default UNROLL_DEFAULT: 1 on
  * OpenCL, 4 on CUDA), MIN_BLOCKS (groups per compute unit the register allocator plans
- * for, CUDA's __launch_bounds__; default 1), NBLK (reduce_cols: vectors per work-item).
+ * for, CUDA's __launch_bounds__; default 1), NBLK (reduce_cols: vectors per work-item),
+ * ACC_BLOCK / COL_BLOCK (float sums' block lengths, see "accumulation"; defaults 32 / 128).
  */
 
 #define SG_LOCAL 0
@@ -248,6 +249,106 @@ inline ACC_T hreduce(const ACC_T *v) {
 #endif
 }
 
+/* ---- accumulation: how float sums keep their accuracy (issue 8 item 3) -----------------
+ * Added one after another, K floats err by up to K * eps * sum|x| (a float32 lane stops at
+ * 2**24 ones). So float sums (OP_SUM with a float ACC_T: sum, mean, nansum, norms) carry a
+ * compensated value, outer_t = (s, c) meaning s + c, through every step:
+ *   lanes   add in blocks: the VEC plain accumulators of the vector loads take ACC_BLOCK
+ *           loads each (the hot loop is the uncompensated one), then the block's total
+ *           (hreduce) joins the lane's outer_t with a Kahan add: a few ops per block. A lane
+ *           errs by at most about (ACC_BLOCK + log2(VEC) + 2) * eps * sum|x| whatever its
+ *           length, typically far less (blocks err independently). numpy's pairwise sum has
+ *           16-element blocks plus a tree of log2(K / 128) levels; ACC_BLOCK 16 cost PoCL
+ *           about 9 % on long rows, 32 about 4 % (measured on 2048 x 4096, 8192 x 1000).
+ *   columns reduce_cols walks K per column: each column's accumulator takes COL_BLOCK rows,
+ *           then joins its own outer_t (numpy sums a non-last axis row after row: K * eps).
+ *           COL_BLOCK 32 cost PoCL 13 % on 8192 x 1024 (axis 0), 128 about 2 %.
+ *   short   the planner gives ACC_BLOCK / COL_BLOCK 0 where no lane or work-item holds more
+ *           than one block: those run the plain code (a branch on a runtime "joined" flag
+ *           cost Intel's runtime 12 % on 1048576 x 32 rows: it vectorises across work-items).
+ *   teams   lanes merge (s, c) pairs with TwoSum (local-memory tree, shuffle butterfly), so
+ *           the team reduce adds no error of its own; the built-in sub_group_reduce_add,
+ *           whose order is the driver's (Intel's width 64 erred by 7 ulp), gets error-free
+ *           parts instead (sg_reduce below).
+ *   output  s + c rounded once (split_k partials too, then summed the same way); a mean
+ *           divides s and c before adding them.
+ * For every other op (integer sums, prod, max, min) ACC_COMPENSATED is 0: outer_t is one
+ * ACC_T combined with COMBINE, there are no blocks, and the code is the plain one.
+ * No build option of either API allows reassociation (no -cl-fast-relaxed-math /
+ * -cl-unsafe-math-optimizations, no --use_fast_math: clreduce/kernels.py), so (t - s) - y is
+ * evaluated as written; contraction into FMA (OpenCL's default FP_CONTRACT, NVRTC's -fmad)
+ * only meets MAP_SQUARE's x * x + acc (an FMA is more exact) and products by powers of two
+ * (exact either way).
+ *
+ * The words, for any lane loop or team reduce of this file:
+ *   outer_t                       the compensated value (one ACC_T when not compensated)
+ *   outer_init(), outer_wrap(v)   the identity / a plain value
+ *   outer_add(o, v)               o + v, Kahan (a block's total, a column's block)
+ *   outer_merge(a, b)             a + b, TwoSum (team reduces: lanes' values of any size)
+ *   outer_value(o), outer_mean(o, n)   the result, rounded once
+ *   ACC_BLOCK, COL_BLOCK          block lengths (vector loads per lane; K steps per column);
+ *                                 ACC_BLOCKED, COL_BLOCKED whether blocks exist at all
+ *   BLOCK_STOP(i, end, span)      where a block starting at i stops (span 0: one block)
+ *   BLOCK_DONE(i, end), BLOCK_DONE_IF(blocked, i, end)   leave the block loop
+ */
+#if defined(OP_SUM) && ACC_IS_FLOAT
+#define ACC_COMPENSATED 1
+#else
+#define ACC_COMPENSATED 0
+#endif
+#ifndef ACC_BLOCK
+#define ACC_BLOCK 32
+#endif
+#ifndef COL_BLOCK
+#define COL_BLOCK 128
+#endif
+
+/* blocks in lane_partial: float sums whose lanes may hold more than one block */
+#define ACC_BLOCKED (ACC_COMPENSATED && ACC_BLOCK > 0)
+#define COL_BLOCKED (ACC_COMPENSATED && COL_BLOCK > 0)
+
+#if ACC_COMPENSATED
+typedef struct { ACC_T s; ACC_T c; } outer_t;
+inline outer_t outer_init(void) { outer_t o; o.s = (ACC_T)0; o.c = (ACC_T)0; return o; }
+/* Kahan: y is v plus the part of the last add that was lost; c = y - (t - s) is what this
+ * add loses. Once the sum is inf or NaN, t - s is NaN: the correction is dropped. */
+inline outer_t outer_add(outer_t o, const ACC_T v) {
+    const ACC_T y = v + o.c;
+    const ACC_T t = o.s + y;
+    const ACC_T e = y - (t - o.s);
+    o.c = fabs(t) < INFINITY ? e : (ACC_T)0;
+    o.s = t;
+    return o;
+}
+/* TwoSum (Knuth): e is exactly a.s + b.s - s, whatever the magnitudes. */
+inline outer_t outer_merge(outer_t a, const outer_t b) {
+    const ACC_T t = a.s + b.s;
+    const ACC_T bb = t - a.s;
+    const ACC_T e = (a.s - (t - bb)) + (b.s - bb);
+    const ACC_T c = a.c + b.c + e;
+    a.c = fabs(t) < INFINITY ? c : (ACC_T)0;
+    a.s = t;
+    return a;
+}
+inline outer_t outer_wrap(const ACC_T v) { outer_t o; o.s = v; o.c = (ACC_T)0; return o; }
+inline ACC_T outer_value(const outer_t o) { return o.s + o.c; }
+/* (s + c) / n without rounding s + c first: the mean keeps the sum's extra accuracy */
+inline ACC_T outer_mean(const outer_t o, const ACC_T n) { return o.s / n + o.c / n; }
+#else
+typedef struct { ACC_T s; } outer_t;
+inline outer_t outer_init(void) { outer_t o; o.s = IDENTITY; return o; }
+inline outer_t outer_add(outer_t o, const ACC_T v) { o.s = COMBINE(o.s, v); return o; }
+inline outer_t outer_merge(outer_t a, const outer_t b) { a.s = COMBINE(a.s, b.s); return a; }
+inline outer_t outer_wrap(const ACC_T v) { outer_t o; o.s = v; return o; }
+inline ACC_T outer_value(const outer_t o) { return o.s; }
+inline ACC_T outer_mean(const outer_t o, const ACC_T n) { return o.s / n; }
+#endif
+/* a block loop from i: where the block stops (span 0: one block to the end), and whether the
+ * loop is done; BLOCKED is a compile-time 0/1, so unblocked code runs the loop body once */
+#define BLOCK_STOP(i, end, span) ((span) && (i) + (span) < (end) ? (i) + (span) : (end))
+#define BLOCK_DONE_IF(blocked, i, end) (!(blocked) || (i) >= (end))
+#define BLOCK_DONE(i, end) BLOCK_DONE_IF(ACC_BLOCKED, (i), (end))
+
 /* ---- sub-group steps: one helper per SG_MODE behind sg_reduce (and butterfly) ------- */
 #if SG_MODE == SG_SHUFFLE_KHR
 inline ACC_T shuffle_xor(ACC_T v, uint mask) { return sub_group_shuffle_xor(v, mask); }
@@ -281,23 +382,65 @@ inline ACC_T shuffle_xor(ACC_T v, uint mask) {
 #if SG_MODE == SG_SHUFFLE_KHR || SG_MODE == SG_SHUFFLE_QCOM || SG_MODE == SG_SHUFFLE_PTX
 /* Butterfly over aligned groups of `width` lanes: xor masks below `width` never leave the
  * group, so several rows can share one sub-group. Every lane ends with its group's value. */
-inline ACC_T butterfly(ACC_T v, const uint width) {
+inline outer_t butterfly(outer_t v, const uint width) {
     UNROLL_LOOP
     for (uint m = width >> 1; m > 0; m >>= 1) {
-        v = COMBINE(v, shuffle_xor(v, m));
+        outer_t w;
+        w.s = shuffle_xor(v.s, m);
+#if ACC_COMPENSATED
+        w.c = shuffle_xor(v.c, m);
+#endif
+        v = outer_merge(v, w);
     }
     return v;
 }
-inline ACC_T sg_reduce(ACC_T v) { return butterfly(v, SG_SIZE); }
+inline outer_t sg_reduce(outer_t v) { return butterfly(v, SG_SIZE); }
+#elif SG_MODE == SG_BUILTIN && ACC_COMPENSATED
+/* The built-in add sums in the driver's order. Its inputs are made error-free first
+ * (Rump, Ogita, Oishi, "Accurate floating-point summation", ExtractScalar): with sigma a
+ * power of two >= 2 * SG_SIZE * max|s|, hi = (sigma + s) - sigma is s on the grid of
+ * eps * sigma and lo = s - hi is exact; a sum of SG_SIZE such hi stays below sigma on that
+ * grid, so it is exact in any order, and the lo (each below eps * sigma) are tiny. Outside
+ * [1e-30, 1e30] (where sigma could under- or overflow) and for inf/NaN the plain sum runs. */
+#if (SG_SIZE & (SG_SIZE - 1)) != 0
+#error "the compensated built-in reduce needs a power-of-two SG_SIZE"
+#endif
+#if ACC_BYTES == 8
+#define ACC_INV_EPS 9007199254740992.0   /* 2**53 */
+#else
+#define ACC_INV_EPS 16777216.0f          /* 2**24 */
+#endif
+/* 2**ceil(log2 m) for normal m > 0, branch-free (Rump et al., NextPowerTwo) */
+inline ACC_T pow2_at_least(const ACC_T m) {
+    const ACC_T q = m * (ACC_T)ACC_INV_EPS;
+    const ACC_T l = fabs((q + m) - q);
+    return l == (ACC_T)0 ? m : l;
+}
+inline outer_t sg_reduce(outer_t v) {
+    const ACC_T m = sub_group_reduce_max(fabs(v.s));
+    if (m >= (ACC_T)1e-30 && m <= (ACC_T)1e30) {   /* uniform: m is the sub-group's */
+        const ACC_T sigma = pow2_at_least(m) * (ACC_T)(2 * SG_SIZE);
+        const ACC_T hi = (sigma + v.s) - sigma;
+        const ACC_T lo = (v.s - hi) + v.c;
+        outer_t r;
+        r.s = sub_group_reduce_add(hi);
+        r.c = sub_group_reduce_add(lo);
+        return r;
+    }
+    v.s = sub_group_reduce_add(v.s);
+    v.c = (ACC_T)0;
+    return v;
+}
 #elif SG_MODE == SG_BUILTIN && defined(OP_SUM)
-inline ACC_T sg_reduce(ACC_T v) { return sub_group_reduce_add(v); }
+inline outer_t sg_reduce(outer_t v) { v.s = sub_group_reduce_add(v.s); return v; }
 #elif SG_MODE == SG_BUILTIN && !ACC_IS_FLOAT
-inline ACC_T sg_reduce(ACC_T v) { return BUILTIN_MAXMIN(v); }
+inline outer_t sg_reduce(outer_t v) { v.s = BUILTIN_MAXMIN(v.s); return v; }
 #elif SG_MODE == SG_BUILTIN
 /* The built-in max/min leave NaN handling unspecified; numpy propagates it. */
-inline ACC_T sg_reduce(ACC_T v) {
-    const ACC_T r = BUILTIN_MAXMIN(v);
-    return sub_group_any(isnan(v)) ? (ACC_T)NAN : r;
+inline outer_t sg_reduce(outer_t v) {
+    const ACC_T r = BUILTIN_MAXMIN(v.s);
+    v.s = sub_group_any(isnan(v.s)) ? (ACC_T)NAN : r;
+    return v;
 }
 #endif
 
@@ -309,10 +452,21 @@ inline ACC_T sg_reduce(ACC_T v) {
 #define SCRATCH_LEN (WG_SIZE / SG_SIZE)
 #endif
 
-/* One lane's share of elements [0, len) at p: a scalar head up to VLOAD_ALIGNED (none on
- * OpenCL), lane-strided VEC-element loads with UNROLL of them in flight, a scalar tail. */
-inline ACC_T lane_partial(__global const IN_T *p, ulong len, const uint lane) {
-    ACC_T acc = IDENTITY;
+/* One lane's share of elements [0, len) at p: the scalar head up to VLOAD_ALIGNED (none on
+ * OpenCL), lane-strided VEC-element loads with UNROLL of them in flight, the scalar tail
+ * (len % VEC elements), all into VEC plain accumulators. For float sums with ACC_BLOCK > 0,
+ * every ACC_BLOCK loads the block's total joins the lane's compensated total (see
+ * "accumulation"); the planner gives ACC_BLOCK 0 where no lane has more than one block, so
+ * short rows run the plain code. Measured on the bench shapes: a load counter with a branch
+ * in the loop cost Intel's CPU runtime 10-15 % (it vectorises across work-items); these
+ * nested loops 0-3 % there and 3-9 % on PoCL's long rows. */
+inline outer_t lane_partial(__global const IN_T *p, ulong len, const uint lane) {
+    ACC_T acc = IDENTITY;   /* the scalar head and tail (main's order of adds) */
+    ACC_T accv[VEC];
+    UNROLL_LOOP
+    for (int j = 0; j < VEC; ++j) {
+        accv[j] = IDENTITY;
+    }
     const ulong head = min((ulong)VLOAD_HEAD(p, VEC), len);
     NO_UNROLL
     for (ulong i = lane; i < head; i += LANES) {
@@ -322,31 +476,52 @@ inline ACC_T lane_partial(__global const IN_T *p, ulong len, const uint lane) {
     len -= head;
     const ulong full = len - len % VEC;
     const ulong step = (ulong)LANES * VEC;
-    ACC_T accv[VEC];
-    UNROLL_LOOP
-    for (int j = 0; j < VEC; ++j) {
-        accv[j] = IDENTITY;
-    }
     ulong i = (ulong)lane * VEC;
-    NO_UNROLL
-    for (; i + (UNROLL - 1) * step < full; i += UNROLL * step) {
-        UNROLL_LOOP
-        for (int u = 0; u < UNROLL; ++u) {
-            fold_vec(accv, p + i + u * step);
-        }
-    }
-#if UNROLL > 1
-    NO_UNROLL
-    for (; i < full; i += step) {
-        fold_vec(accv, p + i);
-    }
+#if ACC_BLOCKED
+    outer_t total = outer_init();
+    const ulong span = (ulong)ACC_BLOCK * step;
+#else
+    const ulong span = 0;   /* unused: one block */
 #endif
+    NO_UNROLL
+    for (;;) {
+        const ulong stop = BLOCK_STOP(i, full, span);
+        NO_UNROLL
+        for (; i + (UNROLL - 1) * step < stop; i += UNROLL * step) {
+            UNROLL_LOOP
+            for (int u = 0; u < UNROLL; ++u) {
+                fold_vec(accv, p + i + u * step);
+            }
+        }
+#if UNROLL > 1
+        NO_UNROLL
+        for (; i < stop; i += step) {
+            fold_vec(accv, p + i);
+        }
+#endif
+        if (BLOCK_DONE(i, full)) break;
+#if ACC_BLOCKED
+        total = outer_add(total, hreduce(accv));
+        UNROLL_LOOP
+        for (int j = 0; j < VEC; ++j) {
+            accv[j] = IDENTITY;
+        }
+#endif
+    }
+#if ACC_BLOCKED
+    total = outer_add(total, hreduce(accv));
+#else
     acc = COMBINE(acc, hreduce(accv));
+#endif
     NO_UNROLL
     for (i = full + lane; i < len; i += LANES) {
         acc = COMBINE(acc, load_1(p + i));
     }
-    return acc;
+#if ACC_BLOCKED
+    return outer_add(total, acc);
+#else
+    return outer_wrap(acc);
+#endif
 }
 
 /* reduce_rows: out[out_offset + t] = the reduction of task t (row t / SPLIT, chunk t % SPLIT).
@@ -361,7 +536,7 @@ void reduce_rows(__global const IN_T *restrict in, const ulong in_offset,
                  const ulong chunk_len, const ulong mean_count)
 {
 #if LANES > 1 && (SG_MODE == SG_LOCAL || LANES > SG_SIZE)
-    __local ACC_T scratch[SCRATCH_LEN];
+    __local outer_t scratch[SCRATCH_LEN];
 #endif
     const uint lid = (uint)get_local_id(0);
 #if SG_MODE != SG_LOCAL && LANES <= SG_SIZE
@@ -379,7 +554,7 @@ void reduce_rows(__global const IN_T *restrict in, const ulong in_offset,
 
     for (ulong base = (ulong)get_group_id(0) * TEAMS; base < n_tasks; base += task_stride) {
         const ulong task = base + team;
-        ACC_T acc = IDENTITY;
+        outer_t acc = outer_init();
         if (task < n_tasks) {
             const ulong row = task / SPLIT;
             const ulong start = (task % SPLIT) * chunk_len;
@@ -393,7 +568,7 @@ void reduce_rows(__global const IN_T *restrict in, const ulong in_offset,
         barrier(CLK_LOCAL_MEM_FENCE);
         for (uint s = LANES >> 1; s > 0; s >>= 1) {
             if (lane < s) {
-                scratch[lid] = COMBINE(scratch[lid], scratch[lid + s]);
+                scratch[lid] = outer_merge(scratch[lid], scratch[lid + s]);
             }
             barrier(CLK_LOCAL_MEM_FENCE);
         }
@@ -412,9 +587,9 @@ void reduce_rows(__global const IN_T *restrict in, const ulong in_offset,
         barrier(CLK_LOCAL_MEM_FENCE);
         if (lane < SG_SIZE) {
             /* uniform per sub-group: lane < SG_SIZE is exactly the team's first sub-group */
-            ACC_T part = IDENTITY;
+            outer_t part = outer_init();
             for (uint j = lane; j < LANES / SG_SIZE; j += SG_SIZE) {
-                part = COMBINE(part, scratch[team * (LANES / SG_SIZE) + j]);
+                part = outer_merge(part, scratch[team * (LANES / SG_SIZE) + j]);
             }
             acc = sg_reduce(part);
         }
@@ -422,15 +597,24 @@ void reduce_rows(__global const IN_T *restrict in, const ulong in_offset,
 #endif
 
         if (lane == 0 && task < n_tasks) {
+#if ACC_COMPENSATED && !ACC_BLOCKED && LANES == 1
+            /* one block, no team: the correction is 0 (PoCL: the divide of c cost 4 % on K = 32) */
+            ACC_T r = acc.s;
 #if FINALIZE == FIN_MEAN
-            acc = acc / (ACC_T)mean_count;
-#elif FINALIZE == FIN_SQRT
-            acc = sqrt(acc);
+            r = r / (ACC_T)mean_count;
+#endif
+#elif FINALIZE == FIN_MEAN
+            ACC_T r = outer_mean(acc, (ACC_T)mean_count);
+#else
+            ACC_T r = outer_value(acc);
+#endif
+#if FINALIZE == FIN_SQRT
+            r = sqrt(r);
 #endif
 #if OUT_HALF
-            vstore_half(acc, 0, out + out_offset + task);
+            vstore_half(r, 0, out + out_offset + task);
 #else
-            out[out_offset + task] = (OUT_T)acc;
+            out[out_offset + task] = (OUT_T)r;
 #endif
         }
     }
@@ -446,11 +630,11 @@ void reduce_rows(__global const IN_T *restrict in, const ulong in_offset,
  *   prefetchers (page-crossing strides) and ran 3-10x slower.
  * Compiled beside reduce_rows; the row macros are then given neutral values. */
 #if FINALIZE == FIN_MEAN
-#define FINISH(a) ((a) / (ACC_T)count)
+#define FINISH(o) outer_mean((o), (ACC_T)count)
 #elif FINALIZE == FIN_SQRT
-#define FINISH(a) sqrt(a)
+#define FINISH(o) sqrt(outer_value(o))
 #else
-#define FINISH(a) (a)
+#define FINISH(o) outer_value(o)
 #endif
 
 inline void store_1(__global OUT_T *p, ACC_T v) {
@@ -501,7 +685,7 @@ void reduce_cols(__global const IN_T *restrict in, const ulong in_offset,
         __global OUT_T *dst = out + out_offset + task * inner + col;   /* (outer, SPLIT, inner) */
         /* every k's row start is aligned when the first one and the stride are */
         const int aligned = VLOAD_ALIGNED(p, VEC) && VLOAD_ALIGNED(p + k_stride, VEC);
-        ACC_T acc[NBLK][VEC];
+        ACC_T acc[NBLK][VEC];        /* inner (block) accumulators */
         ACC_T tail[VEC];
         for (uint b = 0; b < NBLK; ++b) {
             UNROLL_LOOP
@@ -509,30 +693,62 @@ void reduce_cols(__global const IN_T *restrict in, const ulong in_offset,
         }
         UNROLL_LOOP
         for (int j = 0; j < VEC; ++j) tail[j] = IDENTITY;
+#if COL_BLOCKED
+        /* outer accumulators, one per column (see "accumulation"); the planner gives COL_BLOCK
+         * 0 where every work-item's K range is one block, which then runs the plain code */
+        outer_t total[NBLK][VEC];
+        outer_t total_tail[VEC];
+        for (uint b = 0; b < NBLK; ++b) {
+            UNROLL_LOOP
+            for (int j = 0; j < VEC; ++j) total[b][j] = outer_init();
+        }
+        UNROLL_LOOP
+        for (int j = 0; j < VEC; ++j) total_tail[j] = outer_init();
+        const ulong span = COL_BLOCK;
+#define COL_RESULT(b, j) outer_add(total[b][j], acc[b][j])
+#define TAIL_RESULT(j) outer_add(total_tail[j], tail[j])
+#else
+        const ulong span = 0;   /* one block */
+#define COL_RESULT(b, j) outer_wrap(acc[b][j])
+#define TAIL_RESULT(j) outer_wrap(tail[j])
+#endif
         ulong k = k0;
         NO_UNROLL
-        for (; k + (UNROLL - 1) < k1; k += UNROLL) {
+        for (;;) {
+            const ulong stop = BLOCK_STOP(k, k1, span);
+            NO_UNROLL
+            for (; k + (UNROLL - 1) < stop; k += UNROLL) {
+                for (uint b = 0; b < full; ++b) {
+                    UNROLL_LOOP
+                    for (int u = 0; u < UNROLL; ++u) fold_block(acc[b], p + (k + u) * k_stride + b * VEC, aligned);
+                }
+                for (uint j = 0; j < rem; ++j) {
+                    UNROLL_LOOP
+                    for (int u = 0; u < UNROLL; ++u) tail[j] = COMBINE(tail[j], load_1(p + (k + u) * k_stride + full * VEC + j));
+                }
+            }
+#if UNROLL > 1
+            NO_UNROLL
+            for (; k < stop; ++k) {
+                for (uint b = 0; b < full; ++b) fold_block(acc[b], p + k * k_stride + b * VEC, aligned);
+                for (uint j = 0; j < rem; ++j) tail[j] = COMBINE(tail[j], load_1(p + k * k_stride + full * VEC + j));
+            }
+#endif
+            if (BLOCK_DONE_IF(COL_BLOCKED, k, k1)) break;
+#if COL_BLOCKED
+            /* the block's accumulators join the outer ones, column by column */
             for (uint b = 0; b < full; ++b) {
                 UNROLL_LOOP
-                for (int u = 0; u < UNROLL; ++u) fold_block(acc[b], p + (k + u) * k_stride + b * VEC, aligned);
+                for (int j = 0; j < VEC; ++j) { total[b][j] = outer_add(total[b][j], acc[b][j]); acc[b][j] = IDENTITY; }
             }
-            for (uint j = 0; j < rem; ++j) {
-                UNROLL_LOOP
-                for (int u = 0; u < UNROLL; ++u) tail[j] = COMBINE(tail[j], load_1(p + (k + u) * k_stride + full * VEC + j));
-            }
-        }
-#if UNROLL > 1
-        NO_UNROLL
-        for (; k < k1; ++k) {
-            for (uint b = 0; b < full; ++b) fold_block(acc[b], p + k * k_stride + b * VEC, aligned);
-            for (uint j = 0; j < rem; ++j) tail[j] = COMBINE(tail[j], load_1(p + k * k_stride + full * VEC + j));
-        }
+            for (uint j = 0; j < rem; ++j) { total_tail[j] = outer_add(total_tail[j], tail[j]); tail[j] = IDENTITY; }
 #endif
+        }
         for (uint b = 0; b < full; ++b) {
             UNROLL_LOOP
-            for (int j = 0; j < VEC; ++j) store_1(dst + b * VEC + j, FINISH(acc[b][j]));
+            for (int j = 0; j < VEC; ++j) store_1(dst + b * VEC + j, FINISH(COL_RESULT(b, j)));
         }
-        for (uint j = 0; j < rem; ++j) store_1(dst + full * VEC + j, FINISH(tail[j]));
+        for (uint j = 0; j < rem; ++j) store_1(dst + full * VEC + j, FINISH(TAIL_RESULT(j)));
     }
 }
 
@@ -643,9 +859,61 @@ inline ACC_T cpu_hreduce(const CPU_ACCV v) {
 #endif
 }
 
+#if ACC_BLOCKED
+/* Float sums (see "accumulation"): every ACC_BLOCK steps of the unrolled loop the UNROLL
+ * accumulators are added and join a vector Kahan pair (s, c), lane by lane; at the end the
+ * lanes merge with TwoSum by halves. Once a lane is inf or NaN (t - t is not 0) its
+ * correction is dropped, as in outer_add. With ACC_BLOCK 0 (the planner: every task is one
+ * block) the plain code runs: its error is one block's (a compensated fold of short rows
+ * cost Intel's runtime 20-40 % on 32-element rows). */
+typedef struct { CPU_ACCV s; CPU_ACCV c; } cpu_outer_t;
+inline cpu_outer_t cpu_outer_add(cpu_outer_t o, const CPU_ACCV v) {
+    const CPU_ACCV y = v + o.c;
+    const CPU_ACCV t = o.s + y;
+    const CPU_ACCV e = y - (t - o.s);
+    o.c = (t - t) == (CPU_ACCV)(0) ? e : (CPU_ACCV)(0);
+    o.s = t;
+    return o;
+}
+/* TwoSum of the halves of (s, c) of width 2w into (ns, nc) of width w */
+#define CPU_TWOSUM_HALVE(w, s_, c_, ns, nc) \
+    const CAT(ACC_T, w) ns = (s_).lo + (s_).hi; \
+    const CAT(ACC_T, w) ns##_b = ns - (s_).lo; \
+    const CAT(ACC_T, w) ns##_e = ((s_).lo - (ns - ns##_b)) + ((s_).hi - ns##_b); \
+    const CAT(ACC_T, w) nc = ((ns - ns) == (CAT(ACC_T, w))(0)) ? (c_).lo + (c_).hi + ns##_e : (CAT(ACC_T, w))(0);
+inline outer_t cpu_outer_value(const cpu_outer_t o) {
+#if VEC == 1
+    outer_t r; r.s = o.s; r.c = o.c;
+#else
+#if VEC == 16
+    CPU_TWOSUM_HALVE(8, o.s, o.c, s8, c8)
+#elif VEC == 8
+    const CAT(ACC_T, 8) s8 = o.s, c8 = o.c;
+#endif
+#if VEC >= 8
+    CPU_TWOSUM_HALVE(4, s8, c8, s4, c4)
+#elif VEC == 4
+    const CAT(ACC_T, 4) s4 = o.s, c4 = o.c;
+#endif
+#if VEC >= 4
+    CPU_TWOSUM_HALVE(2, s4, c4, s2, c2)
+#else
+    const CAT(ACC_T, 2) s2 = o.s, c2 = o.c;
+#endif
+    outer_t r; r.s = s2.x; r.c = c2.x;
+    outer_t b; b.s = s2.y; b.c = c2.y;
+    r = outer_merge(r, b);
+#endif
+    return r;
+}
+#define CPU_RESULT_T outer_t
+#else
+#define CPU_RESULT_T ACC_T
+#endif
+
 /* The reduction of len elements at p: UNROLL vector accumulators, then one, then a scalar
- * tail; nothing is read past p + len. */
-inline ACC_T cpu_block(__global const IN_T *p, const ulong len) {
+ * tail; nothing is read past p + len. Float sums: compensated outer_t (above). */
+inline CPU_RESULT_T cpu_block(__global const IN_T *p, const ulong len) {
     CPU_ACCV a0 = (CPU_ACCV)(IDENTITY);
 #if UNROLL > 1
     CPU_ACCV a1 = (CPU_ACCV)(IDENTITY);
@@ -655,20 +923,52 @@ inline ACC_T cpu_block(__global const IN_T *p, const ulong len) {
     CPU_ACCV a3 = (CPU_ACCV)(IDENTITY);
 #endif
     ulong i = 0;
+#if ACC_BLOCKED
+    cpu_outer_t total; total.s = (CPU_ACCV)(0); total.c = (CPU_ACCV)(0);
+    const ulong span = (ulong)ACC_BLOCK * (UNROLL > 2 ? 4 : UNROLL) * VEC;
+#else
+    const ulong span = 0;   /* one block */
+#endif
+    for (;;) {
+        const ulong stop = BLOCK_STOP(i, len, span);
 #if UNROLL > 2
-    for (; i + 4 * VEC <= len; i += 4 * VEC) {
-        CPU_ACCUM(a0, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i))));
-        CPU_ACCUM(a1, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i + VEC))));
-        CPU_ACCUM(a2, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i + 2 * VEC))));
-        CPU_ACCUM(a3, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i + 3 * VEC))));
+        for (; i + 4 * VEC <= stop; i += 4 * VEC) {
+            CPU_ACCUM(a0, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i))));
+            CPU_ACCUM(a1, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i + VEC))));
+            CPU_ACCUM(a2, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i + 2 * VEC))));
+            CPU_ACCUM(a3, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i + 3 * VEC))));
+        }
+#elif UNROLL > 1
+        for (; i + 2 * VEC <= stop; i += 2 * VEC) {
+            CPU_ACCUM(a0, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i))));
+            CPU_ACCUM(a1, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i + VEC))));
+        }
+#else
+        for (; i + VEC <= stop; i += VEC) {
+            CPU_ACCUM(a0, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i))));
+        }
+#endif
+        if (BLOCK_DONE(stop, len)) break;
+#if ACC_BLOCKED
+        /* a full block: its accumulators join the compensated total */
+#if UNROLL > 2
+        total = cpu_outer_add(total, (a0 + a2) + (a1 + a3));
+        a2 = (CPU_ACCV)(0);
+        a3 = (CPU_ACCV)(0);
+#elif UNROLL > 1
+        total = cpu_outer_add(total, a0 + a1);
+#else
+        total = cpu_outer_add(total, a0);
+#endif
+        a0 = (CPU_ACCV)(0);
+#if UNROLL > 1
+        a1 = (CPU_ACCV)(0);
+#endif
+#endif
     }
+#if UNROLL > 2
     CPU_ACCUM(a0, a2);
     CPU_ACCUM(a1, a3);
-#elif UNROLL > 1
-    for (; i + 2 * VEC <= len; i += 2 * VEC) {
-        CPU_ACCUM(a0, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i))));
-        CPU_ACCUM(a1, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i + VEC))));
-    }
 #endif
 #if UNROLL > 1
     CPU_ACCUM(a0, a1);
@@ -676,11 +976,20 @@ inline ACC_T cpu_block(__global const IN_T *p, const ulong len) {
     for (; i + VEC <= len; i += VEC) {
         CPU_ACCUM(a0, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i))));
     }
+#if ACC_BLOCKED
+    ACC_T tail = (ACC_T)0;
+    for (; i < len; ++i) {
+        tail = cpu_combine1(tail, load_1(p + i));
+    }
+    total = cpu_outer_add(total, a0);
+    return outer_add(cpu_outer_value(total), tail);
+#else
     ACC_T acc = cpu_hreduce(a0);
     for (; i < len; ++i) {
         acc = cpu_combine1(acc, load_1(p + i));
     }
     return acc;
+#endif
 }
 
 /* reduce_rows_cpu: the reduce_rows contract (same arguments, tasks, output layout), except
@@ -702,10 +1011,17 @@ void reduce_rows_cpu(__global const IN_T *restrict in, const ulong in_offset,
         const ulong row = task / SPLIT;
         const ulong start = (task % SPLIT) * chunk_len;
         const ulong stop = CPU_MIN_U64(start + chunk_len, row_len);
-        ACC_T acc = cpu_block(in + in_offset + row * row_stride + start, stop - start);
-#if FINALIZE == FIN_MEAN
-        acc = acc / (ACC_T)mean_count;
-#elif FINALIZE == FIN_SQRT
+        const CPU_RESULT_T res = cpu_block(in + in_offset + row * row_stride + start, stop - start);
+#if ACC_BLOCKED && FINALIZE == FIN_MEAN
+        ACC_T acc = outer_mean(res, (ACC_T)mean_count);
+#elif ACC_BLOCKED
+        ACC_T acc = outer_value(res);
+#elif FINALIZE == FIN_MEAN
+        ACC_T acc = res / (ACC_T)mean_count;
+#else
+        ACC_T acc = res;
+#endif
+#if FINALIZE == FIN_SQRT
         acc = sqrt(acc);
 #endif
         store_1(out + out_offset + task, acc);

@@ -18,10 +18,11 @@
  *
  * Required macros (cl_kernels/README.md): ENTRY, OPK, IN_T, ACC_T, OUT_T, ACC_IS_FLOAT,
  * ACC_BYTES, IN_HALF, OUT_HALF, FINALIZE, IN_STATES, OUT_STATES, WG_SIZE, VEC, SPLIT;
- * OPK_SCALAR: one OP_*, MAP, IDENTITY; OPK_ARG: ARG_MAX or ARG_MIN, IDENTITY;
- * ENTRY_ROWS: LANES, SG_MODE, SG_SIZE, REQD_SG. Optional: MIN_BLOCKS (default 1), UNROLL
- * (ENTRY_ROWS: vector loads in flight per work-item, default UNROLL_DEFAULT: 1 on OpenCL, 4 on
- * CUDA).
+ * OPK_SCALAR: one OP_*, MAP, IDENTITY; OPK_ARG: ARG_MAX or ARG_MIN, IDENTITY; OPK_WIDE:
+ * WIDE_SIGNED, OUT_STATES 1; ENTRY_ROWS: LANES, SG_MODE, SG_SIZE, REQD_SG. Optional:
+ * MIN_BLOCKS (default 1), UNROLL (ENTRY_ROWS: vector loads in flight per work-item, default
+ * UNROLL_DEFAULT: 1 on OpenCL, 4 on CUDA); Welford: SHIFT_MODE (default 0), SHIFT_SCALE
+ * (default 1); ENTRY_CPU: WELFORD_BLOCK (var: vector steps per compensated join, default 8).
  */
 
 #define ENTRY_ROWS 1
@@ -31,6 +32,7 @@
 #define OPK_WELFORD 1
 #define OPK_ARG 2
 #define OPK_LSE 3
+#define OPK_WIDE 4
 #define FIN_NONE 0
 #define FIN_MEAN 1
 #define FIN_SQRT 2
@@ -54,7 +56,10 @@
 #error "ENTRY (1 rows, 2 cols, 3 CPU blocks) is required"
 #endif
 #ifndef OPK
-#error "OPK (0 scalar, 1 welford, 2 arg, 3 logsumexp) is required"
+#error "OPK (0 scalar, 1 welford, 2 arg, 3 logsumexp, 4 wide integer sum) is required"
+#endif
+#if OPK == OPK_WIDE && (!OUT_STATES || !defined(WIDE_SIGNED))
+#error "OPK_WIDE writes its two words as states (OUT_STATES 1 on every pass) and needs WIDE_SIGNED"
 #endif
 #if !defined(IN_T) || !defined(ACC_T) || !defined(OUT_T)
 #error "IN_T, ACC_T and OUT_T are required"
@@ -155,14 +160,51 @@
 #elif MAP == MAP_ONE
 #define MAPPED(x) ((RAW_T)1)
 #endif
-#define LOAD_ACC(p) ((ACC_T)MAPPED(LOAD_RAW(p)))
+/* var/std see every element less a pilot: the first element of its row (rows) or column
+ * (reduce_cols), the same for every lane and split chunk, so states stay comparable and
+ * merge. Welford's running mean then stays near 0, where its float32 rounding is fine (data
+ * at 1e6 + N(0, 1) lost 3-10x numpy's float32 accuracy without it). SHIFT_MODE (planner):
+ *   0  floats: x - pilot in ACC_T (exact within a factor 2 of the pilot: Sterbenz)
+ *   1  integers of up to 32 bits: exact in long, one rounding to ACC_T
+ *   2  int64: exact in 64 bits where the difference fits, else in ACC_T; one rounding
+ *   3  uint64: |x - pilot| exact in 64 bits, one rounding
+ * so integer data lose nothing to the shift, and at most one rounding per element to ACC_T
+ * (float32 on devices without fp64). Other ops: pilot 0, unused. */
+#ifndef SHIFT_MODE
+#define SHIFT_MODE 0
+#endif
+#if OPK != OPK_WELFORD
+#define TO_ACC(raw, pilot) ((ACC_T)MAPPED(raw))
+#elif SHIFT_MODE == 0
+#define TO_ACC(raw, pilot) ((ACC_T)(raw) - (ACC_T)(pilot))
+#elif SHIFT_MODE == 1
+#define TO_ACC(raw, pilot) ((ACC_T)((long)(raw) - (long)(pilot)))
+#elif SHIFT_MODE == 2
+inline ACC_T shifted(const long x, const long x0) {
+    const long d = (long)((ulong)x - (ulong)x0);         /* wraps, never undefined */
+    return ((x ^ x0) & (x ^ d)) < 0 ? (ACC_T)x - (ACC_T)x0 : (ACC_T)d;   /* overflowed? */
+}
+#define TO_ACC(raw, pilot) (shifted((raw), (pilot)) * (ACC_T)SHIFT_SCALE)
+#elif SHIFT_MODE == 3
+inline ACC_T shifted(const ulong x, const ulong x0) {
+    return x >= x0 ? (ACC_T)(x - x0) : -(ACC_T)(x0 - x);
+}
+#define TO_ACC(raw, pilot) (shifted((raw), (pilot)) * (ACC_T)SHIFT_SCALE)
+#endif
+/* SHIFT_SCALE: a power of two (exact) the planner gives 64-bit integers summed in float32,
+ * 2**-32, so squares of differences up to 2**64 stay far below FLT_MAX; var is scaled back
+ * by its inverse square when written. */
+#ifndef SHIFT_SCALE
+#define SHIFT_SCALE 1
+#endif
+#define LOAD_ACC(p, pilot) TO_ACC(LOAD_RAW(p), (pilot))
 
-/* VEC elements at p (VLOAD_ALIGNED) as mapped ACC_T values */
-inline void load_vec(__global const IN_T *p, ACC_T *v) {
+/* VEC elements at p (VLOAD_ALIGNED) as mapped (var: shifted) ACC_T values */
+inline void load_vec(__global const IN_T *p, ACC_T *v, const RAW_T pilot) {
     RAW_T raw[VEC];
     VLOAD_RAW(p, raw);
     UNROLL_LOOP
-    for (int j = 0; j < VEC; ++j) v[j] = (ACC_T)MAPPED(raw[j]);
+    for (int j = 0; j < VEC; ++j) v[j] = TO_ACC(raw[j], pilot);
 }
 
 #if ACC_IS_FLOAT
@@ -194,16 +236,26 @@ inline state_t st_push(state_t s, ACC_T v, ulong k) { s.a = COMBINE(s.a, v); ret
 inline state_t st_merge(state_t x, state_t y) { x.a = COMBINE(x.a, y.a); return x; }
 
 #elif OPK == OPK_WELFORD
-/* Running mean and sum of squared deviations; Chan et al.'s pairwise merge keeps var
- * accurate where sum-of-squares cancels (large mean, small spread). */
-typedef struct { ACC_T mean; ACC_T m2; ulong n; } state_t;
-inline state_t st_identity(void) { state_t s; s.mean = 0; s.m2 = 0; s.n = 0; return s; }
+/* Running mean, sum of squared deviations m2 + c (c: Kahan/TwoSum correction, so m2 does not
+ * lose a rounding per element on long lanes; cf. reduce_rows.cl "accumulation") and count.
+ * Chan et al.'s pairwise merge keeps var accurate where sum-of-squares cancels. Once m2 is
+ * inf or NaN the correction is dropped (inf - inf would turn an overflowed var into NaN). */
+typedef struct { ACC_T mean; ACC_T m2; ACC_T c; ulong n; } state_t;
+inline state_t st_identity(void) { state_t s; s.mean = 0; s.m2 = 0; s.c = 0; s.n = 0; return s; }
+/* m2 + c += v, compensated (TwoSum: v may exceed m2) */
+inline state_t st_add_m2(state_t s, const ACC_T v) {
+    const ACC_T t = s.m2 + v;
+    const ACC_T vv = t - s.m2;
+    const ACC_T e = (s.m2 - (t - vv)) + (v - vv);
+    s.c = fabs(t) < INFINITY ? s.c + e : (ACC_T)0;
+    s.m2 = t;
+    return s;
+}
 inline state_t st_push(state_t s, ACC_T v, ulong k) {
     s.n += 1;
     const ACC_T d = v - s.mean;
     s.mean += d / (ACC_T)s.n;
-    s.m2 += d * (v - s.mean);
-    return s;
+    return st_add_m2(s, d * (v - s.mean));
 }
 inline state_t st_merge(state_t x, state_t y) {
     if (y.n == 0) return x;
@@ -212,7 +264,8 @@ inline state_t st_merge(state_t x, state_t y) {
     const ACC_T d = y.mean - x.mean;
     const ACC_T wy = (ACC_T)y.n / (ACC_T)n;
     x.mean = x.mean + d * wy;
-    x.m2 = x.m2 + y.m2 + d * d * (ACC_T)x.n * wy;
+    x.c += y.c;
+    x = st_add_m2(x, y.m2 + d * d * (ACC_T)x.n * wy);
     x.n = n;
     return x;
 }
@@ -222,7 +275,7 @@ inline state_t block_state(const ACC_T *v, const int n) {
     ACC_T sum = 0;
     UNROLL_LOOP
     for (int j = 0; j < n; ++j) sum += v[j];
-    state_t c; c.mean = sum / (ACC_T)n; c.m2 = 0; c.n = (ulong)n;
+    state_t c; c.mean = sum / (ACC_T)n; c.m2 = 0; c.c = 0; c.n = (ulong)n;
     UNROLL_LOOP
     for (int j = 0; j < n; ++j) { const ACC_T d = v[j] - c.mean; c.m2 += d * d; }
     return c;
@@ -292,6 +345,31 @@ inline state_t st_push(state_t s, ACC_T v, ulong k) {
     state_t t; t.m = v; t.s = 0;
     return st_merge(s, t);
 }
+
+#elif OPK == OPK_WIDE
+/* Exact integer sum in two 64-bit words, value = hi * 2**64 + lo (issue 8 item 1: an int64
+ * mean must not wrap). ACC_T is long (WIDE_SIGNED 1) or ulong; an add carries into hi when
+ * the low word wraps (lo + v < lo, unsigned), and a negative element also adds -1 to hi
+ * (its sign extension). |hi| <= K, so nothing can overflow. The host rounds the value to
+ * float64 once and divides by K (clreduce.ops.wide_sums_to_float64). */
+typedef struct { ulong lo; long hi; } state_t;
+inline state_t st_identity(void) { state_t s; s.lo = 0; s.hi = 0; return s; }
+inline state_t st_push(state_t s, ACC_T v, ulong k) {
+    const ulong lo = s.lo + (ulong)v;
+#if WIDE_SIGNED
+    s.hi += (long)(lo < s.lo) - (long)(v < 0);
+#else
+    s.hi += (long)(lo < s.lo);
+#endif
+    s.lo = lo;
+    return s;
+}
+inline state_t st_merge(state_t x, state_t y) {
+    const ulong lo = x.lo + y.lo;
+    x.hi += y.hi + (long)(lo < x.lo);
+    x.lo = lo;
+    return x;
+}
 #endif
 
 /* ---- finalize -------------------------------------------------------------------------- */
@@ -310,7 +388,7 @@ inline void st_write(__global OUT_T *out, ulong idx, state_t s, ulong count, ACC
 #elif FINALIZE == FIN_VAR || FINALIZE == FIN_STD
     /* numpy divides by max(n - ddof, 0): 0/0 -> nan, x/0 -> inf */
     const ACC_T dof = max((ACC_T)s.n - param, (ACC_T)0);
-    r = s.m2 / dof;
+    r = (s.m2 + s.c) / dof / ((ACC_T)SHIFT_SCALE * (ACC_T)SHIFT_SCALE);
 #if FINALIZE == FIN_STD
     r = sqrt(r);
 #endif
@@ -324,6 +402,13 @@ inline void st_write(__global OUT_T *out, ulong idx, state_t s, ulong count, ACC
 #endif
 #endif
 }
+#endif
+
+/* the pilot of the row / column starting at p (see TO_ACC); 0 where unused */
+#if OPK == OPK_WELFORD && !IN_STATES
+#define ROW_PILOT(p) LOAD_RAW(p)
+#else
+#define ROW_PILOT(p) ((RAW_T)0)
 #endif
 
 #if IN_STATES
@@ -385,9 +470,11 @@ inline state_t st_shuffle_xor(state_t s, uint m) {
 #if OPK == OPK_SCALAR
     s.a = shfl_acc(s.a, m);
 #elif OPK == OPK_WELFORD
-    s.mean = shfl_acc(s.mean, m); s.m2 = shfl_acc(s.m2, m); s.n = shfl_u64(s.n, m);
+    s.mean = shfl_acc(s.mean, m); s.m2 = shfl_acc(s.m2, m); s.c = shfl_acc(s.c, m); s.n = shfl_u64(s.n, m);
 #elif OPK == OPK_ARG
     s.v = shfl_acc(s.v, m); s.i = shfl_u64(s.i, m);
+#elif OPK == OPK_WIDE
+    s.lo = shfl_u64(s.lo, m); s.hi = (long)shfl_u64((ulong)s.hi, m);
 #else
     s.m = shfl_acc(s.m, m); s.s = shfl_acc(s.s, m);
 #endif
@@ -407,7 +494,7 @@ inline state_t st_butterfly(state_t s, const uint width) {
 /* One lane's share of elements [0, len) of a row chunk starting at element `start`: a scalar
  * head up to VLOAD_ALIGNED (none on OpenCL), lane-strided VEC-element loads, a scalar tail.
  * Indices pushed into arg states are the elements' own, whatever the order of loads. */
-inline state_t lane_partial(IN_PTR p, const ulong start, const ulong len, const uint lane) {
+inline state_t lane_partial(IN_PTR p, const ulong start, const ulong len, const uint lane, const RAW_T pilot) {
     state_t st = st_identity();
 #if IN_STATES
     NO_UNROLL
@@ -415,7 +502,7 @@ inline state_t lane_partial(IN_PTR p, const ulong start, const ulong len, const 
 #else
     const ulong head = min((ulong)VLOAD_HEAD(p, VEC), len);
     NO_UNROLL
-    for (ulong i = lane; i < head; i += LANES) st = st_push(st, LOAD_ACC(p + i), start + i);
+    for (ulong i = lane; i < head; i += LANES) st = st_push(st, LOAD_ACC(p + i, pilot), start + i);
     __global const IN_T *q = p + head;
     const ulong rest = len - head;
     const ulong full = rest - rest % VEC;
@@ -427,7 +514,7 @@ inline state_t lane_partial(IN_PTR p, const ulong start, const ulong len, const 
     for (; iv + (UNROLL - 1) * step < full; iv += UNROLL * step) {
         ACC_T v[UNROLL * VEC];
         UNROLL_LOOP
-        for (int u = 0; u < UNROLL; ++u) load_vec(q + iv + u * step, v + u * VEC);
+        for (int u = 0; u < UNROLL; ++u) load_vec(q + iv + u * step, v + u * VEC, pilot);
 #if OPK == OPK_WELFORD
         st = st_merge(st, block_state(v, UNROLL * VEC));
 #else
@@ -442,7 +529,7 @@ inline state_t lane_partial(IN_PTR p, const ulong start, const ulong len, const 
     NO_UNROLL
     for (; iv < full; iv += step) {
         ACC_T v[VEC];
-        load_vec(q + iv, v);
+        load_vec(q + iv, v, pilot);
 #if OPK == OPK_WELFORD && VEC > 1
         st = st_merge(st, block_state(v, VEC));
 #else
@@ -451,7 +538,7 @@ inline state_t lane_partial(IN_PTR p, const ulong start, const ulong len, const 
 #endif
     }
     NO_UNROLL
-    for (ulong i = full + lane; i < rest; i += LANES) st = st_push(st, LOAD_ACC(q + i), start + head + i);
+    for (ulong i = full + lane; i < rest; i += LANES) st = st_push(st, LOAD_ACC(q + i, pilot), start + head + i);
 #endif
     return st;
 }
@@ -490,7 +577,8 @@ void reduce_rows_state(IN_PTR in, const ulong in_offset, OUT_PTR out, const ulon
             const ulong start = (task % SPLIT) * chunk_len;
             const ulong stop = min(start + chunk_len, row_len);
             /* start < row_len: the planner never makes an empty chunk */
-            st = lane_partial(in + in_offset + row * row_stride + start, start, stop - start, lane);
+            st = lane_partial(in + in_offset + row * row_stride + start, start, stop - start, lane,
+                              ROW_PILOT(in + in_offset + row * row_stride));
         }
 
 #if LANES > 1 && SG_MODE == SG_LOCAL
@@ -554,6 +642,12 @@ void reduce_cols(IN_PTR in, const ulong in_offset, OUT_PTR out, const ulong out_
         state_t st[VEC];
         UNROLL_LOOP
         for (int j = 0; j < VEC; ++j) st[j] = st_identity();
+#if !IN_STATES
+        RAW_T pilot[VEC];   /* each column's first element (var/std: see TO_ACC) */
+        UNROLL_LOOP
+        for (int j = 0; j < VEC; ++j) pilot[j] = (RAW_T)0;
+        for (uint j = 0; j < ncols; ++j) pilot[j] = ROW_PILOT(p + j);
+#endif
 #if IN_STATES
         NO_UNROLL
         for (ulong k = k0; k < k1; ++k) {
@@ -566,12 +660,12 @@ void reduce_cols(IN_PTR in, const ulong in_offset, OUT_PTR out, const ulong out_
         for (ulong k = k0; k < k1; ++k) {
             __global const IN_T *q = p + k * k_stride;
             if (vector) {
-                ACC_T v[VEC];
-                load_vec(q, v);
+                RAW_T raw[VEC];
+                VLOAD_RAW(q, raw);
                 UNROLL_LOOP
-                for (int j = 0; j < VEC; ++j) st[j] = st_push(st[j], v[j], k);
+                for (int j = 0; j < VEC; ++j) st[j] = st_push(st[j], TO_ACC(raw[j], pilot[j]), k);
             } else {
-                for (uint j = 0; j < ncols; ++j) st[j] = st_push(st[j], LOAD_ACC(q + j), k);
+                for (uint j = 0; j < ncols; ++j) st[j] = st_push(st[j], LOAD_ACC(q + j, pilot[j]), k);
             }
         }
 #endif
@@ -599,10 +693,13 @@ void reduce_cols(IN_PTR in, const ulong in_offset, OUT_PTR out, const ulong out_
  *     its best (select, no branch), then the lanes merged by value and index.
  *   var/std: Welford per vector lane (all lanes share the count, so one reciprocal per
  *     vector), two lane groups against the add latency, then Chan's merge of the lanes
- *     by halves (equal counts).
+ *     by halves (equal counts). Elements less the row's pilot (TO_ACC) as everywhere; m2
+ *     adds WELFORD_BLOCK steps plainly, then joins a compensated (Kahan) pair per lane.
+ *   wide integer sums (an integer mean that could wrap): two 64-bit words per vector lane
+ *     (OPK_WIDE), folded by halves.
  *   IN_STATES (a split's second pass): the task's partial states merged in order. */
-#if OPK != OPK_ARG && OPK != OPK_WELFORD
-#error "reduce_rows_state_cpu serves argmax/argmin and var/std (OPK 1 or 2)"
+#if OPK != OPK_ARG && OPK != OPK_WELFORD && OPK != OPK_WIDE
+#error "reduce_rows_state_cpu serves argmax/argmin, var/std and wide sums (OPK 1, 2 or 4)"
 #endif
 
 /* Built-ins spelled with operators (isnan as x != x, loads from scalars): PoCL 3.0 from
@@ -630,6 +727,12 @@ void reduce_cols(IN_PTR in, const ulong in_offset, OUT_PTR out, const ulong out_
                                    (p)[8], (p)[9], (p)[10], (p)[11], (p)[12], (p)[13], (p)[14], (p)[15]))
 #define CPU_ACCV CPU_V(ACC_T)
 #define CPU_LOAD_ACC(p) CPU_TO_ACC(CPU_LOAD(p))
+/* a vector comparison's true is -1 in every lane, a scalar one's 1: CPU_MASK is -1 / 0 */
+#if VEC == 1
+#define CPU_MASK(c) (-(long)(c))
+#else
+#define CPU_MASK(c) (c)
+#endif
 
 #if OPK == OPK_ARG
 /* Lane j of the best-value vector keeps the best of elements j, j + VEC, ... and the vector
@@ -677,7 +780,7 @@ void reduce_cols(IN_PTR in, const ulong in_offset, OUT_PTR out, const ulong out_
 #define CPU_IOTA ((CPU_IDXV)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))
 #endif
 
-inline state_t cpu_task(__global const IN_T *p, const ulong start, const ulong len) {
+inline state_t cpu_task(__global const IN_T *p, const ulong start, const ulong len, const RAW_T pilot) {
     CPU_ACCV best = (CPU_ACCV)(IDENTITY);
     CPU_IDXV step = (CPU_IDXV)(0);
     CPU_IDX_T it = 0;
@@ -720,7 +823,56 @@ inline state_t cpu_task(__global const IN_T *p, const ulong start, const ulong l
         st.i = start + (ulong)(last ? i2.y : i2.x);
 #endif
     }
-    for (; i < len; ++i) st = st_push(st, LOAD_ACC(p + i), start + i);
+    for (; i < len; ++i) st = st_push(st, LOAD_ACC(p + i, pilot), start + i);
+    return st;
+}
+
+#elif OPK == OPK_WIDE
+/* value = hi * 2**64 + lo per vector lane, as st_push: a wrapped low word carries, a
+ * negative element adds its sign extension (-1) to hi */
+#define CPU_ULV CPU_V(ulong)
+#define CPU_LV CPU_V(long)
+#define CPU_AS_ULV(x) CAT(as_, CPU_ULV)(x)
+/* merge the halves of (lo, hi) of width 2w into (nl, nh) of width w */
+#define CPU_WIDE_HALVE(w, l, h, nl, nh) \
+    const CAT(ulong, w) nl = (l).lo + (l).hi; \
+    const CAT(long, w) nh = (h).lo + (h).hi - (nl < (l).lo);
+inline state_t cpu_task(__global const IN_T *p, const ulong start, const ulong len, const RAW_T pilot) {
+    CPU_ULV lo = (CPU_ULV)(0);
+    CPU_LV hi = (CPU_LV)(0);
+    ulong i = 0;
+    for (; i + VEC <= len; i += VEC) {
+        const CPU_ACCV v = CPU_LOAD_ACC(p + i);
+        const CPU_ULV l = lo + CPU_AS_ULV(v);
+        hi -= CPU_MASK(l < lo);
+#if WIDE_SIGNED
+        hi += CPU_MASK(v < (CPU_ACCV)(0));
+#endif
+        lo = l;
+    }
+    state_t st;
+#if VEC == 1
+    st.lo = lo; st.hi = hi;
+#else
+#if VEC == 16
+    CPU_WIDE_HALVE(8, lo, hi, l8, h8)
+#elif VEC == 8
+    const ulong8 l8 = lo; const long8 h8 = hi;
+#endif
+#if VEC >= 8
+    CPU_WIDE_HALVE(4, l8, h8, l4, h4)
+#elif VEC == 4
+    const ulong4 l4 = lo; const long4 h4 = hi;
+#endif
+#if VEC >= 4
+    CPU_WIDE_HALVE(2, l4, h4, l2, h2)
+#else
+    const ulong2 l2 = lo; const long2 h2 = hi;
+#endif
+    st.lo = l2.x + l2.y;
+    st.hi = h2.x + h2.y + (long)(st.lo < l2.x);
+#endif
+    for (; i < len; ++i) st = st_push(st, LOAD_ACC(p + i, pilot), start + i);
     return st;
 }
 
@@ -733,25 +885,56 @@ inline state_t cpu_task(__global const IN_T *p, const ulong start, const ulong l
     const CAT(ACC_T, w) nm = (m).lo + nm##_d * (ACC_T)0.5; \
     const CAT(ACC_T, w) nq = (q).lo + (q).hi + nm##_d * nm##_d * ((c) * (ACC_T)0.5);
 
-inline state_t cpu_task(__global const IN_T *p, const ulong start, const ulong len) {
+/* x - pilot for a vector (TO_ACC's SHIFT_MODEs 0 and 1; 64-bit integers run VEC 1) */
+#if SHIFT_MODE == 0
+#define CPU_SHIFTED(x, pilot) (CPU_TO_ACC(x) - (CPU_ACCV)((ACC_T)(pilot)))
+#elif SHIFT_MODE == 1
+#define CPU_SHIFTED(x, pilot) CPU_TO_ACC(CAT(convert_, CPU_V(long))(x) - (CPU_V(long))((long)(pilot)))
+#elif VEC == 1
+#define CPU_SHIFTED(x, pilot) TO_ACC((x), (pilot))
+#else
+#error "reduce_rows_state_cpu: var/std of 64-bit integers (SHIFT_MODE 2, 3) needs VEC 1"
+#endif
+/* steps (two vectors each) whose m2 terms add plainly before joining the compensated pair:
+ * at most WELFORD_BLOCK + 1 roundings of eps / 2 per lane (README, Tolerances: var); 0 (the
+ * planner, where every task is one block) runs the plain loop */
+#ifndef WELFORD_BLOCK
+#define WELFORD_BLOCK 8
+#endif
+
+inline state_t cpu_task(__global const IN_T *p, const ulong start, const ulong len, const RAW_T pilot) {
     CPU_ACCV mean0 = (CPU_ACCV)(0), m20 = (CPU_ACCV)(0), mean1 = (CPU_ACCV)(0), m21 = (CPU_ACCV)(0);
+    CPU_ACCV m2s = (CPU_ACCV)(0), m2c = (CPU_ACCV)(0);   /* compensated m2 of both groups */
     ulong n = 0, i = 0;
-    for (; i + 2 * VEC <= len; i += 2 * VEC) {
-        n += 1;
-        const CPU_ACCV r = (CPU_ACCV)((ACC_T)1 / (ACC_T)n);
-        const CPU_ACCV x0 = CPU_LOAD_ACC(p + i), x1 = CPU_LOAD_ACC(p + i + VEC);
-        const CPU_ACCV d0 = x0 - mean0, d1 = x1 - mean1;
-        mean0 += d0 * r;
-        mean1 += d1 * r;
-        m20 += d0 * (x0 - mean0);
-        m21 += d1 * (x1 - mean1);
+    for (;;) {
+        const ulong stop = WELFORD_BLOCK ? CPU_MIN_U64(i + (ulong)WELFORD_BLOCK * 2 * VEC, len) : len;
+        for (; i + 2 * VEC <= stop; i += 2 * VEC) {
+            n += 1;
+            const CPU_ACCV r = (CPU_ACCV)((ACC_T)1 / (ACC_T)n);
+            const CPU_ACCV x0 = CPU_SHIFTED(CPU_LOAD(p + i), pilot), x1 = CPU_SHIFTED(CPU_LOAD(p + i + VEC), pilot);
+            const CPU_ACCV d0 = x0 - mean0, d1 = x1 - mean1;
+            mean0 += d0 * r;
+            mean1 += d1 * r;
+            m20 += d0 * (x0 - mean0);
+            m21 += d1 * (x1 - mean1);
+        }
+        if (!WELFORD_BLOCK) break;
+        /* Kahan join; once m2 is inf or NaN (t - t not 0) the correction is dropped */
+        const CPU_ACCV y = (m20 + m21) + m2c;
+        const CPU_ACCV t = m2s + y;
+        const CPU_ACCV e = y - (t - m2s);
+        m2c = (t - t) == (CPU_ACCV)(0) ? e : (CPU_ACCV)(0);
+        m2s = t;
+        m20 = (CPU_ACCV)(0);
+        m21 = (CPU_ACCV)(0);
+        if (stop == len) break;
     }
     state_t st = st_identity();
     if (n > 0) {
         /* the two lane groups (count n each), then the lanes of one vector by halves */
         const CPU_ACCV d = mean1 - mean0;
         const CPU_ACCV mean = mean0 + d * (ACC_T)0.5;
-        const CPU_ACCV m2 = m20 + m21 + d * d * ((ACC_T)n * (ACC_T)0.5);
+        const CPU_ACCV m2 = (WELFORD_BLOCK ? m2s + m2c : m20 + m21) + d * d * ((ACC_T)n * (ACC_T)0.5);
         ACC_T c = (ACC_T)(2 * n);
 #if VEC == 1
         st.mean = mean; st.m2 = m2;
@@ -780,7 +963,7 @@ inline state_t cpu_task(__global const IN_T *p, const ulong start, const ulong l
 #endif
         st.n = 2 * n * VEC;
     }
-    for (; i < len; ++i) st = st_push(st, LOAD_ACC(p + i), start + i);
+    for (; i < len; ++i) st = st_push(st, LOAD_ACC(p + i, pilot), start + i);
     return st;
 }
 #endif
@@ -804,7 +987,7 @@ void reduce_rows_state_cpu(IN_PTR in, const ulong in_offset, OUT_PTR out, const 
         state_t st = st_identity();
         for (ulong i = 0; i < stop - start; ++i) st = st_merge(st, p[i]);
 #else
-        const state_t st = cpu_task(p, start, stop - start);
+        const state_t st = cpu_task(p, start, stop - start, ROW_PILOT(in + in_offset + row * row_stride));
 #endif
 #if OUT_STATES
         out[out_offset + task] = st;

@@ -73,6 +73,39 @@ OPS = {op.name: op for op in (
     _op("logsumexp", kind="lse", finalize="lse", result="float", empty="error"),
 )}
 
+# The exact integer sum the planner runs for an integer mean whose 64-bit total could wrap
+# (int64/uint64 input, or K large enough for narrower ones): two 64-bit words per result
+# (reduce_state.cl, OPK_WIDE), rounded once to float64 on the host. Not a public op.
+WIDE_SUM = Op("wide_sum", "wide", "sum", "none", "none", "float", "nan")
+
+
+def sum_may_wrap(dtype, k: int) -> bool:
+    """Whether a 64-bit integer sum of ``k`` elements of ``dtype`` could wrap."""
+    dtype = np.dtype(dtype)
+    return dtype.kind in "iu" and 8 * dtype.itemsize + max(int(k) - 1, 1).bit_length() > 63
+
+
+def wide_sums_to_float64(words, signed: bool) -> np.ndarray:
+    """float64 of exact sums held as (lo, hi) 64-bit word pairs, value = hi * 2**64 + lo,
+    each rounded once (to nearest, ties to even).
+
+    Sums that fit 64 bits (the common case) convert vectorised; the rest through Python
+    integers, whose conversion to float is correctly rounded.
+    """
+    pairs = np.ascontiguousarray(words).view(np.uint64).reshape(-1, 2)
+    lo, hi = pairs[:, 0], pairs[:, 1].view(np.int64)
+    if signed:
+        low = lo.view(np.int64)
+        fits = hi == (low >> 63)  # hi is lo's sign extension: the sum is a valid int64
+        out = low.astype(np.float64)
+    else:
+        fits = hi == 0
+        out = lo.astype(np.float64)
+    for i in np.flatnonzero(~fits):
+        out[i] = float((int(hi[i]) << 64) + int(lo[i]))
+    return out
+
+
 # numpy dtype -> OpenCL C type name. bool is read as uchar (numpy stores it as 0/1 bytes).
 CL_TYPE = {
     "bool": "uchar",
@@ -105,6 +138,9 @@ class DtypeRule:
     device_out: str
     out: str
     host_divide: bool = False
+    # var/std of 64-bit integers in float32 (no fp64): the power of two every difference is
+    # scaled by so squares fit (reduce_state.cl SHIFT_SCALE), on every pass
+    var_scale: str | None = None
 
 
 def check_dtype(dtype, what: str = "input") -> np.dtype:

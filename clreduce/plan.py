@@ -13,7 +13,7 @@ import numpy as np
 
 from .caps import DeviceCaps
 from .kernels import build_options
-from .ops import CL_TYPE, OPS, dtype_rule
+from .ops import CL_TYPE, OPS, WIDE_SUM, DtypeRule, dtype_rule, sum_may_wrap
 from .plan_nvidia import nvidia_gpu, row_team, split_count
 from .plan_nvidia import SPLIT_UNROLL as _NV_SPLIT_UNROLL
 
@@ -44,7 +44,7 @@ CPU_UNROLL = 4
 # at most this many elements keep every step count far below 2**31.
 CPU_ARG_CHUNK = 1 << 28
 # op kinds with a cpu_blocks kernel (reduce_rows_cpu; reduce_rows_state_cpu)
-_CPU_KINDS = ("scalar", "arg", "welford")
+_CPU_KINDS = ("scalar", "arg", "welford", "wide")
 
 
 class UnsupportedOnDevice(TypeError):
@@ -158,6 +158,9 @@ class LaunchPlan:
     local_mem_bytes: int
     partials_bytes: int
     passes: tuple[KernelLaunch, ...]
+    # device_out_dtype values per result: 2 for an exact integer sum in two 64-bit words
+    # (an integer mean that could wrap; clreduce.ops.wide_sums_to_float64 reads them)
+    out_words: int = 1
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -264,6 +267,20 @@ def plan(caps: DeviceCaps, problem: Problem, force: Force | None = None) -> Laun
     force = force or Force()
     op = OPS[problem.op]
     rule = dtype_rule(op, np.dtype(problem.dtype), problem.acc_dtype)
+    if (op.kind == "welford" and not caps.fp64 and problem.acc_dtype is None
+            and np.dtype(problem.dtype).kind in "iub" and rule.acc == "float64"):
+        # Integer var/std without fp64 (Mali, Adreno under Mesa, rusticl): each element minus
+        # its row's pilot is exact in 64-bit integers, rounded once to float32, then the
+        # compensated Welford of reduce_state.cl (64-bit differences scaled by 2**-32 so their
+        # squares fit); the host casts to numpy's float64 (README, Tolerances)
+        wide = np.dtype(problem.dtype).itemsize == 8
+        rule = DtypeRule(acc="float32", device_out="float32", out=rule.out, var_scale="0x1p-32f" if wide else None)
+    if op.finalize == "mean" and rule.host_divide and problem.acc_dtype is None \
+            and sum_may_wrap(problem.dtype, problem.row_len):
+        # numpy's integer mean sums in float64 and never wraps: an exact sum in two 64-bit
+        # words instead of one (issue 8 item 1), divided on the host like the 64-bit one
+        op = WIDE_SUM
+        rule = DtypeRule(acc=rule.acc, device_out="uint64", out=rule.out, host_divide=True)
     if "float64" in (problem.dtype, rule.acc, rule.device_out) and not caps.fp64:
         raise UnsupportedOnDevice(
             f"{problem.dtype} {problem.op} needs fp64, which device {caps.name!r} lacks; "
@@ -277,6 +294,17 @@ def plan(caps: DeviceCaps, problem: Problem, force: Force | None = None) -> Laun
     if problem.inner > 1:
         return _plan_columns(caps, problem, force, op, rule)
     return _plan_rows(caps, problem, force, op, rule)
+
+
+# Mesa's llvmpipe (rusticl on the CPU) ends every loop of a kernel after 65535 trips
+# without an error (gallivm's loop limiter, LP_MAX_TGSI_LOOP_ITERATIONS): a forced
+# sequential sum of 2**20 ones gave 65535. Plans there keep each work-item's loops shorter
+# (split chunks) or raise UnsupportedOnDevice.
+RUSTICL_LOOP_TRIPS = 65535
+
+
+def _loop_limit(caps: DeviceCaps) -> int | None:
+    return RUSTICL_LOOP_TRIPS if caps.implementation == "rusticl" else None
 
 
 def _choose_wg(caps: DeviceCaps, force: Force, sg_size: int | None) -> int:
@@ -337,6 +365,7 @@ def _plan_rows(caps: DeviceCaps, problem: Problem, force: Force, op, rule) -> La
         raise ValueError("split=1 (no split) contradicts strategy='split_k'")
     lanes = natural_lanes(problem.row_len)
     split = 1
+    limit = _loop_limit(caps)
     unroll = force.unroll
     # NVIDIA GPUs (CUDA or NVIDIA's OpenCL): measured team widths, unrolling and split counts
     # (plan_nvidia.py) where the caller left the launch shape to the planner.
@@ -346,6 +375,8 @@ def _plan_rows(caps: DeviceCaps, problem: Problem, force: Force, op, rule) -> La
         # Few long rows cannot fill the device one team per row: cut rows into chunks.
         want_tasks = (wg // lanes) * max(1, caps.compute_units) * 4
         split = min(_ceil_div(want_tasks, problem.rows), _ceil_div(problem.row_len, SPLIT_MIN_CHUNK))
+        if limit:
+            split = max(split, _ceil_div(problem.row_len, limit * vec))
         if strategy == "split_k":
             split = max(2, min(split, problem.row_len))
         if force.split is not None:
@@ -390,6 +421,8 @@ def _plan_rows(caps: DeviceCaps, problem: Problem, force: Force, op, rule) -> La
             strategy = "sg_per_row" if strategy != "split_k" else strategy
 
     acc_bytes = np.dtype(rule.acc).itemsize if op.kind == "scalar" else STATE_BYTES
+    if _compensated(op, rule):
+        acc_bytes *= 2  # float sums merge (sum, correction) pairs
     scratch = (wg if sg_mode == "local" else wg // sg_size) * acc_bytes if lanes > 1 else 0
     if scratch > caps.local_mem_size:
         raise UnsupportedOnDevice(f"{scratch} B of local memory exceeds {caps.name!r}'s {caps.local_mem_size} B")
@@ -415,11 +448,20 @@ def _plan_rows(caps: DeviceCaps, problem: Problem, force: Force, op, rule) -> La
                    in_dtype=rule.acc, split=1, chunk=split, first=False, last=True),
         )
         partials_bytes = problem.rows * split * (np.dtype(rule.acc).itemsize if op.kind == "scalar" else STATE_BYTES)
+    if limit:
+        trips = max(_ceil_div(min(problem.row_len, chunk if split > 1 else problem.row_len), lanes * vec),
+                    _ceil_div(split, lanes2) if split > 1 else 0)
+        if trips > limit:
+            raise UnsupportedOnDevice(
+                f"{caps.name!r} ({caps.implementation}) stops every kernel loop after {limit} trips; this plan "
+                f"needs {trips} per work-item (strategy {strategy}, lanes {lanes}, vec {vec}, split {split}): "
+                "leave the strategy to the planner or force split_k")
 
     return LaunchPlan(strategy=strategy, sg_mode=sg_mode, sg_size=sg_size, reqd_sg=reqd, wg_size=wg,
                       lanes=lanes, vec=vec, split=split, acc_dtype=rule.acc, out_dtype=rule.out,
                       device_out_dtype=rule.device_out, host_divide=rule.host_divide,
-                      local_mem_bytes=scratch, partials_bytes=partials_bytes, passes=passes)
+                      local_mem_bytes=scratch, partials_bytes=partials_bytes, passes=passes,
+                      out_words=2 if op.kind == "wide" else 1)
 
 
 def cpu_blocks_default(caps: DeviceCaps) -> bool:
@@ -449,6 +491,11 @@ def _plan_cpu_blocks(caps: DeviceCaps, problem: Problem, force: Force, op, rule)
         raise ValueError(f"wg_size={wg} must be a power of two <= {caps.max_work_group_size}")
     itemsize = np.dtype(problem.dtype).itemsize
     vec = force.vec or min(_cpu_vec(itemsize), _pow2_floor(problem.row_len))
+    if op.kind == "welford" and itemsize == 8 and np.dtype(problem.dtype).kind in "iu":
+        # var/std of 64-bit integers: the exact shift (reduce_state.cl, TO_ACC) is scalar code
+        if force.vec not in (None, 1):
+            raise UnsupportedOnDevice(f"strategy 'cpu_blocks' runs {problem.op} of {problem.dtype} with vec=1 only")
+        vec = 1
     items = max(1, caps.compute_units) * CPU_ITEMS_PER_CU
     split = 1
     if problem.rows < items and problem.row_len >= 2 * SPLIT_MIN_CHUNK:
@@ -478,7 +525,8 @@ def _plan_cpu_blocks(caps: DeviceCaps, problem: Problem, force: Force, op, rule)
     return LaunchPlan(strategy="cpu_blocks", sg_mode="local", sg_size=None, reqd_sg="none", wg_size=wg,
                       lanes=1, vec=vec, split=split, acc_dtype=rule.acc, out_dtype=rule.out,
                       device_out_dtype=rule.device_out, host_divide=rule.host_divide,
-                      local_mem_bytes=0, partials_bytes=partials_bytes, passes=passes)
+                      local_mem_bytes=0, partials_bytes=partials_bytes, passes=passes,
+                      out_words=2 if op.kind == "wide" else 1)
 
 
 def _plan_columns(caps: DeviceCaps, problem: Problem, force: Force, op, rule) -> LaunchPlan:
@@ -514,6 +562,8 @@ def _plan_columns(caps: DeviceCaps, problem: Problem, force: Force, op, rule) ->
         split = max(2 if force.strategy == "split_k" else 1,
                     min(_ceil_div(want_items, items), _ceil_div(problem.row_len, 64)))
         split = min(split, problem.row_len)
+    if _loop_limit(caps):
+        split = max(split, _ceil_div(problem.row_len, _loop_limit(caps)))  # each work-item walks one chunk
     common = dict(caps=caps, op=op, rule=rule, wg=wg, param=problem.param, count=problem.row_len,
                   outer=problem.rows, inner=problem.inner, nblk=nblk)
     if split == 1:
@@ -535,12 +585,26 @@ def _plan_columns(caps: DeviceCaps, problem: Problem, force: Force, op, rule) ->
     return LaunchPlan(strategy="columns" if split == 1 else "columns_split_k", sg_mode="none", sg_size=None,
                       reqd_sg="none", wg_size=wg, lanes=1, vec=vec, split=split, acc_dtype=rule.acc,
                       out_dtype=rule.out, device_out_dtype=rule.device_out, host_divide=rule.host_divide,
-                      local_mem_bytes=0, partials_bytes=partials_bytes, passes=passes)
+                      local_mem_bytes=0, partials_bytes=partials_bytes, passes=passes,
+                      out_words=2 if op.kind == "wide" else 1)
+
+
+# Block lengths of compensated float sums (reduce_rows.cl, "accumulation"): vector loads per
+# lane accumulator, K steps per column.
+ACC_BLOCK = 32
+COL_BLOCK = 128
+# reduce_rows_state_cpu's var/std: vector steps whose m2 terms add plainly before joining
+WELFORD_BLOCK = 8
+
+
+def _compensated(op, rule) -> bool:
+    """Float sums carry (sum, correction) pairs (reduce_rows.cl, "accumulation")."""
+    return op.kind == "scalar" and op.combine == "sum" and rule.acc.startswith("float")
 
 
 _MAP_MACRO = {"none": 0, "abs": 1, "square": 2, "nonzero": 3, "notnan": 4, "nan_to_zero": 5, "one": 6}
 _FIN_MACRO = {"none": 0, "mean": 1, "sqrt": 2, "var": 3, "std": 4, "index": 5, "lse": 6}
-_OPK_MACRO = {"scalar": 0, "welford": 1, "arg": 2, "lse": 3}
+_OPK_MACRO = {"scalar": 0, "welford": 1, "arg": 2, "lse": 3, "wide": 4}
 
 
 def _identity(combine: str, acc: str) -> str:
@@ -576,6 +640,15 @@ def _op_defines(op, rule, in_dtype: str, first: bool, last: bool) -> dict:
     combine = op.combine
     if combine in ("nanmax", "nanmin") and not acc.startswith("float"):
         combine = combine[3:]  # integers have no NaN
+    if op.kind == "welford" and first:
+        # how the element minus its row's pilot is formed (reduce_state.cl, TO_ACC): exactly
+        # in 64-bit integers where the input is an integer
+        kind, size = np.dtype(in_dtype).kind, np.dtype(in_dtype).itemsize
+        defines["SHIFT_MODE"] = 0 if kind not in "iub" else (1 if size <= 4 else (2 if kind == "i" else 3))
+    if op.kind == "welford" and rule.var_scale:
+        defines["SHIFT_SCALE"] = rule.var_scale  # every pass: the last one scales var back
+    if op.kind == "wide":
+        defines["WIDE_SIGNED"] = int(acc == "int64")
     if op.kind == "scalar":
         defines[f"OP_{combine.upper()}"] = 1
         defines["IDENTITY"] = _identity(combine, acc)
@@ -627,6 +700,12 @@ def _launch_rows(*, caps, op, rule, sg_mode, sg_size, reqd, wg, rows, row_len, l
                  split, chunk, first, last, param, count, unroll=None, cpu_items=0) -> KernelLaunch:
     defines, cl_std = _rows_defines(caps, op, rule, sg_mode, sg_size, reqd, wg, lanes, vec, split, in_dtype, first,
                                     last, unroll)
+    if _compensated(op, rule):
+        # reduce_rows.cl "accumulation": split partials (few, large) each join the compensated
+        # sum; a lane (a cpu_blocks vector accumulator) with at most ACC_BLOCK vector loads
+        # runs the plain code (block 0)
+        loads = _ceil_div(_ceil_div(min(chunk, row_len), vec), CPU_UNROLL if cpu_items else lanes)
+        defines["ACC_BLOCK"] = 1 if not first else (0 if loads <= ACC_BLOCK else ACC_BLOCK)
     scalars = [("n_rows", "u64", rows), ("row_len", "u64", row_len), ("row_stride", "u64", row_len),
                ("chunk_len", "u64", chunk), ("mean_count", "u64", count)]
     if cpu_items:  # cpu_blocks: reduce_rows_cpu, one contiguous block of tasks per work-item
@@ -642,11 +721,16 @@ def _launch_rows_state(*, caps, op, rule, sg_mode, sg_size, reqd, wg, rows, row_
                        split, chunk, first, last, param, count, unroll=None, cpu_items=0) -> KernelLaunch:
     defines, cl_std = _rows_defines(caps, op, rule, sg_mode, sg_size, reqd, wg, lanes, vec, split, in_dtype, first,
                                     last, unroll)
-    defines.update({"ENTRY": 1, "OPK": _OPK_MACRO[op.kind], "IN_STATES": int(not first), "OUT_STATES": int(not last)})
+    defines.update({"ENTRY": 1, "OPK": _OPK_MACRO[op.kind], "IN_STATES": int(not first),
+                    "OUT_STATES": int(not last or op.kind == "wide")})  # wide sums leave as two words
     scalars = [("n_rows", "u64", rows), ("row_len", "u64", row_len), ("row_stride", "u64", row_len),
                ("chunk_len", "u64", chunk), ("count", "u64", count), ("param", "acc", param)]
     if cpu_items:  # cpu_blocks: reduce_rows_state_cpu, one contiguous block of tasks per work-item
         defines["ENTRY"] = 3
+        if op.kind == "welford" and first:
+            # m2 joins a compensated pair every WELFORD_BLOCK steps of 2 * vec elements; 0 where
+            # every task is one block (reduce_state.cl, cpu_task)
+            defines["WELFORD_BLOCK"] = 0 if min(chunk, row_len) <= WELFORD_BLOCK * 2 * vec else WELFORD_BLOCK
         groups = max(1, _ceil_div(min(cpu_items, rows * split), wg))
         return _finish(caps, "reduce_state.cl", "reduce_rows_state_cpu", defines, None, groups, wg, scalars,
                        rule.acc, first, last)
@@ -660,6 +744,10 @@ def _launch_cols(*, caps, op, rule, wg, outer, inner, k_len, vec, in_dtype, spli
     defines.update({"WG_SIZE": wg, "VEC": vec, "SPLIT": split})
     if op.kind == "scalar":
         defines["NBLK"] = nblk
+    if _compensated(op, rule):
+        # split partials each join their column's compensated sum; a K range of one block
+        # runs the plain code (block 0)
+        defines["COL_BLOCK"] = 1 if not first else (0 if chunk <= COL_BLOCK else COL_BLOCK)
     scalars = [("outer", "u64", outer), ("k_len", "u64", k_len), ("inner", "u64", inner),
                ("outer_stride", "u64", outer_stride), ("k_stride", "u64", inner),
                ("chunk_len", "u64", chunk), ("count", "u64", count)]
@@ -668,6 +756,7 @@ def _launch_cols(*, caps, op, rule, wg, outer, inner, k_len, vec, in_dtype, spli
         # reduce_rows.cl's vector accumulators; its row entry compiles beside with neutral macros
         defines.update({"LANES": 1, "SG_MODE": 0, "SG_SIZE": 0, "REQD_SG": 0})
         return _finish(caps, "reduce_rows.cl", "reduce_cols", defines, None, groups, wg, scalars, rule.acc, first, last)
-    defines.update({"ENTRY": 2, "OPK": _OPK_MACRO[op.kind], "IN_STATES": int(not first), "OUT_STATES": int(not last)})
+    defines.update({"ENTRY": 2, "OPK": _OPK_MACRO[op.kind], "IN_STATES": int(not first),
+                    "OUT_STATES": int(not last or op.kind == "wide")})
     scalars.append(("param", "acc", param))
     return _finish(caps, "reduce_state.cl", "reduce_cols", defines, None, groups, wg, scalars, rule.acc, first, last)

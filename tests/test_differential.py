@@ -6,7 +6,7 @@ Profiles: "ci" (default) runs a bounded number of examples per device; "slow" (`
 CLREDUCE_SLOW=1, or CLREDUCE_HYPOTHESIS_EXAMPLES=N) runs at least 10 000.
 
 Tolerances for the ops beyond sum/mean/max/min are in ``DIFF_TOLERANCE`` below, each with
-its reason; sum/mean share conftest's TOLERANCE (eps of the accumulator, the README's cap).
+its reason; sum/mean share conftest's TOLERANCE and sum_rtol (eps of the accumulator, the README's bound).
 
 Adversarial data (``ADVERSARIAL``: large offsets, alternating magnitudes, cancellation,
 float16 near 65504, subnormals, integer extremes, non-canonical bools) joins the hypothesis
@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 import clreduce
 from clreduce.plan import UnsupportedOnDevice
 
-from conftest import DEVICES, TOLERANCE, column_variants, plan_variants
+from conftest import DEVICES, TOLERANCE, column_variants, is_strided, plan_variants, sum_rtol
 
 _SLOW = os.environ.get("CLREDUCE_SLOW", "") not in ("", "0")
 _EXAMPLES = int(os.environ.get("CLREDUCE_HYPOTHESIS_EXAMPLES", "10000" if _SLOW else "60"))
@@ -41,33 +41,30 @@ OPS = ["sum", "mean", "prod", "max", "min", "any", "all", "count_nonzero", "nans
 EXACT_OPS = {"max", "min", "nanmax", "nanmin", "any", "all", "count_nonzero", "argmax", "argmin"}
 
 # Bounds on |clreduce - reference| (reference in float64, or long double for float64 input),
-# K = reduced count, eps = the accumulator's epsilon (float32 for float16 input):
-#  - sum-like (sum, nansum, mean, nanmean, norm ord 1): K*eps*sum|x| (any summation order),
-#    divided by K for means, + 1 ulp of the output dtype (final rounding).
+# K = reduced count, eps = the accumulator's epsilon (float32 for float16 input); the README's
+# Tolerances section states the same, with the reasons:
+#  - sum-like (sum, nansum, mean, nanmean, norm ord 1): sum|x| * min(K, terms) * eps, with
+#    terms 58 (rows) or 130 (strided axes): conftest.sum_rtol. Divided by K for means, plus
+#    one rounding of the mean; + 1 ulp of the output dtype (final rounding).
 #  - prod: every multiply rounds once: K*eps*|prod| + 1 ulp (data kept near 1, see below).
-#  - var: Welford/Chan error is bounded by a few K*eps*(sum of x^2)/(K - ddof); the factor
-#    4 covers the merge's extra roundings. std: d(sqrt v) = dv / (2 sqrt v), or sqrt(dv) at 0.
-#  - norm ord 2: the sum-of-squares bound, then sqrt halves the relative error.
+#  - var: the kernel subtracts a pilot (the first element of the reduced slice) and runs a
+#    compensated Welford/Chan: VAR_TERMS * eps * sum((x - pilot)^2) / max(K - ddof, 1), eps of
+#    the accumulator (float32 for integer input on a device without fp64). std: d(sqrt v) =
+#    dv / (2 sqrt v), or sqrt(dv) at 0.
+#  - norm ord 2: the sum bound on the squares (plus one rounding of each square), then sqrt
+#    halves the relative error.
 #  - logsumexp: K*eps relative to the shifted sum, + eps*|result| (the final log and add).
-DIFF_TOLERANCE = {"var_factor": 4.0}
+DIFF_TOLERANCE = {"var_terms": 16.0}
 
 # ---- pending kernel fixes: the ONE place that excuses a case ----------------------------------
 # Cases here are known to miss the documented bounds until a kernel fix lands; they run as
 # xfail(strict=False) in test_adversarial_data and are left out of the hypothesis run (whose
 # examples cannot be xfailed one by one). Delete an entry when its fix lands.
-PENDING_KERNEL_FIXES = {
-    "compensated": "issue 8 item 3: compensated sums pending",
-    "int_mean_wrap": "issue 8 item 1: integer mean of values near 2**62 wraps (exact wide sum pending)",
-}
+PENDING_KERNEL_FIXES: dict[str, str] = {}
 
 
 def pending_kernel_fix(kind: str, op: str, dtype: np.dtype) -> str | None:
     """The PENDING_KERNEL_FIXES reason that covers this adversarial case, or None."""
-    if kind in ("offset", "alternating") and dtype.kind == "f" and op in (
-            "sum", "nansum", "mean", "nanmean", "var", "std", "norm"):
-        return PENDING_KERNEL_FIXES["compensated"]
-    if kind == "int_extreme" and dtype.itemsize == 8 and dtype.kind in "iu" and op in ("mean", "nanmean"):
-        return PENDING_KERNEL_FIXES["int_mean_wrap"]
     return None
 
 
@@ -200,14 +197,21 @@ def _reference(op: str, x: np.ndarray, axis, keepdims: bool, ord_):
         return r if keepdims else np.squeeze(r, axis=axis)
     if op == "norm":
         return np.linalg.norm(x.astype(hi), ord=ord_, axis=axis, keepdims=keepdims)
-    if op in ("var", "std") and x.dtype.kind != "f":
-        xr = x.astype(np.float64)
+    if op in ("var", "std") and x.size:
+        # long double less the pilot (var is shift-invariant): a reference mean of data at
+        # 1e15 erred by 5e-5 in long double, enough to move var by more than its bound
+        xl = x.astype(np.longdouble)
+        pilot = xl
+        for a in (range(x.ndim) if axis is None else (axis if isinstance(axis, tuple) else (axis,))):
+            pilot = np.take(pilot, [0], axis=a)
+        with np.errstate(invalid="ignore"):
+            return getattr(np, op)(xl - pilot, axis=axis, keepdims=keepdims)
     if op == "count_nonzero":
         return np.count_nonzero(x, axis=axis, keepdims=keepdims)
     return getattr(np, op)(xr, axis=axis, keepdims=keepdims)
 
 
-def _tolerance(op, x, ref, out_dtype, axis, keepdims, ord_):
+def _tolerance(op, x, ref, out_dtype, axis, keepdims, ord_, ddof=0.0, fp64=True):
     eps = _eps(x.dtype if x.dtype.kind == "f" else np.dtype("float64"))
     axes = tuple(range(x.ndim)) if axis is None else (axis if isinstance(axis, tuple) else (axis,))
     k = max(1, int(np.prod([x.shape[a] for a in axes])))
@@ -216,9 +220,8 @@ def _tolerance(op, x, ref, out_dtype, axis, keepdims, ord_):
     abs_ref = np.abs(np.asarray(ref, dtype=np.float64))
     with np.errstate(all="ignore"):
         ulp = np.spacing(np.abs(np.asarray(ref, dtype=np.float64)).astype(out_dtype)).astype(np.float64)
-    # README's float sum bound: sum|x| * min(K*eps, cap) (conftest TOLERANCE["sum_rtol_cap"])
-    cap = TOLERANCE["sum_rtol_cap"].get(TOLERANCE["acc"].get(x.dtype.name, "float64"), np.inf)
-    rel = min(k * eps, cap)
+    # README's float sum bound: sum|x| * min(K, terms) * eps (conftest.sum_rtol, with the reason)
+    rel = sum_rtol(k, TOLERANCE["acc"].get(x.dtype.name, "float64"), is_strided(x.shape, axis))
     if op in ("sum", "nansum") or (op == "norm" and ord_ == 1):
         tol = rel * np.sum(np.abs(xf), **red)
     elif op in ("mean", "nanmean"):
@@ -226,13 +229,20 @@ def _tolerance(op, x, ref, out_dtype, axis, keepdims, ord_):
     elif op == "prod":
         tol = 2 * k * eps * abs_ref
     elif op in ("var", "std"):
-        var_tol = DIFF_TOLERANCE["var_factor"] * k * eps * np.sum(xf * xf, **red) / k
+        # README: VAR_TERMS * eps(acc) * sum((x - pilot)^2) / max(K - ddof, 1), the pilot being the
+        # element at index 0 of the reduced axes (reduce_state.cl shifts every element by it)
+        pilot = xf
+        for a in axes:
+            pilot = np.take(pilot, [0], axis=a)
+        var_eps = eps if x.dtype.kind == "f" or fp64 else TOLERANCE["eps"]["float32"]
+        var_tol = DIFF_TOLERANCE["var_terms"] * var_eps * np.sum((xf - pilot) ** 2, **red) / max(k - ddof, 1)
         if op == "var":
             tol = var_tol
         else:
             tol = np.where(abs_ref > 0, var_tol / (2 * np.where(abs_ref > 0, abs_ref, 1)), np.sqrt(var_tol))
-    elif op == "norm":  # ord 2
-        tol = k * eps * abs_ref
+    elif op == "norm":  # ord 2: the sum bound on the squares (one more rounding each), halved by sqrt
+        sq_tol = (rel + eps) * np.sum(xf * xf, **red)
+        tol = np.where(abs_ref > 0, sq_tol / (2 * np.where(abs_ref > 0, abs_ref, 1)), np.sqrt(sq_tol))
     elif op == "logsumexp":
         tol = (k + 2) * eps * (1 + abs_ref)
     else:
@@ -240,7 +250,7 @@ def _tolerance(op, x, ref, out_dtype, axis, keepdims, ord_):
     return np.asarray(tol, dtype=np.float64) + ulp
 
 
-def _check(op, x, got, axis, keepdims, ord_):
+def _check(op, x, got, axis, keepdims, ord_, fp64=True):
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         ref = _reference(op, x, axis, keepdims, ord_)
@@ -264,7 +274,7 @@ def _check(op, x, got, axis, keepdims, ord_):
     special = ~np.isfinite(ref_cast) | ~np.isfinite(ref_out)
     np.testing.assert_array_equal(np.where(special, g, 0.0), np.where(special, ref_cast, 0.0),
                                   err_msg=f"{op}: NaN/inf differ")
-    tol = _tolerance(op, x, ref_out, out_dtype, axis, keepdims, ord_)
+    tol = _tolerance(op, x, ref_out, out_dtype, axis, keepdims, ord_, fp64=fp64)
     with np.errstate(invalid="ignore"):
         diff = np.where(special, 0.0, np.abs(g - ref_cast))
     bad = diff > np.where(special, 0.0, tol)
@@ -330,7 +340,7 @@ def test_matches_numpy(device_index):
                 assume(False)
                 return
         np.testing.assert_array_equal(x, before)  # the input is never modified
-        _check(op, x, got, axis, keepdims, ord_)
+        _check(op, x, got, axis, keepdims, ord_, fp64=found.caps.fp64)
 
     run()
 
@@ -381,7 +391,7 @@ def test_adversarial_data(cl_device, cl_caps, kind, dtype, op):
                 except UnsupportedOnDevice:
                     continue  # e.g. the sequential variant's vec on a device that cannot
             np.testing.assert_array_equal(x.view(np.uint8), before.view(np.uint8))
-            _check(op, x, got, axis, False, None)
+            _check(op, x, got, axis, False, None, fp64=cl_caps.fp64)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

@@ -35,10 +35,10 @@ def test_a_miscompiling_shuffle_is_marked_bad_and_avoided(found_devices, tmp_pat
     broken = tmp_path / "cl_kernels"
     shutil.copytree(REPO_KERNELS, broken)
     source = (broken / "reduce_rows.cl").read_text()
-    needle = "v = COMBINE(v, shuffle_xor(v, m));"
+    needle = "w.s = shuffle_xor(v.s, m);"  # the butterfly's partner value (reduce_rows.cl)
     assert needle in source
     # builds fine, drops the partner's value: what a miscompiled shuffle looks like
-    (broken / "reduce_rows.cl").write_text(source.replace(needle, "v = COMBINE(v, v);"))
+    (broken / "reduce_rows.cl").write_text(source.replace(needle, "w.s = v.s;"))
     monkeypatch.setenv("CLREDUCE_KERNEL_DIR", str(broken))
     with pytest.warns(cl_fallback.SubgroupModeFallbackWarning, match="answered wrong"):
         report = cl_verify.verify_device(found.device)

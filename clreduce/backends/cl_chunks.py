@@ -296,6 +296,10 @@ def merge_pieces(problem: Problem, dtype, parts, lengths, starts, values=None, m
 
 
 def _sum(parts, axis):
+    if parts.dtype.kind == "f":
+        # float pieces add in float64 and round once: the device sums are compensated
+        # (README, Tolerances), a plain float32 sum of the pieces would add their error
+        return parts.astype(np.float64).sum(axis=axis)
     return parts.sum(axis=axis, dtype=parts.dtype)
 
 

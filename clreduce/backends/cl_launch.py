@@ -213,9 +213,11 @@ def fast_launcher(backend, a, native, problem: Problem, force, out_shape: tuple,
         if native.nbytes > host_buffers.alloc_limit(queue.device) - host_buffers.PAGE - host_buffers.SIZE_MULTIPLE:
             return None
         launcher = _Launcher(queue, queue_option is not None, problem, force, out_shape, native.itemsize)
-        return launcher.host_array
+        return launcher.host_array if launcher.plan.out_words == 1 else None  # two-word sums: below
     if not opencl._is_cl_array(native) or native is not a or "device" in where:
         return None
     queue = backend.queue_for_array(native, queue_option, None)
     launcher = _Launcher(queue, True, problem, force, out_shape, native.dtype.itemsize)
-    return launcher.device_array
+    # exact two-word integer sums (an integer mean that could wrap: plan.out_words 2) are
+    # rounded to float64 on the host (ops.wide_sums_to_float64): the full path's work
+    return launcher.device_array if launcher.plan.out_words == 1 else None

@@ -24,6 +24,7 @@ from .. import config, fastpath, tuning
 from ..caps import DeviceCaps, normalize_implementation
 from ..kernels import read_source, source_hash
 from ..lru import LRU
+from ..ops import wide_sums_to_float64
 from ..plan import Force, LaunchPlan, Problem, UnsupportedOnDevice, plan
 from . import cl_fallback as fallback
 from . import cl_host as host_buffers
@@ -525,7 +526,8 @@ class PreparedReduction:
             else:
                 self.in_buf = src.base_data
                 self.in_offset = src.offset // src.dtype.itemsize
-            self.device_result = cla.empty(queue, problem.rows * problem.inner, np.dtype(self.plan.device_out_dtype))
+            self.device_result = cla.empty(queue, problem.rows * problem.inner * self.plan.out_words,
+                                           np.dtype(self.plan.device_out_dtype))
             self.partials_buf = (cl.Buffer(ctx, cl.mem_flags.READ_WRITE, self.plan.partials_bytes)
                                  if self.plan.partials_bytes else None)
         except (cl.Error, MemoryError) as exc:
@@ -553,8 +555,12 @@ class PreparedReduction:
 
     def result(self, events=None) -> np.ndarray:
         """The result on the host; waits for the passes (``enqueue`` adds the last one's event
-        to ``device_result``, whose ``get`` waits for its events)."""
-        return self.device_result.get(queue=self.queue)
+        to ``device_result``, whose ``get`` waits for its events). Exact two-word integer sums
+        (``plan.out_words == 2``) come back as float64, each rounded once."""
+        host = self.device_result.get(queue=self.queue)
+        if self.plan.out_words == 2:
+            return wide_sums_to_float64(host, signed=self.plan.acc_dtype == "int64")
+        return host
 
     def release(self) -> None:
         """Free a wrapped input buffer now: it must not outlive the call that holds the
@@ -667,6 +673,8 @@ class OpenCLBackend:
             return reduce_pieces(q, src, problem, force, _start_host, as_dtype)
         prepared = PreparedReduction(q, src, problem, force)
         prepared.enqueue()
+        if prepared.plan.out_words != 1:
+            return prepared.result()  # two-word sums are rounded on the host (the API moves them back)
         return prepared.device_result
 
     def from_host(self, host: np.ndarray, like, queue=None, device=None):

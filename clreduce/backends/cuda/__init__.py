@@ -22,7 +22,7 @@ import numpy as np
 
 from ... import config, tuning
 from ...lru import LRU
-from ...ops import SUPPORTED_DTYPES
+from ...ops import SUPPORTED_DTYPES, wide_sums_to_float64
 from ...plan import Force, LaunchPlan, Problem
 from .launch import blocks_per_sm, get_kernel
 from .probe import probe_device
@@ -456,13 +456,14 @@ class _Launcher:
     Functions, grids, blocks and scalar arguments. A call allocates the output (and
     partials) from CuPy's pool and enqueues the passes on the current stream."""
 
-    __slots__ = ("plan", "steps", "rows", "out_dtype", "partials_bytes")
+    __slots__ = ("plan", "steps", "rows", "out_dtype", "partials_bytes", "words")
 
     def __init__(self, device_id: int, problem: Problem, force: Force):
         import cupy
 
         self.plan, kernels = _plan_and_kernels(device_id, problem, force)
         self.rows = problem.rows * problem.inner
+        self.words = self.plan.out_words
         self.out_dtype = np.dtype(self.plan.device_out_dtype)
         self.partials_bytes = 0
         if len(self.plan.passes) > 1:
@@ -477,12 +478,16 @@ class _Launcher:
         self.steps = tuple(steps)
 
     def __call__(self, src, cupy):
-        out = cupy.empty(self.rows, dtype=self.out_dtype)
+        out = cupy.empty(self.rows * self.words, dtype=self.out_dtype)
         buffers = {"input": src, "output": out}
         if self.partials_bytes:
             buffers["partials"] = cupy.empty(self.partials_bytes, dtype=np.uint8)
         for fn, grid, block, reads, writes, scalars in self.steps:
             fn(grid, block, (buffers[reads], _ZERO, buffers[writes], _ZERO) + scalars)
+        if self.words != 1:
+            # exact two-word integer sums: rounded to float64 on the host (the API moves the
+            # result back to the device)
+            return wide_sums_to_float64(out.get(), signed=self.plan.acc_dtype == "int64")
         return out
 
 
@@ -539,7 +544,7 @@ class PreparedReduction:
             self.plan, self.kernels = _plan_and_kernels(self.device_id, problem, _merged_force(force))
         else:
             self.plan, self.kernels = launch_plan, _kernels_for(self.device_id, launch_plan)
-        self.out = cupy.empty(problem.rows * problem.inner, dtype=self.plan.device_out_dtype)
+        self.out = cupy.empty(problem.rows * problem.inner * self.plan.out_words, dtype=self.plan.device_out_dtype)
         self.partials = None
         if len(self.plan.passes) > 1:
             nbytes = getattr(self.plan, "partials_bytes", 0) or \

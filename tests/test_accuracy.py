@@ -1,0 +1,198 @@
+"""Accuracy against numpy's own result on the same data (issue 8 items 1, 3, 6).
+
+* Float sums, means, norms and variances of adversarial data (``test_differential.ADVERSARIAL``:
+  a large offset, alternating 1e8 / 1e8 + 8, cancellation) on every plan variant must err no
+  more than numpy's result does, plus ``NUMPY_SLACK_ULP`` ulp of the output; and within the
+  README's bounds (``test_differential._check``).
+* Integer means never wrap: exactly float64(exact sum) / K, the sum rounded once, on every
+  plan variant, int64 / uint64 at their extremes and near 2**62.
+* Integer var/std on every device, devices without fp64 included, within the README's bound.
+
+The variant matrix runs whole with ``--slow``; the default run takes the planner's plan on a
+few cells (conftest ``variant_cases``) and a few hard forced variants (``_hard_variants``).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import clreduce
+from clreduce.plan import UnsupportedOnDevice
+
+from test_differential import _check, adversarial
+
+# Slack over numpy's own error, in ulp of the output: the final roundings (sum, then the
+# divide of a mean, or the square root of a norm) may each fall the other way from numpy's
+# on the same data even where the sum before them is more exact. Errors are compared as
+# the largest over a case's outputs (rows or columns).
+NUMPY_SLACK_ULP = 2.0
+
+KINDS = ("alternating", "offset", "cancel")
+FLOAT_OPS = ("sum", "mean", "nansum", "nanmean", "norm", "var", "std")
+
+
+def row_cases(sg: int):
+    # long rows: multi-lane, multi-block and split plans (20011 is prime: a tail everywhere)
+    return [(f"{kind}-rows", (kind, (2, 20011), -1)) for kind in KINDS]
+
+
+def col_cases(sg: int):
+    return [(f"{kind}-cols", (kind, (4001, 5), 0)) for kind in KINDS]
+
+
+def _numpy_result(op: str, x: np.ndarray, axis: int):
+    """numpy's result on the same data; float16 input as numpy's float32 loop (clreduce
+    accumulates float16 in float32; numpy's float16 sum is far worse)."""
+    base = x.astype(np.float32) if x.dtype == np.float16 else x
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        if op == "norm":
+            return np.linalg.norm(base, axis=axis)
+        return getattr(np, op)(base, axis=axis)
+
+
+def _reference(op: str, x: np.ndarray, axis: int) -> np.ndarray:
+    xl = x.astype(np.longdouble)
+    if op == "norm":
+        return np.sqrt(np.sum(xl * xl, axis=axis)).astype(np.float64)
+    return np.asarray(getattr(np, op)(xl, axis=axis)).astype(np.float64)
+
+
+def _check_as_accurate_as_numpy(cl_device, variant, case, dtype, op):
+    kind, shape, axis = case
+    x = adversarial(kind, np.dtype(dtype), shape, seed=11)
+    try:
+        got = getattr(clreduce, op)(x, axis=axis, device=cl_device, force=variant.force)
+    except UnsupportedOnDevice as exc:
+        return str(exc)  # a variant this device cannot run: the caller skips
+    ref = _reference(op, x, axis)
+    out = np.asarray(got).dtype
+    with np.errstate(all="ignore"):
+        numpy_got = np.asarray(_numpy_result(op, x, axis)).astype(out).astype(np.float64)
+        ulp = np.spacing(np.abs(ref).astype(out)).astype(np.float64)
+    # in ulp of each output; the largest over the outputs, so one lucky rounding of numpy's
+    # on one row of random-walk data (its error is noise too) does not decide
+    fits = np.isfinite(ulp)  # a float16 total past 65504 is inf, as numpy's: _check below
+    err = (np.abs(np.asarray(got, np.float64) - ref) / ulp)[fits]
+    numpy_err = (np.abs(numpy_got - ref) / ulp)[fits]
+    assert err.size == 0 or err.max() <= numpy_err.max() + NUMPY_SLACK_ULP, (
+        f"{op} {kind} {dtype} {shape} axis={axis} [{variant.id}]: error {err.max():.2f} ulp > numpy's "
+        f"{numpy_err.max():.2f} + {NUMPY_SLACK_ULP}")
+    _check(op, x, got, axis, False, None)  # and the README's bound
+    return None
+
+
+@pytest.mark.variant_cases(shapes=row_cases, dtypes=("float32", "float16"), ops=FLOAT_OPS, forced_cells=0,
+                           auto_cells=7)
+def test_rows_as_accurate_as_numpy(cl_device, variant, shape, dtype, op):
+    if skipped := _check_as_accurate_as_numpy(cl_device, variant, shape, dtype, op):
+        pytest.skip(f"variant not runnable here: {skipped}")
+
+
+@pytest.mark.variant_cases(shapes=col_cases, dtypes=("float32", "float16"), ops=FLOAT_OPS, forced_cells=0,
+                           auto_cells=4, variants="columns")
+def test_columns_as_accurate_as_numpy(cl_device, variant, shape, dtype, op):
+    if skipped := _check_as_accurate_as_numpy(cl_device, variant, shape, dtype, op):
+        pytest.skip(f"variant not runnable here: {skipped}")
+
+
+def _hard_variants(caps) -> list:
+    """The default run's forced variants: the issue's sequential plan (one lane walks the
+    row), a split, and where the device has them the widest built-in sub-group reduce over a
+    whole work-group (the driver's own summation order) -- the rest run with --slow."""
+    from conftest import Variant
+    from clreduce.plan import Force
+
+    forces = [Force(sg_mode="local", strategy="rows_per_sg", vec=1), Force(strategy="split_k")]
+    if caps.subgroup_reduce_builtins and caps.subgroup_sizes:
+        forces.append(Force(sg_mode="builtin", sg_size=max(caps.subgroup_sizes), strategy="wg_per_row"))
+    return [Variant(f"hard{i}", f, 0) for i, f in enumerate(forces)]
+
+
+@pytest.mark.parametrize("op", ["sum", "var"])
+def test_hard_variants_as_accurate_as_numpy(cl_device, cl_caps, op):
+    ran = [v for v in _hard_variants(cl_caps)
+           if not _check_as_accurate_as_numpy(cl_device, v, ("alternating", (2, 20011), -1), "float32", op)]
+    assert ran, "no hard variant runs on this device"
+
+
+# ---- integer means: exact, never wrapping ----------------------------------------------------
+
+def int_cases(sg: int):
+    return [("rows", ((3, 4099), -1)), ("cols", ((1031, 3), 0))]
+
+
+def _int_data(dtype: np.dtype, shape, seed: int) -> np.ndarray:
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(seed)
+    pool = np.array([info.min, info.min + 1, info.max, info.max - 1, info.max // 2, 1, 0], dtype=dtype)
+    x = rng.choice(pool, size=shape)
+    if dtype.kind == "i":
+        x[0] = 2**62  # a row of large values of one sign: the 64-bit total wraps
+    return x
+
+
+def _exact_mean(x: np.ndarray, axis: int) -> np.ndarray:
+    rows = np.moveaxis(x, axis, -1).reshape(-1, x.shape[axis])
+    return np.array([float(sum(int(v) for v in row)) for row in rows]) / x.shape[axis]
+
+
+@pytest.mark.variant_cases(shapes=int_cases, dtypes=("int64", "uint64"), ops=("mean", "nanmean"),
+                           forced_cells=0, auto_cells=2)
+def test_integer_mean_never_wraps(cl_device, variant, shape, dtype, op):
+    """float64(exact sum) / K: the exact 128-bit total rounded once, then numpy's divide."""
+    shape, axis = shape  # row variants on the column layout run its split_k / vec / wg knobs
+    x = _int_data(np.dtype(dtype), shape, seed=3)
+    try:
+        got = getattr(clreduce, op)(x, axis=axis, device=cl_device, force=variant.force)
+    except UnsupportedOnDevice as exc:
+        pytest.skip(f"variant not runnable here: {exc}")
+    np.testing.assert_array_equal(got, _exact_mean(x, axis))
+
+
+def test_integer_mean_issue_reproducers(cl_device):
+    """The issue's cases: numpy's float64 total does not wrap, nor may ours."""
+    x = np.full(10, 2**62, np.int64)
+    assert clreduce.mean(x, device=cl_device) == np.mean(x) == 4.611686018427388e18
+    u = np.full(7, 2**64 - 1, np.uint64)
+    assert clreduce.mean(u, device=cl_device) == np.mean(u)
+    big = np.full((2, 70001), np.iinfo(np.int64).max, np.int64)  # split_k partial states
+    np.testing.assert_array_equal(clreduce.nanmean(big, axis=1, device=cl_device), _exact_mean(big, 1))
+
+
+# ---- integer var/std, with or without fp64 ------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int32", "int64", "uint64"])
+def test_integer_var_on_every_device(cl_device, cl_caps, dtype):
+    """No fp64 (rusticl, Mali): float32 from exact 64-bit differences (README, Tolerances)."""
+    dtype = np.dtype(dtype)
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(5)
+    lo, hi = max(info.min, -10**6), min(info.max, 10**6)
+    cases = [(rng.integers(lo, hi, (5, 3001), endpoint=True).astype(dtype), -1),
+             (rng.integers(lo, hi, (2001, 3), endpoint=True).astype(dtype), 0),
+             (np.array([[info.min, info.max] * 4, [info.max - 1, info.max] * 4], dtype), -1)]
+    if dtype.itemsize == 8:
+        cases.append(((np.arange(2000, dtype=dtype) % 3).reshape(2, 1000) + dtype.type(2**62), -1))
+    for x, axis in cases:
+        for op in ("var", "std"):
+            got = getattr(clreduce, op)(x, axis=axis, device=cl_device, ddof=1)
+            assert got.dtype == np.float64
+            # exact moments in Python integers: n * sum x^2 - (sum x)^2 = n * M2
+            rows = np.moveaxis(x, axis, -1).reshape(-1, x.shape[axis])
+            n = rows.shape[1]
+            m2 = np.array([float(n * sum(int(v) ** 2 for v in r) - sum(int(v) for v in r) ** 2) / n for r in rows])
+            want = m2 / (n - 1)
+            want = np.sqrt(want) if op == "std" else want
+            eps = np.finfo(np.float64 if cl_caps.fp64 else np.float32).eps
+            # README: var within 16 eps(acc) of (var + the pilot's offset squared); std half that
+            # (exact differences: float64 cannot tell 2**63 - 2 from 2**63 - 1)
+            scale = np.array([sum(float(int(v) - int(r[0])) ** 2 for v in r) for r in rows]) / (n - 1)
+            tol = 16 * eps * scale
+            if op == "std":
+                tol = np.where(want > 0, tol / (2 * np.where(want > 0, want, 1)), np.sqrt(tol))
+            np.testing.assert_array_less(np.abs(got - want), tol + np.spacing(want),
+                                         err_msg=f"{op} {dtype} axis={axis}")
