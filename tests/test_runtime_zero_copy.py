@@ -85,6 +85,23 @@ def test_inputs_are_wrapped_unchanged_and_released(cl_device, monkeypatch):
     assert rec.released == sum(rec.wrapped), "every wrapped buffer is released before the call returns"
 
 
+def test_row_ops_read_numpy_inputs_in_place_and_release_them(cl_device, monkeypatch):
+    # row ops took a copy of every numpy input (pyopencl to_device) until they used cl_host too
+    rec = _Recorder(monkeypatch)
+    x = np.random.default_rng(5).standard_normal((64, 1000)).astype(np.float32)  # 256 KB: wrapped
+    keep = x.copy()
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    np.testing.assert_allclose(clreduce.softmax(x, device=cl_device), e / e.sum(axis=-1, keepdims=True),
+                               rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(clreduce.cumsum(x, axis=-1, device=cl_device), np.cumsum(x, axis=-1),
+                               rtol=1e-4, atol=1e-4)
+    rms = x / np.sqrt((x.astype(np.float64) ** 2).mean(axis=-1, keepdims=True) + 1e-6)
+    np.testing.assert_allclose(clreduce.rms_norm(x, device=cl_device), rms, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(x, keep)
+    assert len(rec.wrapped) == 3 and all(rec.wrapped), "a CPU device shares host memory: row-op inputs are wrapped"
+    assert rec.released == 3, "every wrapped buffer is released before the call returns"
+
+
 def test_misaligned_input_is_copied_and_still_right(cl_device, monkeypatch):
     rec = _Recorder(monkeypatch)
     raw = np.arange(4 * 7 * 1430 + 1, dtype=np.uint8)

@@ -15,6 +15,7 @@ import pyopencl.array as cla
 
 from ..plan import UnsupportedOnDevice
 from ..plan_rowops import RowForce, RowPlan, RowProblem, plan_row
+from . import cl_host as host_buffers
 from .opencl import caps_of, get_kernel
 
 _plans: dict[tuple, tuple[RowPlan, list[cl.Kernel]]] = {}
@@ -95,15 +96,22 @@ def run(queue: cl.CommandQueue, problem: RowProblem, src, *, weight=None, bias=N
     Returns ``(out, stats)`` as pyopencl arrays on ``queue``: ``out`` is the transformed rows
     (None for moments); ``stats`` is per-row float statistics: ``(2, rows)`` mean/var for
     moments, ``(rows,)`` absmax for absmax_scale, scale for quantize_int8, else None.
+
+    A numpy ``src`` is read in place where the device shares host memory (``cl_host``: CPU
+    devices, Mali, Adreno), as the reductions read it; then this waits for the kernels and
+    releases the wrapping buffer before returning, so no device object outlives the call's
+    hold on ``src``. Elsewhere it is copied.
     """
     p, kernels = plan_for(queue, problem, force)
     ctx = queue.context
     rows, k = problem.rows, problem.row_len
+    wrapped = None
     if isinstance(src, np.ndarray):
-        src_dev = cla.to_device(queue, np.ascontiguousarray(src))
+        src = np.ascontiguousarray(src)
+        src_buf, in_off, in_place = host_buffers.input_buffer(ctx, queue.device, src)
+        wrapped = src_buf if in_place else None
     else:
-        src_dev = src
-    in_off = src_dev.offset // src_dev.dtype.itemsize
+        src_buf, in_off = src.base_data, src.offset // src.dtype.itemsize
     acc = np.dtype(p.acc_dtype)
     family = p.kernel_file
     out = None if problem.op == "moments" else cla.empty(queue, (rows, k), np.dtype(p.out_dtype))
@@ -128,12 +136,12 @@ def run(queue: cl.CommandQueue, problem: RowProblem, src, *, weight=None, bias=N
         return cla.to_device(queue, np.ascontiguousarray(a, dtype=acc))
 
     if family == "row_scan.cl":
-        _run_scan(queue, p, kernels, src_dev, in_off, out)
+        _finish(_run_scan(queue, p, kernels, src_buf, in_off, out), wrapped)
         return out, None
     # (rows * split, 2) partial statistics between the two launches of a split plan
     partials = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, rows * p.split * 2 * acc.itemsize) if p.split > 1 else None
     out_off = np.uint64(0 if out is None else out.offset // out.dtype.itemsize)
-    args = [src_dev.base_data, np.uint64(in_off), buf(out), out_off]
+    args = [src_buf, np.uint64(in_off), buf(out), out_off]
     if family == "row_norm.cl":
         w, b = dev(weight), dev(bias)
         args += [buf(w), buf(b), buf(stats)]
@@ -145,22 +153,33 @@ def run(queue: cl.CommandQueue, problem: RowProblem, src, *, weight=None, bias=N
     with _launch_lock:
         for launch, kernel in zip(p.passes, kernels):
             kernel.set_args(*args)
-            cl.enqueue_nd_range_kernel(queue, kernel, (launch.global_size,), (launch.local_size,))
+            event = cl.enqueue_nd_range_kernel(queue, kernel, (launch.global_size,), (launch.local_size,))
+    _finish(event, wrapped)
     return out, stats
 
 
-def _run_scan(queue, p: RowPlan, kernels, src, in_off: int, out) -> None:
-    """Enqueue a scan's passes; split rows get (rows, split) partials and carries buffers."""
+def _finish(event, wrapped) -> None:
+    """A wrapped numpy input: wait for the last kernel (an in-order queue: all of them), then
+    release the buffer, so nothing reads the caller's memory after the call."""
+    if wrapped is not None:
+        event.wait()
+        wrapped.release()
+
+
+def _run_scan(queue, p: RowPlan, kernels, src_buf, in_off: int, out):
+    """Enqueue a scan's passes (the last one's event returned); split rows get (rows, split)
+    partials and carries buffers."""
     acc = np.dtype(p.acc_dtype)
     size = max(1, p.scalars[0][2] * p.split) * acc.itemsize
     mf = cl.mem_flags
     partials = cl.Buffer(queue.context, mf.READ_WRITE, size) if p.split > 1 else None
     carries = cl.Buffer(queue.context, mf.READ_WRITE, size) if p.split > 1 else None
-    buffers = {"input": (src.base_data, in_off), "output": (out.base_data, out.offset // out.dtype.itemsize),
+    buffers = {"input": (src_buf, in_off), "output": (out.base_data, out.offset // out.dtype.itemsize),
                "partials": (partials, 0), "carries": (carries, 0)}
     with _launch_lock:
         for launch, kernel in zip(p.passes, kernels):
             (src_buf, src_off), (dst_buf, dst_off) = buffers[launch.reads], buffers[launch.writes]
             kernel.set_args(src_buf, np.uint64(src_off), dst_buf, np.uint64(dst_off), np.uint64(launch.n_rows),
                             np.uint64(launch.row_len), np.uint64(launch.chunk_len), carries or dst_buf)
-            cl.enqueue_nd_range_kernel(queue, kernel, (launch.global_size,), (launch.local_size,))
+            event = cl.enqueue_nd_range_kernel(queue, kernel, (launch.global_size,), (launch.local_size,))
+    return event
