@@ -28,8 +28,8 @@ da = pytest.importorskip("dask.array")
 dask = pytest.importorskip("dask")
 
 import clreduce  # noqa: E402
-from conftest import DEVICES, TOLERANCE, seed_for  # noqa: E402
-from test_differential import DIFF_TOLERANCE, DTYPES, OPS, _check, _make  # noqa: E402
+from conftest import DEVICES, seed_for  # noqa: E402
+from test_differential import DTYPES, OPS, _check, _make, _tolerance  # noqa: E402
 
 SHAPE = (23, 31, 7)
 CHUNKINGS = ("uneven", "one", "along", "across", "zero_block")
@@ -219,8 +219,12 @@ def test_ddof(op):
     darr = da.from_array(x, chunks=(4, 13))
     k = x.shape[1]
     got = _threads(getattr(clreduce, op)(darr, axis=1, ddof=1))
-    eps = TOLERANCE["eps"]["float64"]
-    np.testing.assert_allclose(got, getattr(np, op)(x, axis=1, ddof=1), rtol=DIFF_TOLERANCE["var_factor"] * k * eps)
+    # the README's var bound with ddof 1 (test_differential._tolerance), against a long double
+    # reference less the row's first element, as test_differential's own var reference
+    xl = x.astype(np.longdouble)
+    want = getattr(np, op)(xl - xl[:, :1], axis=1, ddof=1).astype(np.float64)
+    tol = _tolerance(op, x, want, np.dtype(np.float64), 1, False, None, ddof=1)
+    assert np.all(np.abs(got - want) <= tol), np.max(np.abs(got - want) - tol)
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         want = getattr(np, op)(x, axis=1, ddof=k)
