@@ -749,3 +749,133 @@ def test_transposed_numpy_input_is_not_learned_and_stays_right(cl_device):
         for _ in range(3):
             got = getattr(clreduce, op)(x, axis=0, device=cl_device)
             np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+# ---- the buffer pool (backends/cl_pool.py) -------------------------------------------------
+# NVIDIA's clReleaseMemObject waits for the GPU when the buffer's kernel has not finished, so
+# learned device-array calls take their output and partials buffers from a pool. A pooled
+# buffer must never be written while a caller still holds it or any command still uses it.
+
+def _pool_modes(cl_device, cl_queue):
+    from clreduce.backends import cl_pool
+
+    own = cl_pool.mode_for(cl_queue.context, cl_queue)
+    # the device's own mode, and defer (releases, never reuses) forced; reuse forced only where
+    # the driver counts pending commands (elsewhere its gate could not see another queue's read)
+    return [own] + [m for m in ("defer", "reuse") if m != own and (m != "reuse" or own == "reuse")]
+
+
+@pytest.fixture
+def pool_mode(request):
+    """Runs the test body once per pool mode the device supports (see _pool_modes)."""
+    from clreduce.backends import cl_pool, opencl
+
+    modes = []
+
+    def each(cl_device, cl_queue):
+        for mode in _pool_modes(cl_device, cl_queue):
+            opencl.clear_caches()
+            cl_pool.mode_override = mode
+            modes.append(mode)
+            yield mode
+        cl_pool.mode_override = None
+        opencl.clear_caches()
+
+    yield each
+    cl_pool.mode_override = None
+    opencl.clear_caches()
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_pooled_results_of_back_to_back_calls_on_two_queues_stay_right(cl_device, cl_queue, pool_mode, threads):
+    from clreduce.backends import cl_pool
+
+    queues = [cl.CommandQueue(cl_queue.context), cl.CommandQueue(cl_queue.context)]
+    inputs = [_exact((16, 300), seed=s) for s in range(6)]
+    long_rows = [_exact((2, 1 << 14), seed=s) for s in range(3)]
+    for mode in pool_mode(cl_device, cl_queue):
+        errors, before = [], cl_pool.stats()
+
+        def work(t):
+            try:
+                dev = [[cla.to_device(q, x) for x in inputs] for q in queues]
+                dev_long = [[cla.to_device(q, x) for x in long_rows] for q in queues]
+                kept = []  # (result or a view of it, what numpy says)
+                for i in range(48):
+                    q = i % 2
+                    r = clreduce.sum(dev[q][i % 6], axis=1)
+                    s = clreduce.max(dev_long[q][i % 3], axis=1, force=Force(split=4))  # partials
+                    if i % 3 == 0:
+                        kept.append((r, inputs[i % 6].sum(axis=1)))
+                    if i % 4 == 1:
+                        kept.append((r[3:9], inputs[i % 6].sum(axis=1)[3:9]))  # a view holds the buffer
+                    if i % 5 == 2:
+                        kept.append((s, long_rows[i % 3].max(axis=1)))
+                    # the rest are dropped at once: their buffers may serve the next calls
+                for got, want in kept:
+                    np.testing.assert_array_equal(got.get(), want)
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+        pool = [threading.Thread(target=work, args=(t,)) for t in range(threads)]
+        for t in pool:
+            t.start()
+        for t in pool:
+            t.join(timeout=300)
+        assert not errors, f"{mode}: {errors[0]!r}"
+        after = cl_pool.stats()
+        assert after["slots"] <= cl_pool.MAX_SLOTS and after["bytes"] <= cl_pool.MAX_BYTES
+        assert after["reused"] > before["reused"]  # the partials at least
+        if mode == "defer":
+            assert after["released"] > before["released"]
+
+
+def test_pool_never_rewrites_a_buffer_a_pending_command_or_an_alias_still_reads(cl_device, cl_queue, pool_mode):
+    """The caller reads a result on another queue (held back by a user event) or keeps a
+    second handle to its buffer, then drops the result; later calls must not write it."""
+    from clreduce.backends import cl_pool
+
+    ctx = cl_queue.context
+    other = cl.CommandQueue(ctx)
+    x = _exact((16, 300), seed=1)
+    y = _exact((16, 300), seed=2)  # later calls write other values
+    for mode in pool_mode(cl_device, cl_queue):
+        dx, dy = cla.to_device(cl_queue, x), cla.to_device(cl_queue, y)
+        clreduce.sum(dx, axis=1)
+        clreduce.sum(dx, axis=1)  # learned
+        r = clreduce.sum(dx, axis=1)
+        gate = cl.UserEvent(ctx)
+        copy = cla.empty(other, 16, np.float32)
+        read = cl.enqueue_copy(other, copy.base_data, r.base_data, byte_count=r.nbytes, wait_for=[r.events[-1], gate])
+        a = clreduce.sum(dx, axis=1)
+        alias = cl.Buffer.from_int_ptr(a.base_data.int_ptr, retain=True)
+        del r, a
+        for _ in range(20):
+            clreduce.sum(dy, axis=1)
+            cl_queue.finish()
+        gate.set_status(cl.command_execution_status.COMPLETE)
+        read.wait()
+        np.testing.assert_array_equal(copy.get(), x.sum(axis=1), err_msg=mode)
+        host = np.empty(16, np.float32)
+        cl.enqueue_copy(cl_queue, host, alias)
+        np.testing.assert_array_equal(host, x.sum(axis=1), err_msg=mode)
+        alias.release()
+        assert cl_pool.stats()["slots"] <= cl_pool.MAX_SLOTS
+
+
+def test_pool_is_bounded_and_cleared(cl_device, cl_queue, monkeypatch):
+    from clreduce.backends import cl_pool, opencl
+
+    opencl.clear_caches()
+    monkeypatch.setattr(cl_pool, "MAX_SLOTS", 3)
+    monkeypatch.setattr(cl_pool, "mode_override", "reuse" if _pool_modes(cl_device, cl_queue)[0] == "reuse" else "defer")
+    xs = [_exact((8, 200), seed=s) for s in range(10)]
+    kept = [clreduce.sum(cla.to_device(cl_queue, x), axis=1) for x in xs]  # held: the pool lends, then stops
+    assert cl_pool.stats()["slots"] <= 3
+    assert opencl.cache_sizes()["pooled_buffers"] == cl_pool.stats()["slots"]
+    for r, x in zip(kept, xs):
+        np.testing.assert_array_equal(r.get(), x.sum(axis=1))
+    opencl.clear_caches()
+    assert cl_pool.stats()["slots"] == 0 and cl_pool.stats()["lent"] == 0
+    for r, x in zip(kept, xs):  # results outlive the pool
+        np.testing.assert_array_equal(r.get(), x.sum(axis=1))
