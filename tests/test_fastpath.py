@@ -301,6 +301,8 @@ def test_cuda_launcher_passes_buffers_scalars_and_streams_without_a_gpu():
 def test_cuda_launcher_for_torch_uses_pointers_and_torchs_stream():
     from clreduce.backends.cuda.fast import Launcher
 
+    allocated = []
+
     class Tensor:
         def __init__(self, ptr):
             self.ptr = ptr
@@ -308,13 +310,11 @@ def test_cuda_launcher_for_torch_uses_pointers_and_torchs_stream():
         def data_ptr(self):
             return self.ptr
 
-    allocated = []
+        def new_empty(self, shape, dtype):  # on the input's device, as torch's does
+            allocated.append((shape, dtype, self.ptr))
+            return Tensor(5000 + len(allocated))
 
-    def empty(shape, dtype, device):
-        allocated.append((shape, dtype, device))
-        return Tensor(5000 + len(allocated))
-
-    torch = types.SimpleNamespace(empty=empty, float16="torch.float16", uint8="torch.uint8", bool="torch.bool",
+    torch = types.SimpleNamespace(float16="torch.float16", uint8="torch.uint8", bool="torch.bool",
                                   device=lambda kind, i: f"{kind}:{i}",
                                   _C=types.SimpleNamespace(_cuda_getCurrentRawStream=lambda i: 0xabc0 + i))
     only = _FakeFunction(0x300, "only", ["u64", "u64", "u64", "u64", "f16"])
@@ -323,7 +323,7 @@ def test_cuda_launcher_for_torch_uses_pointers_and_torchs_stream():
     cupy = _FakeCupy([only], current=0, stream=0x999)
     launcher = Launcher(base, cupy, 0, (), torch)
     out = launcher.torch_tensor(Tensor(1234), {})
-    assert allocated == [((), "torch.float16", "cuda:0")] and out.ptr == 5001 and cupy.allocs == []
+    assert allocated == [((), "torch.float16", 1234)] and out.ptr == 5001 and cupy.allocs == []
     (name, grid, block, shared, stream, extra, args, device), = cupy.log
     # torch's current stream, not CuPy's; the float16 scalar passed as its 2 bytes
     assert stream == 0xabc0 and args == (1234, 0, 5001, 0, int(np.float16(1.0).view(np.uint16)))
