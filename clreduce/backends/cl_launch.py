@@ -159,9 +159,18 @@ class _Launcher:
             return fastpath.STALE
         queue = where.get("queue") or a.queue
         ctx = a.context
-        # output and partials from cl_pool: on NVIDIA, releasing a buffer whose kernel has
-        # not finished (a dropped result, the partials at the end of this call) waits for
-        # the GPU and so serialises back-to-back calls
+        if (cl_pool.mode_override or self.pool_mode) == "off":  # CPU devices: a release never waits
+            try:
+                out = cl.Buffer(ctx, _RW, self.out_nbytes)
+                partials = cl.Buffer(ctx, _RW, self.partials_bytes) if self.partials_bytes else None
+                event = self._enqueue(queue, self.kernels, (a.base_data, out, partials),
+                                      (a.offset // self.itemsize, 0, 0))
+            except (cl.Error, MemoryError) as exc:
+                raise self._error(exc, queue) from exc
+            return self.make_array(out, ctx, queue, event)
+        # GPUs: output and partials from cl_pool. On NVIDIA, releasing a buffer whose kernel
+        # has not finished (a dropped result, the partials at the end of this call) waits
+        # for the GPU and so serialised back-to-back calls
         out = partials = None
         try:
             out = cl_pool.output(ctx, queue, self.out_nbytes, cl_pool.mode_override or self.pool_mode)

@@ -19,7 +19,8 @@ So the fast path (``cl_launch``) takes its output and partials buffers from here
   reused depends on the driver, learned once per device (``mode_for``):
 
   - ``reuse``: the driver counts a reference for every command still pending on the buffer
-    (PoCL does; an enqueue gated on a user event shows it). Then "one reference" proves
+    (PoCL does; a copy and a kernel gated on a user event show it -- Mesa's rusticl counts
+    the copy only, so it is not trusted). Then "one reference" proves
     that no command on *any* queue still reads or writes it, and the buffer serves the next
     call of its size in the context.
   - ``defer``: a GPU whose driver does not (so a command the caller enqueued on another
@@ -27,8 +28,9 @@ So the fast path (``cl_launch``) takes its output and partials buffers from here
     released once our own command on it has completed -- the driver defers the deletion
     until every other command is done, as always -- so the release does not wait for the
     kernel that wrote it.
-  - ``off``: CPU devices whose release does not wait (the Intel CPU runtime): outputs are
-    plain buffers, as before, and cost nothing extra per call.
+  - ``off``: CPU devices, whose release does not wait (Intel's CPU runtime, PoCL): output
+    and partials are plain buffers, as before, and cost nothing extra per call (the tests
+    force the other modes there).
 
 Bounded: at most ``MAX_SLOTS`` buffers and ``MAX_BYTES`` bytes are tracked (lent, free or
 waiting for release); past that the pool first waits for its oldest buffer's command and
@@ -42,6 +44,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import warnings
 from collections import deque
 
 import pyopencl as cl
@@ -104,31 +107,47 @@ def _same_in_order_queue(slot: _Slot, queue) -> bool:
 
 
 def mode_for(ctx: cl.Context, queue) -> str:
-    """How this device's outputs are pooled (see the module doc), learned once per device
-    (``cl_launch`` asks once per launcher)."""
+    """How this device's buffers are pooled (see the module doc), learned once per device
+    (``cl_launch`` asks once per launcher): ``off`` on CPU devices, whose release never
+    waits (Intel's runtime, PoCL: the pool's bookkeeping would only add to a call), else
+    ``reuse`` where the driver counts pending commands as references, ``defer`` where not."""
     if mode_override is not None:
         return mode_override
     device = queue.device
     mode = _modes.get(device.int_ptr)
     if mode is None:
-        mode = _modes[device.int_ptr] = _probe_mode(ctx, queue)
+        if device.type & cl.device_type.CPU:
+            mode = "off"
+        else:
+            mode = "reuse" if counts_pending(ctx, queue) else "defer"
+        _modes[device.int_ptr] = mode
     return mode
 
 
-def _probe_mode(ctx: cl.Context, queue) -> str:
-    # a copy held back by a user event is certainly pending while we look at the count
+_PROBE_SOURCE = "__kernel void touch(__global int *a) { a[get_global_id(0)] += 1; }"
+
+
+def counts_pending(ctx: cl.Context, queue) -> bool:
+    """Whether the driver counts a reference to a buffer for every command still pending on
+    it -- a kernel argument as well as a copy (Mesa's rusticl counts copies, not kernels)."""
+    # commands held back by a user event are certainly pending while we look at the counts
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", cl.CompilerWarning)  # Intel's compiler always logs
+        kernel = cl.Program(ctx, _PROBE_SOURCE).build().touch
     gate = cl.UserEvent(ctx)
-    src, dst = cl.Buffer(ctx, _RW, 64), cl.Buffer(ctx, _RW, 64)
+    src, dst, arg = (cl.Buffer(ctx, _RW, 64) for _ in range(3))
+    kernel.set_arg(0, arg)
+    events = []
     try:
-        before = src.reference_count
-        event = cl.enqueue_copy(queue, dst, src, byte_count=64, wait_for=[gate])
-        counted = src.reference_count > before
+        before = (src.reference_count, arg.reference_count)
+        events.append(cl.enqueue_copy(queue, dst, src, byte_count=64, wait_for=[gate]))
+        events.append(cl.enqueue_nd_range_kernel(queue, kernel, (16,), None, wait_for=[gate]))
+        counted = src.reference_count > before[0] and arg.reference_count > before[1]
     finally:
         gate.set_status(_COMPLETE)
-    event.wait()
-    if counted:
-        return "reuse"
-    return "off" if queue.device.type & cl.device_type.CPU else "defer"
+    for event in events:
+        event.wait()
+    return counted
 
 
 def _track(ctx: cl.Context, nbytes: int, kind: str):
