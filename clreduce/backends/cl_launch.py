@@ -170,10 +170,10 @@ class _Launcher:
             return self.make_array(out, ctx, queue, event)
         # GPUs: output and partials from cl_pool. On NVIDIA, releasing a buffer whose kernel
         # has not finished (a dropped result, the partials at the end of this call) waits
-        # for the GPU and so serialised back-to-back calls
+        # for the GPU, which serialised back-to-back calls
         out = partials = None
         try:
-            out = cl_pool.output(ctx, queue, self.out_nbytes, cl_pool.mode_override or self.pool_mode)
+            out = cl_pool.output(ctx, queue, self.out_nbytes)
             if self.partials_bytes:
                 partials = cl_pool.take(ctx, queue, self.partials_bytes)
             event = self._enqueue(queue, self.kernels, (a.base_data, out.buffer, partials and partials.buffer),
