@@ -46,9 +46,9 @@ def vectors_per_lane(row_bytes: int, itemsize: int) -> int:
     if itemsize >= 4:
         return 2 if row_bytes <= 128 else 4 if row_bytes <= 1024 else 16 if row_bytes <= 8192 else 4
     if itemsize == 2 and 1024 < row_bytes <= 6144:
-        # H100, float16 8192xK (tools/bench_cuda.py --sweep, benchmarks/cuda_f16_midrows_h100_2026-11-23.md):
-        # half the lanes of the 8-load rule -- K=2000 1912 -> 2108 GB/s, K=3000 2184 -> 2308,
-        # K=1000 1273 -> 1308 (host-bound there), K=768/1024/1536 within 1 %
+        # float16 rows of 1-6 KB want half the lanes of the 8-load rule: H100 sweep at 65536
+        # rows (benchmarks/nvidia_pool_midrows_h100_2026-11-23/), old -> new GB/s: K=1000
+        # 2574 -> 2607, 2000 2374 -> 2689, 3000 2644 -> 2841, 1536 2975 -> 2937 (-1.3 %)
         return 16
     return 4 if row_bytes <= 1024 else 8 if row_bytes <= 8192 else 4
 
