@@ -206,7 +206,8 @@ def bench(shapes, dtypes, ops, *, rotate_bytes: int, batches: int, log=print, js
                 entry["kernel_opencl_over_cuda"] = g["opencl kernel"] / g["cuda kernel"]
                 rows_out.append(entry)
                 modes = "".join(f" {n.split()[1]} {v:.0f}" for n, v in g.items() if n.startswith("opencl pool="))
-                log(f"{dtype:8s} {rows:>9d}x{k:<9d} {op:7s} opencl {g['opencl']:6.0f}{modes} (kernel {g['opencl kernel']:6.0f})"
+                log(f"{dtype:8s} {rows:>9d}x{k:<9d} {op:7s} opencl {g['opencl']:6.0f}{modes}"
+                    f" (kernel {g['opencl kernel']:6.0f})"
                     f"  cuda {g['cuda']:6.0f} (kernel {g['cuda kernel']:6.0f})  ratio {entry['opencl_over_cuda']:.2f}"
                     f" kernels {entry['kernel_opencl_over_cuda']:.2f}"
                     f"  copy cl {copy_cl:5.0f} cu {copy_cu:5.0f}  err {max(entry['err'].values()):.1e}"
@@ -257,7 +258,7 @@ def main(argv=None) -> int:
     ap.add_argument("--rotate-bytes", type=int, default=512 << 20)
     ap.add_argument("--json", default=None, help="file for the report (markdown beside it, .md)")
     ap.add_argument("--pool-modes", default="", help="also time the public call with clreduce's buffer pool "
-                    "forced to these modes (off,defer,reuse: backends/cl_pool.py)")
+                    "forced to these modes (off,reuse: backends/cl_pool.py)")
     ap.add_argument("--from-json", default=None, help="re-render the markdown of a saved report (no GPU)")
     args = ap.parse_args(argv)
     if args.from_json:

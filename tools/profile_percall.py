@@ -276,16 +276,17 @@ def opencl_profile(selector: str, calls: int, repeats: int, big_rows: int = 1677
 
 
 def _pool_facts(queue, big) -> dict:
-    """What cl_pool's choice rests on, on this driver: does a pending command count as a
-    reference to its buffers; does releasing a used, finished buffer wait behind another
-    kernel (so deferring releases helps); back-to-back calls dropping results per mode."""
+    """What cl_pool rests on, on this driver: does a pending command count as a reference to
+    its buffers; does releasing a used, finished buffer wait behind another kernel;
+    back-to-back calls dropping their results with the pool off and on."""
     import pyopencl as cl
 
     from clreduce.backends import cl_pool
 
     ctx = queue.context
     rw = cl.mem_flags.READ_WRITE
-    facts = {"cl_pool mode (probe)": cl_pool.mode_for(ctx, queue)}
+    facts = {"cl_pool mode": cl_pool.mode_for(ctx, queue),
+             "driver counts pending commands (cl_pool.counts_pending)": cl_pool.counts_pending(ctx, queue)}
     gate = cl.UserEvent(ctx)
     src, dst = cl.Buffer(ctx, rw, 64), cl.Buffer(ctx, rw, 64)
     copy = cl.enqueue_copy(queue, dst, src, byte_count=64, wait_for=[gate])
@@ -310,7 +311,7 @@ def _pool_facts(queue, big) -> dict:
     del pending, done, r
     queue.finish()
     per_mode = {}
-    for mode in ("off", "defer", "reuse"):
+    for mode in ("off", "reuse"):
         cl_pool.mode_override = mode
         try:
             for _ in range(3):

@@ -1,8 +1,9 @@
 """Ready launchers: the OpenCL half of the per-call fast path (clreduce/fastpath.py).
 
 A launcher replays one learned call signature on a new array: allocate the output (and
-partials), bind the buffers (offsets and scalars stay set on the kernel object while they
-do not change, under the kernel's lock: see opencl._CachedKernel), enqueue the passes, and
+partials; for device arrays on GPUs they come from ``cl_pool``, whose module doc says why
+and when one is reused), bind the buffers (offsets and scalars stay set on the kernel object
+while they do not change, under the kernel's lock: see opencl._CachedKernel), enqueue the passes, and
 hand the result back -- a ``pyopencl.array.Array`` of the result's shape for device input
 (built with pyopencl's fast constructor: the ordinary one costs ~35 us of shape checks), or
 for numpy input one blocking read into a fresh numpy array (cheaper than ``Array.get()``
