@@ -6,7 +6,11 @@ Per OpenCL device: a learned call answers bit-for-bit as the full path (CLREDUCE
 for numpy and pyopencl inputs, and really is served without the full path; changes of
 shape/dtype/axis between calls, ``out=`` reuse, freed arrays whose memory comes back,
 another queue or context with the same shape, threads hammering one learned signature;
-errors stay errors after a similar call was learned; whatever drops plans drops launchers.
+errors stay errors after a similar call was learned; whatever drops plans drops launchers;
+the GPU buffer pool (backends/cl_pool.py, forced on for the CPU devices): pooled results of
+back-to-back calls on two queues and threads stay right, a buffer is not rewritten while an
+alias handle or (where the driver shows it) a pending read on another queue uses it, the
+bound, clear_caches, and a dropped context is released.
 """
 
 from __future__ import annotations
@@ -881,3 +885,24 @@ def test_pool_is_bounded_and_cleared(cl_device, cl_queue, monkeypatch):
     assert cl_pool.stats()["slots"] == 0 and cl_pool.stats()["lent"] == 0
     for r, x in zip(kept, xs):  # results outlive the pool
         np.testing.assert_array_equal(r.get(), x.sum(axis=1))
+
+
+def test_pooled_buffers_do_not_keep_a_dropped_context(cl_device, monkeypatch):
+    import gc
+
+    from clreduce.backends import cl_pool, opencl
+
+    opencl.clear_caches()
+    monkeypatch.setattr(cl_pool, "mode_override", "reuse")
+    ctx = cl.Context([cl_device])
+    queue = cl.CommandQueue(ctx)
+    x = _exact((8, 200))
+    d = cla.to_device(queue, x)
+    for _ in range(4):
+        r = clreduce.sum(d, axis=1)
+    np.testing.assert_array_equal(r.get(), x.sum(axis=1))
+    assert cl_pool.stats()["slots"] >= 1
+    del r, d, queue, ctx
+    gc.collect()
+    assert opencl.release_unused_contexts() >= 1  # the pool's buffers did not hold it
+    assert cl_pool.stats()["free"] == 0 and cl_pool.stats()["slots"] == 0
