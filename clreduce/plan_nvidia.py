@@ -9,7 +9,8 @@ replace any of these choices per shape bucket (``Force.lanes``, ``Force.unroll``
 Numbers come from ``tools/bench_cuda.py --sweep`` on an H200 (132 SMs; GB/s planner ->
 these rules): float32 16777216x16 3416 -> 4032, 1048576x32 3346 -> 3687; float16 1048576x32
 3121 -> 3407, 65536x4096 4271 -> 4464, 8192x1000 2041 -> 2207; split-K float32 64x4194304
-4148 -> 4443, 1x268435456 4265 -> 4441 (others within 1-2 % of the best found).
+4148 -> 4443, 1x268435456 4265 -> 4441 (others within 1-2 % of the best found). float16
+rows of 1-6 KB were re-swept on an H100, which preferred half the lanes (vectors_per_lane).
 """
 
 from __future__ import annotations
@@ -44,6 +45,11 @@ def vectors_per_lane(row_bytes: int, itemsize: int) -> int:
     """
     if itemsize >= 4:
         return 2 if row_bytes <= 128 else 4 if row_bytes <= 1024 else 16 if row_bytes <= 8192 else 4
+    if itemsize == 2 and 1024 < row_bytes <= 6144:
+        # float16 rows of 1-6 KB want half the lanes of the 8-load rule: H100 sweep at 65536
+        # rows (benchmarks/nvidia_pool_midrows_h100_2026-11-23/), old -> new GB/s: K=1000
+        # 2574 -> 2607, 2000 2374 -> 2689, 3000 2644 -> 2841, 1536 2975 -> 2937 (-1.3 %)
+        return 16
     return 4 if row_bytes <= 1024 else 8 if row_bytes <= 8192 else 4
 
 

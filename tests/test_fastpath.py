@@ -6,7 +6,11 @@ Per OpenCL device: a learned call answers bit-for-bit as the full path (CLREDUCE
 for numpy and pyopencl inputs, and really is served without the full path; changes of
 shape/dtype/axis between calls, ``out=`` reuse, freed arrays whose memory comes back,
 another queue or context with the same shape, threads hammering one learned signature;
-errors stay errors after a similar call was learned; whatever drops plans drops launchers.
+errors stay errors after a similar call was learned; whatever drops plans drops launchers;
+the GPU buffer pool (backends/cl_pool.py, forced on for the CPU devices): pooled results of
+back-to-back calls on two queues and threads stay right, a buffer is not rewritten while an
+alias handle or (where the driver shows it) a pending read on another queue uses it, the
+bound, clear_caches, and a dropped context is released.
 """
 
 from __future__ import annotations
@@ -301,6 +305,8 @@ def test_cuda_launcher_passes_buffers_scalars_and_streams_without_a_gpu():
 def test_cuda_launcher_for_torch_uses_pointers_and_torchs_stream():
     from clreduce.backends.cuda.fast import Launcher
 
+    allocated = []
+
     class Tensor:
         def __init__(self, ptr):
             self.ptr = ptr
@@ -308,13 +314,11 @@ def test_cuda_launcher_for_torch_uses_pointers_and_torchs_stream():
         def data_ptr(self):
             return self.ptr
 
-    allocated = []
+        def new_empty(self, shape, dtype):  # on the input's device, as torch's does
+            allocated.append((shape, dtype, self.ptr))
+            return Tensor(5000 + len(allocated))
 
-    def empty(shape, dtype, device):
-        allocated.append((shape, dtype, device))
-        return Tensor(5000 + len(allocated))
-
-    torch = types.SimpleNamespace(empty=empty, float16="torch.float16", uint8="torch.uint8", bool="torch.bool",
+    torch = types.SimpleNamespace(float16="torch.float16", uint8="torch.uint8", bool="torch.bool",
                                   device=lambda kind, i: f"{kind}:{i}",
                                   _C=types.SimpleNamespace(_cuda_getCurrentRawStream=lambda i: 0xabc0 + i))
     only = _FakeFunction(0x300, "only", ["u64", "u64", "u64", "u64", "f16"])
@@ -323,7 +327,7 @@ def test_cuda_launcher_for_torch_uses_pointers_and_torchs_stream():
     cupy = _FakeCupy([only], current=0, stream=0x999)
     launcher = Launcher(base, cupy, 0, (), torch)
     out = launcher.torch_tensor(Tensor(1234), {})
-    assert allocated == [((), "torch.float16", "cuda:0")] and out.ptr == 5001 and cupy.allocs == []
+    assert allocated == [((), "torch.float16", 1234)] and out.ptr == 5001 and cupy.allocs == []
     (name, grid, block, shared, stream, extra, args, device), = cupy.log
     # torch's current stream, not CuPy's; the float16 scalar passed as its 2 bytes
     assert stream == 0xabc0 and args == (1234, 0, 5001, 0, int(np.float16(1.0).view(np.uint16)))
@@ -749,3 +753,156 @@ def test_transposed_numpy_input_is_not_learned_and_stays_right(cl_device):
         for _ in range(3):
             got = getattr(clreduce, op)(x, axis=0, device=cl_device)
             np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+# ---- the buffer pool (backends/cl_pool.py) -------------------------------------------------
+# NVIDIA's clReleaseMemObject waits for the GPU when the buffer's kernel has not finished, so
+# learned device-array calls on GPUs take their output and partials buffers from a pool. A
+# pooled buffer must never be written while a caller still holds it or a command still uses it.
+
+def _pool_modes(cl_queue):
+    """The device's own mode (off on CPU devices, reuse on GPUs), and reuse forced."""
+    from clreduce.backends import cl_pool
+
+    own = cl_pool.mode_for(cl_queue.context, cl_queue)
+    return [own] + (["reuse"] if own != "reuse" else [])
+
+
+@pytest.fixture
+def pool_modes():
+    """Iterate over _pool_modes with each one in force and the caches fresh."""
+    from clreduce.backends import cl_pool, opencl
+
+    def each(cl_queue):
+        for mode in _pool_modes(cl_queue):
+            opencl.clear_caches()
+            cl_pool.mode_override = mode
+            yield mode
+
+    yield each
+    cl_pool.mode_override = None
+    opencl.clear_caches()
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_pooled_results_of_back_to_back_calls_on_two_queues_stay_right(cl_device, cl_queue, pool_modes, threads):
+    from clreduce.backends import cl_pool
+
+    queues = [cl.CommandQueue(cl_queue.context), cl.CommandQueue(cl_queue.context)]
+    inputs = [_exact((16, 300), seed=s) for s in range(6)]
+    long_rows = [_exact((2, 1 << 14), seed=s) for s in range(3)]
+    for mode in pool_modes(cl_queue):
+        errors, before = [], cl_pool.stats()
+
+        def work(t):
+            try:
+                dev = [[cla.to_device(q, x) for x in inputs] for q in queues]
+                dev_long = [[cla.to_device(q, x) for x in long_rows] for q in queues]
+                kept = []  # (result or a view of it, what numpy says)
+                for i in range(48):
+                    q = (i + t) % 2
+                    r = clreduce.sum(dev[q][i % 6], axis=1)
+                    s = clreduce.max(dev_long[q][i % 3], axis=1, force=Force(split=4))  # partials
+                    if i % 3 == 0:
+                        kept.append((r, inputs[i % 6].sum(axis=1)))
+                    if i % 4 == 1:
+                        kept.append((r[3:9], inputs[i % 6].sum(axis=1)[3:9]))  # a view holds the buffer
+                    if i % 5 == 2:
+                        kept.append((s, long_rows[i % 3].max(axis=1)))
+                    # the rest are dropped at once: their buffers may serve the next calls
+                for got, want in kept:
+                    np.testing.assert_array_equal(got.get(), want)
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+        pool = [threading.Thread(target=work, args=(t,)) for t in range(threads)]
+        for t in pool:
+            t.start()
+        for t in pool:
+            t.join(timeout=300)
+        assert not errors, f"{mode}: {errors[0]!r}"
+        after = cl_pool.stats()
+        assert after["slots"] <= cl_pool.MAX_SLOTS and after["bytes"] <= cl_pool.MAX_BYTES
+        if mode == "reuse":
+            assert after["reused"] > before["reused"]
+
+
+def test_pool_never_rewrites_a_buffer_a_pending_command_or_an_alias_still_reads(cl_device, cl_queue, pool_modes):
+    """The caller keeps a second handle to a result's buffer, or reads it on another queue
+    (held back by a user event), then drops the result; later calls must not write it. The
+    pending read is checked where the pool can see it: drivers that count pending commands
+    as references (cl_pool's module doc says why the others cannot be)."""
+    from clreduce.backends import cl_pool
+
+    ctx = cl_queue.context
+    other = cl.CommandQueue(ctx)
+    counts = cl_pool.counts_pending(ctx, cl_queue)
+    x = _exact((16, 300), seed=1)
+    y = _exact((16, 300), seed=2)  # later calls write other values
+    for mode in pool_modes(cl_queue):
+        dx, dy = cla.to_device(cl_queue, x), cla.to_device(cl_queue, y)
+        clreduce.sum(dx, axis=1)
+        clreduce.sum(dx, axis=1)  # learned
+        read = gate = None
+        if mode == "off" or counts:
+            r = clreduce.sum(dx, axis=1)
+            gate = cl.UserEvent(ctx)
+            copy = cla.empty(other, 16, np.float32)
+            read = cl.enqueue_copy(other, copy.base_data, r.base_data, byte_count=r.nbytes,
+                                   wait_for=[r.events[-1], gate])
+            del r
+        a = clreduce.sum(dx, axis=1)
+        alias = cl.Buffer.from_int_ptr(a.base_data.int_ptr, retain=True)
+        del a
+        for _ in range(20):
+            clreduce.sum(dy, axis=1)
+        cl_queue.finish()
+        if read is not None:
+            gate.set_status(cl.command_execution_status.COMPLETE)
+            read.wait()
+            np.testing.assert_array_equal(copy.get(), x.sum(axis=1), err_msg=mode)
+        host = np.empty(16, np.float32)
+        cl.enqueue_copy(cl_queue, host, alias)
+        np.testing.assert_array_equal(host, x.sum(axis=1), err_msg=mode)
+        alias.release()
+        if mode == "reuse":
+            assert cl_pool.stats()["reused"] > 0  # the dropped results did serve later calls
+
+
+def test_pool_is_bounded_and_cleared(cl_device, cl_queue, monkeypatch):
+    from clreduce.backends import cl_pool, opencl
+
+    opencl.clear_caches()
+    monkeypatch.setattr(cl_pool, "MAX_SLOTS", 3)
+    monkeypatch.setattr(cl_pool, "mode_override", "reuse")
+    xs = [_exact((8, 200), seed=s) for s in range(10)]
+    kept = [clreduce.sum(cla.to_device(cl_queue, x), axis=1) for x in xs]  # held: the pool lends, then stops
+    assert cl_pool.stats()["slots"] <= 3
+    assert opencl.cache_sizes()["pooled_buffers"] == cl_pool.stats()["slots"]
+    for r, x in zip(kept, xs):
+        np.testing.assert_array_equal(r.get(), x.sum(axis=1))
+    opencl.clear_caches()
+    assert cl_pool.stats()["slots"] == 0 and cl_pool.stats()["lent"] == 0
+    for r, x in zip(kept, xs):  # results outlive the pool
+        np.testing.assert_array_equal(r.get(), x.sum(axis=1))
+
+
+def test_pooled_buffers_do_not_keep_a_dropped_context(cl_device, monkeypatch):
+    import gc
+
+    from clreduce.backends import cl_pool, opencl
+
+    opencl.clear_caches()
+    monkeypatch.setattr(cl_pool, "mode_override", "reuse")
+    ctx = cl.Context([cl_device])
+    queue = cl.CommandQueue(ctx)
+    x = _exact((8, 200))
+    d = cla.to_device(queue, x)
+    for _ in range(4):
+        r = clreduce.sum(d, axis=1)
+    np.testing.assert_array_equal(r.get(), x.sum(axis=1))
+    assert cl_pool.stats()["slots"] >= 1
+    del r, d, queue, ctx
+    gc.collect()
+    assert opencl.release_unused_contexts() >= 1  # the pool's buffers did not hold it
+    assert cl_pool.stats()["free"] == 0 and cl_pool.stats()["slots"] == 0

@@ -95,6 +95,25 @@ def test_both_nvidia_backends_get_the_same_launch_shape(rows, k, dtype, op):
     assert _defines(la).get("UNROLL") == _defines(lb).get("UNROLL")
 
 
+# lanes per row for 8192 x K, mean: float16 rows of 1-6 KB take half the lanes of the older
+# rule since the H100 sweep (plan_nvidia.vectors_per_lane); float32 and float16 rows of
+# 8 KB (the H200 sweep's 65536x4096) keep theirs
+MID_ROW_TEAMS = {
+    "float16": {768: 4, 1000: 8, 1024: 8, 1536: 8, 2000: 16, 3000: 16, 4096: 64},
+    "float32": {768: 8, 1000: 16, 1024: 16, 1536: 16, 2000: 32, 3000: 128},
+}
+
+
+@pytest.mark.parametrize("dtype,k,lanes", [(d, k, n) for d, teams in MID_ROW_TEAMS.items() for k, n in teams.items()])
+def test_mid_rows_get_the_teams_measured_on_nvidia(dtype, k, lanes):
+    for p in (plan(NV_CL, Problem(8192, k, dtype, "mean")), cuda_plan(H100_CUDA, Problem(8192, k, dtype, "mean"))):
+        assert p.lanes == lanes, (dtype, k, p.strategy, p.lanes)
+        loads = -(-k // (p.vec * p.lanes))  # vector loads per lane
+        assert _defines(p.passes[0])["UNROLL"] == str(min(4, 1 << (loads.bit_length() - 1)))
+        if lanes < 32:
+            assert p.strategy == "rows_per_sg"
+
+
 def test_launch_shape_knobs_are_validated_and_honoured():
     problem = Problem(1 << 16, 256, "float32", "argmax")
     p = plan(NV_CL, problem, Force(lanes=16, unroll=2))

@@ -260,6 +260,9 @@ def markdown(report: dict) -> str:
 
 
 # ---- sweep ----------------------------------------------------------------------------------------
+SWEEP_ONLY = {"lanes": None, "unroll": None}  # --sweep-lanes / --sweep-unroll: a smaller grid
+
+
 def sweep_candidates(caps, rows: int, k: int, dtype: str):
     """(label, custom_plan kwargs) to try for one shape."""
     itemsize = np.dtype(dtype).itemsize
@@ -274,6 +277,9 @@ def sweep_candidates(caps, rows: int, k: int, dtype: str):
         while lanes <= max_lanes:
             for unroll in (1, 2, 4, 8):
                 if unroll > 1 and unroll * lanes * vec > 2 * k:
+                    continue
+                if (SWEEP_ONLY["lanes"] and lanes not in SWEEP_ONLY["lanes"]) or (
+                        SWEEP_ONLY["unroll"] and unroll not in SWEEP_ONLY["unroll"]):
                     continue
                 wg = max(256, lanes)
                 cands.append((f"lanes{lanes}-u{unroll}-wg{wg}", dict(lanes=lanes, wg=wg, UNROLL=unroll)))
@@ -644,6 +650,8 @@ def main(argv=None) -> int:
     ap.add_argument("--rotate-bytes", type=int, default=512 << 20)
     ap.add_argument("--sweep", action="store_true", help="time plan variants instead (tuning)")
     ap.add_argument("--stage2", action="store_true", help="sweep: also block size, register cap and grid")
+    ap.add_argument("--sweep-lanes", default=None, help="sweep: only these lanes per row, e.g. 4,8,16,32")
+    ap.add_argument("--sweep-unroll", default=None, help="sweep: only these UNROLL values, e.g. 2,4,8")
     ap.add_argument("--profile-api", action="store_true", help="host time per call of each path, and a cProfile")
     ap.add_argument("--from-json", default=None, help="re-render the markdown of a saved JSON report (no GPU)")
     ap.add_argument("--ops", default=None, help="before/after mode: ops to time, e.g. mean,max,argmax,var")
@@ -673,6 +681,8 @@ def main(argv=None) -> int:
         print(md)
         return 0
     if args.sweep:
+        for name, value in (("lanes", args.sweep_lanes), ("unroll", args.sweep_unroll)):
+            SWEEP_ONLY[name] = {int(v) for v in value.split(",")} if value else None
         report = run_sweep(shapes, dtypes, rotate_bytes=args.rotate_bytes, batches=args.batches, stage2=args.stage2,
                            ops=tuple(o for o in (args.ops or "mean").split(",") if o))
         if out:

@@ -126,13 +126,14 @@ def plan_text(p) -> str:
             + (f" split {p.split}" if p.split > 1 else "") + (f" unroll {d['UNROLL']}" if "UNROLL" in d else ""))
 
 
-def bench(shapes, dtypes, ops, *, rotate_bytes: int, batches: int, log=print, json_path=None) -> dict:
+def bench(shapes, dtypes, ops, *, rotate_bytes: int, batches: int, log=print, json_path=None,
+          pool_modes=()) -> dict:
     import cupy
     import pyopencl as cl
     import pyopencl.array as cla
 
     import clreduce
-    from clreduce.backends import opencl
+    from clreduce.backends import cl_pool, opencl
     from clreduce.backends.cuda import PreparedReduction as CudaPrepared
     from clreduce.plan import Problem
 
@@ -192,11 +193,21 @@ def bench(shapes, dtypes, ops, *, rotate_bytes: int, batches: int, log=print, js
                 }
                 for name, (call, inputs, sync) in impls.items():
                     entry["gbps"][name] = nbytes / timed(call, inputs, sync, batches=batches) / 1e9
+                entry["pool_mode"] = cl_pool.mode_for(queue.context, queue)
+                for mode in pool_modes:  # the public call with cl_pool's output mode forced
+                    cl_pool.mode_override = mode
+                    try:
+                        entry["gbps"][f"opencl pool={mode}"] = nbytes / timed(
+                            lambda x: fn(x, axis=-1), cl_xs, cl_sync, batches=batches) / 1e9
+                    finally:
+                        cl_pool.mode_override = None
                 g = entry["gbps"]
                 entry["opencl_over_cuda"] = g["opencl"] / g["cuda"]
                 entry["kernel_opencl_over_cuda"] = g["opencl kernel"] / g["cuda kernel"]
                 rows_out.append(entry)
-                log(f"{dtype:8s} {rows:>9d}x{k:<9d} {op:7s} opencl {g['opencl']:6.0f} (kernel {g['opencl kernel']:6.0f})"
+                modes = "".join(f" {n.split()[1]} {v:.0f}" for n, v in g.items() if n.startswith("opencl pool="))
+                log(f"{dtype:8s} {rows:>9d}x{k:<9d} {op:7s} opencl {g['opencl']:6.0f}{modes}"
+                    f" (kernel {g['opencl kernel']:6.0f})"
                     f"  cuda {g['cuda']:6.0f} (kernel {g['cuda kernel']:6.0f})  ratio {entry['opencl_over_cuda']:.2f}"
                     f" kernels {entry['kernel_opencl_over_cuda']:.2f}"
                     f"  copy cl {copy_cl:5.0f} cu {copy_cu:5.0f}  err {max(entry['err'].values()):.1e}"
@@ -209,6 +220,12 @@ def bench(shapes, dtypes, ops, *, rotate_bytes: int, batches: int, log=print, js
     return report
 
 
+def _pool_text(r: dict) -> str:
+    """cl_pool's mode for the device, and the public call's GB/s with each forced mode."""
+    forced = [f"{name.split('=')[1]} {v:.0f}" for name, v in r["gbps"].items() if name.startswith("opencl pool=")]
+    return r.get("pool_mode", "-") + (f" ({', '.join(forced)})" if forced else "")
+
+
 def markdown(report: dict) -> str:
     info = report["info"]
     lines = [f"{info['gpu']}, {report['date']}: NVIDIA OpenCL ({info['platform']}, driver {info['driver']}, "
@@ -217,8 +234,8 @@ def markdown(report: dict) -> str:
              "`OpenCL` and `CUDA` are the public call; the kernel columns are GPU time from profiling "
              "events. Target (issue 11): OpenCL >= 85 % of CUDA on arrays >= 256 MB, >= 60 % below.", "",
              "| op | dtype | shape | MiB | OpenCL | CUDA | OpenCL / CUDA | OpenCL kernel | CUDA kernel "
-             "| kernel OpenCL / CUDA | target | copy OpenCL | copy CUDA | OpenCL plan |",
-             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|"]
+             "| kernel OpenCL / CUDA | target | copy OpenCL | copy CUDA | OpenCL plan | buffer pool |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|---|"]
     for r in report["rows"]:
         g = r["gbps"]
         target = 0.85 if r["bytes"] >= 256 * 10**6 else 0.60
@@ -228,7 +245,7 @@ def markdown(report: dict) -> str:
                      f"{g['opencl']:.0f} | {g['cuda']:.0f} | {r['opencl_over_cuda']:.2f} | {g['opencl kernel']:.0f} | "
                      f"{g['cuda kernel']:.0f} | {kr:.2f} | ≥ {target:.2f}: public {met(r['opencl_over_cuda'])}, "
                      f"kernel {met(kr)} | {r['copy_opencl_gbps']:.0f} | {r['copy_cuda_gbps']:.0f} | "
-                     f"{r['plan_opencl']} |")
+                     f"{r['plan_opencl']} | {_pool_text(r)} |")
     return "\n".join(lines) + "\n"
 
 
@@ -240,6 +257,8 @@ def main(argv=None) -> int:
     ap.add_argument("--batches", type=int, default=7)
     ap.add_argument("--rotate-bytes", type=int, default=512 << 20)
     ap.add_argument("--json", default=None, help="file for the report (markdown beside it, .md)")
+    ap.add_argument("--pool-modes", default="", help="also time the public call with clreduce's buffer pool "
+                    "forced to these modes (off,reuse: backends/cl_pool.py)")
     ap.add_argument("--from-json", default=None, help="re-render the markdown of a saved report (no GPU)")
     args = ap.parse_args(argv)
     if args.from_json:
@@ -248,7 +267,8 @@ def main(argv=None) -> int:
     shapes = SHAPES if not args.shapes else [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
     t0 = time.time()
     report = bench(shapes, [d for d in args.dtypes.split(",") if d], [o for o in args.ops.split(",") if o],
-                   rotate_bytes=args.rotate_bytes, batches=args.batches, json_path=args.json)
+                   rotate_bytes=args.rotate_bytes, batches=args.batches, json_path=args.json,
+                   pool_modes=[m for m in args.pool_modes.split(",") if m])
     md = markdown(report)
     if args.json:
         Path(args.json).with_suffix(".md").write_text(md)

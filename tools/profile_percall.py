@@ -130,6 +130,7 @@ def cuda_profile(calls: int, repeats: int) -> dict:
               "torch.empty((), device=torch.device)": lambda: torch.empty((), dtype=torch.float32,
                                                                           device=torch.device("cuda", 0)),
               "template.new_empty(())": lambda: template.new_empty(()),
+              "t.new_empty((), dtype=) (the launcher's)": lambda: t.new_empty((), dtype=torch.float32),
               "t.data_ptr()": t.data_ptr, "torch raw stream": lambda: torch._C._cuda_getCurrentRawStream(0),
               "t.shape": lambda: t.shape, "t.stride()": t.stride, "t.dtype": lambda: t.dtype,
               "t.get_device()": t.get_device, "t.is_neg()": t.is_neg, "t.is_cuda": lambda: t.is_cuda}
@@ -220,6 +221,7 @@ def opencl_profile(selector: str, calls: int, repeats: int, big_rows: int = 1677
         queue.finish()
     report["release behind a big kernel (us)"] = waits
     report["one big call, waited (us)"] = round(one * 1e6, 1)
+    report.update(_pool_facts(queue, big))
     # back to back: kept results (no release per call) against dropped ones
     for label, keep in (("results dropped", False), ("results kept", True)):
         kept = []
@@ -271,6 +273,63 @@ def opencl_profile(selector: str, calls: int, repeats: int, big_rows: int = 1677
             round((e.profile.end - e.profile.start) / 1e3, 1) for e in events] if (
             queue.properties & cl.command_queue_properties.PROFILING_ENABLE) else "queue not profiling"
     return report
+
+
+def _pool_facts(queue, big) -> dict:
+    """What cl_pool rests on, on this driver: does a pending command count as a reference to
+    its buffers; does releasing a used, finished buffer wait behind another kernel;
+    back-to-back calls dropping their results with the pool off and on."""
+    import pyopencl as cl
+
+    from clreduce.backends import cl_pool
+
+    ctx = queue.context
+    rw = cl.mem_flags.READ_WRITE
+    facts = {"cl_pool mode": cl_pool.mode_for(ctx, queue),
+             "driver counts pending commands (cl_pool.counts_pending)": cl_pool.counts_pending(ctx, queue)}
+    gate = cl.UserEvent(ctx)
+    src, dst = cl.Buffer(ctx, rw, 64), cl.Buffer(ctx, rw, 64)
+    copy = cl.enqueue_copy(queue, dst, src, byte_count=64, wait_for=[gate])
+    refs = {"copy source, pending": src.reference_count}
+    gate.set_status(cl.command_execution_status.COMPLETE)
+    copy.wait()
+    refs["copy source, done"] = src.reference_count
+    queue.finish()
+    r = clreduce.mean(big, axis=-1)
+    refs["kernel output, pending"] = r.base_data.reference_count
+    refs["kernel input, pending"] = big.base_data.reference_count
+    queue.finish()
+    refs["kernel output, done"] = r.base_data.reference_count
+    facts["driver reference counts"] = refs
+    done = clreduce.mean(big, axis=-1)
+    queue.finish()
+    pending = clreduce.mean(big, axis=-1)
+    t0 = time.perf_counter()
+    done.base_data.release()
+    facts["release of a used, finished buffer behind another big kernel (us)"] = round(
+        (time.perf_counter() - t0) * 1e6, 1)
+    del pending, done, r
+    queue.finish()
+    per_mode = {}
+    for mode in ("off", "reuse"):
+        cl_pool.mode_override = mode
+        try:
+            for _ in range(3):
+                clreduce.mean(big, axis=-1)
+            queue.finish()
+            host = []
+            t0 = time.perf_counter()
+            for _ in range(30):
+                c0 = time.perf_counter()
+                clreduce.mean(big, axis=-1)
+                host.append(time.perf_counter() - c0)
+            queue.finish()
+            per_mode[mode] = (round((time.perf_counter() - t0) / 30 * 1e6, 1), round(float(np.median(host)) * 1e6, 1))
+        finally:
+            cl_pool.mode_override = None
+    facts["big back to back, results dropped, per cl_pool mode: us per call (wall, median host part)"] = per_mode
+    facts["cl_pool stats"] = cl_pool.stats()
+    return facts
 
 
 def main(argv=None) -> int:

@@ -1,8 +1,9 @@
 """Ready launchers: the OpenCL half of the per-call fast path (clreduce/fastpath.py).
 
 A launcher replays one learned call signature on a new array: allocate the output (and
-partials), bind the buffers (offsets and scalars stay set on the kernel object while they
-do not change, under the kernel's lock: see opencl._CachedKernel), enqueue the passes, and
+partials; for device arrays on GPUs they come from ``cl_pool``, whose module doc says why
+and when one is reused), bind the buffers (offsets and scalars stay set on the kernel object
+while they do not change, under the kernel's lock: see opencl._CachedKernel), enqueue the passes, and
 hand the result back -- a ``pyopencl.array.Array`` of the result's shape for device input
 (built with pyopencl's fast constructor: the ordinary one costs ~35 us of shape checks), or
 for numpy input one blocking read into a fresh numpy array (cheaper than ``Array.get()``
@@ -39,7 +40,7 @@ import pyopencl.array as cla
 from .. import fastpath
 from ..plan import Force, Problem
 from . import cl_host as host_buffers
-from . import opencl
+from . import cl_pool, opencl
 
 _RW = cl.mem_flags.READ_WRITE
 _BUFFERS = {"input": 0, "output": 1, "partials": 2}
@@ -73,7 +74,7 @@ class _Launcher:
 
     __slots__ = ("plan_key", "plan_entry", "plans", "plan", "kernels", "problem", "steps", "out_shape", "out_dtype",
                  "out_nbytes", "partials_bytes", "itemsize", "queue", "ctx", "device", "make_array", "spare",
-                 "per_thread")
+                 "per_thread", "pool_mode")
 
     def __init__(self, queue, per_call_queue: bool, problem: Problem, force: Force | None, out_shape: tuple,
                  itemsize: int):
@@ -104,6 +105,9 @@ class _Launcher:
         # thread id -> [[kernel, in offset, out offset] per pass]: a dict read is atomic, and
         # a thread id is reused only once its thread has ended
         self.per_thread = {}
+        # device arrays: how this device's result buffers are pooled (cl_pool; the
+        # signature pins the device)
+        self.pool_mode = cl_pool.mode_for(queue.context, queue) if per_call_queue else "off"
 
     def _own_kernels(self):
         """This thread's kernel objects, made on its first call; None past _MAX_THREADS."""
@@ -156,13 +160,37 @@ class _Launcher:
             return fastpath.STALE
         queue = where.get("queue") or a.queue
         ctx = a.context
+        if (cl_pool.mode_override or self.pool_mode) == "off":  # CPU devices: a release never waits
+            try:
+                out = cl.Buffer(ctx, _RW, self.out_nbytes)
+                partials = cl.Buffer(ctx, _RW, self.partials_bytes) if self.partials_bytes else None
+                event = self._enqueue(queue, self.kernels, (a.base_data, out, partials),
+                                      (a.offset // self.itemsize, 0, 0))
+            except (cl.Error, MemoryError) as exc:
+                raise self._error(exc, queue) from exc
+            return self.make_array(out, ctx, queue, event)
+        # GPUs: output and partials from cl_pool. On NVIDIA, releasing a buffer whose kernel
+        # has not finished (a dropped result, the partials at the end of this call) waits
+        # for the GPU, which serialised back-to-back calls
+        out = partials = None
         try:
-            out = cl.Buffer(ctx, _RW, self.out_nbytes)
-            partials = cl.Buffer(ctx, _RW, self.partials_bytes) if self.partials_bytes else None
-            event = self._enqueue(queue, self.kernels, (a.base_data, out, partials), (a.offset // self.itemsize, 0, 0))
+            out = cl_pool.output(ctx, queue, self.out_nbytes)
+            if self.partials_bytes:
+                partials = cl_pool.take(ctx, queue, self.partials_bytes)
+            event = self._enqueue(queue, self.kernels, (a.base_data, out.buffer, partials and partials.buffer),
+                                  (a.offset // self.itemsize, 0, 0))
         except (cl.Error, MemoryError) as exc:
+            for slot in (out, partials):
+                if slot is not None:
+                    cl_pool.discard(slot)
             raise self._error(exc, queue) from exc
-        return self.make_array(out, ctx, queue, event)
+        if partials is not None:
+            cl_pool.give_back(partials, queue, event)
+        # the array holds the buffer before the pool watches it (a buffer only the pool
+        # holds is free to take back)
+        result = self.make_array(out.buffer, ctx, queue, event)
+        cl_pool.lend(out, queue, event)
+        return result
 
     def host_array(self, a, where):
         """A numpy array in, a numpy array of the result's shape out (waited on)."""

@@ -28,6 +28,7 @@ from ..ops import wide_sums_to_float64
 from ..plan import Force, LaunchPlan, Problem, UnsupportedOnDevice, plan
 from . import cl_fallback as fallback
 from . import cl_host as host_buffers
+from . import cl_pool
 from .cl_chunks import reduce_pieces
 from .cl_cache_lock import CompilerCacheLocked, check_compiler_cache_lock  # noqa: F401 (re-exported)
 from .opencl_probe import probe_device
@@ -303,6 +304,7 @@ def release_unused_contexts() -> int:
         for ptr, hold in list(_holds.items()):
             if ptr in own or hold.per_program is None:
                 continue
+            cl_pool.drop_context(ptr)  # pooled buffers hold the context too
             programs = {id(c.program) for k, c in _kernel_cache.items() if k[0] == ptr}
             programs |= {id(c.program) for k, (_, ks) in list(_plan_cache.items()) if k[0] == ptr for c in ks}
             if _reference_count(hold.context) <= 1 + len(programs) * hold.per_program:
@@ -483,11 +485,12 @@ def _set_args(cached: _CachedKernel, launch, src, src_off: int, dst, dst_off: in
 
 
 def clear_caches() -> None:
-    """Forget built programs, plans, argument state and the fast path's learned calls
-    (pyopencl's disk cache remains)."""
+    """Forget built programs, plans, argument state, the fast path's learned calls and the
+    buffer pool (``cl_pool``; pyopencl's disk cache remains)."""
     fastpath.clear()
     _kernel_cache.clear()
     _plan_cache.clear()
+    cl_pool.clear()
     with _holds_lock:
         _holds.clear()
 
@@ -496,7 +499,7 @@ def cache_sizes() -> dict[str, int]:
     """Entries in each in-process cache (programs, plans, contexts held, learned calls of
     the fast path) and the bound."""
     return {"programs": len(_kernel_cache), "plans": len(_plan_cache), "contexts": len(_holds),
-            "fast_path": fastpath.size(), "bound": config.cache_size()}
+            "fast_path": fastpath.size(), "bound": config.cache_size(), "pooled_buffers": cl_pool.stats()["slots"]}
 
 
 class PreparedReduction:

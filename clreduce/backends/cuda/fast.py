@@ -6,7 +6,8 @@ current one, allocates from CuPy's pool, launches, and wraps the result back int
 what the kernels need:
 
 * the output: ``cupy.ndarray`` (CuPy's pool, current stream) for cupy input,
-  ``torch.empty`` (torch's caching allocator) for CUDA torch input;
+  ``Tensor.new_empty`` on the input (torch's caching allocator, its device) for CUDA
+  torch input;
 * the stream: CuPy's current stream pointer, or torch's current raw stream on the
   tensor's device (no stream object, no DLPack capsule, no CuPy array around a tensor);
 * the launch: ``cuLaunchKernel`` (``cupy.cuda.driver.launchKernel``) with a kernel
@@ -80,7 +81,7 @@ class Launcher:
     into indices of ``(input, output, partials)``."""
 
     __slots__ = ("base", "steps", "device_id", "out_shape", "out_dtype", "partials_bytes", "cupy", "torch",
-                 "torch_dtype", "torch_device", "stream_of", "cupy_stream", "get_device", "set_device",
+                 "torch_dtype", "stream_of", "cupy_stream", "get_device", "set_device",
                  "launch_kernel", "alloc", "ndarray", "constants", "local", "raw", "init_context")
 
     def __init__(self, base, cupy, device_id: int, out_shape: tuple, torch=None):
@@ -108,7 +109,6 @@ class Launcher:
         self.torch = torch
         if torch is not None:
             self.torch_dtype = torch.bool if self.out_dtype == np.bool_ else getattr(torch, self.out_dtype.name)
-            self.torch_device = torch.device("cuda", device_id)
             self.stream_of = _torch_stream_reader(torch)
 
     def _slots(self) -> _Slots:
@@ -154,9 +154,12 @@ class Launcher:
                 return self.torch_tensor(t, where)
         torch = self.torch
         stream = self.stream_of(self.device_id)
-        out = torch.empty(self.out_shape, dtype=self.torch_dtype, device=self.torch_device)
+        # Tensor.new_empty on the input (its device, torch's caching allocator on the current
+        # stream, as torch.empty): 5.0 against 6.6 us per call on the H100's host (parsing
+        # the device= argument is the difference)
+        out = t.new_empty(self.out_shape, dtype=self.torch_dtype)
         if self.partials_bytes:
-            partials = torch.empty(self.partials_bytes, dtype=torch.uint8, device=self.torch_device)
+            partials = t.new_empty(self.partials_bytes, dtype=torch.uint8)
             self._launch(t.data_ptr(), out.data_ptr(), partials.data_ptr(), stream)
         else:
             self._launch(t.data_ptr(), out.data_ptr(), 0, stream)
