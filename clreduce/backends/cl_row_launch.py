@@ -29,7 +29,8 @@ import pyopencl as cl
 
 from . import cl_host as host_buffers
 from . import opencl_rowops, row_args
-from .cl_launch import _MAX_THREADS, _array_maker
+from . import cl_launch
+from .cl_launch import _array_maker
 
 _RW = cl.mem_flags.READ_WRITE
 
@@ -93,7 +94,7 @@ class RowLauncher:
     def _enqueue(self, queue, buffers: dict, in_offset: int):
         own = self.per_thread.get(get_ident())
         if own is None:
-            if len(self.per_thread) >= _MAX_THREADS:
+            if len(self.per_thread) >= cl_launch._MAX_THREADS:
                 with self.lock:
                     if self.shared is None:
                         self.shared = self._new_kernels()

@@ -126,7 +126,8 @@ def _row_param_view(p, k: int, device, acc_torch):
     if type(p).__module__ != "torch" or not p.is_cuda or p.device != device or str(p.dtype) not in _TORCH_FLOATS \
             or tuple(p.shape) != (k,):
         return False
-    return p.detach().to(acc_torch).contiguous()
+    # resolve_neg: a negated view's memory holds the unnegated values (the kernel reads memory)
+    return p.detach().resolve_neg().to(acc_torch).contiguous()
 
 
 def torch_rows(op: str, x, axis, weight=None, bias=None, eps: float = 0.0, force: RowForce | None = None):
@@ -135,7 +136,7 @@ def torch_rows(op: str, x, axis, weight=None, bias=None, eps: float = 0.0, force
     weight / bias) is anything else, so the general path (and its errors) takes the call."""
     dtype = _TORCH_FLOATS.get(str(x.dtype))
     if dtype is None or not x.is_cuda or x.dim() == 0 or not isinstance(axis, int) \
-            or axis not in (-1, x.dim() - 1) or x.numel() == 0 or not x.is_contiguous():
+            or axis not in (-1, x.dim() - 1) or x.numel() == 0 or not x.is_contiguous() or x.is_neg():
         return None
     import cupy
     import torch
