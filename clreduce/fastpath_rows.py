@@ -39,6 +39,7 @@ mode marked bad, ``opencl_rowops.clear_caches``).
 from __future__ import annotations
 
 import dataclasses
+import math
 import warnings
 
 import numpy as np
@@ -136,12 +137,13 @@ def _launcher(op, x, axis, weight, bias, eps, backend, device, queue, force):
     plan on the caller's array (see the module doc)."""
     from .backends import backend_for
 
-    if x.ndim == 0 or x.size == 0 or not _contiguous(x):
+    size = math.prod(x.shape)  # torch's .size is a method
+    if x.ndim == 0 or size == 0 or not _contiguous(x):
         return None
     if axis is None and op in _SCANS:
-        rows, k, rows_shape = 1, x.size, (x.size,)
+        rows, k, rows_shape = 1, size, (size,)
     elif axis in (-1, x.ndim - 1) and type(axis) is int:
-        rows, k, rows_shape = x.size // x.shape[-1], x.shape[-1], tuple(x.shape)
+        rows, k, rows_shape = size // x.shape[-1], x.shape[-1], tuple(x.shape)
     else:
         return None
     dtype = np.dtype(str(x.dtype).replace("torch.", ""))
