@@ -13,13 +13,14 @@ torch's current stream, float16 weights converted per call, threads.
 from __future__ import annotations
 
 import gc
-import sys
-import threading
 import warnings
 import weakref
 
 import numpy as np
 import pytest
+from fast_helpers import fresh_fast_path, hammer  # noqa: F401 - fresh_fast_path: an autouse fixture
+from fast_helpers import host as _host
+from fast_helpers import same as _same
 
 import clreduce
 from clreduce import fastpath, fastpath_rows, rowops
@@ -30,13 +31,6 @@ try:
     import pyopencl.array as cla
 except ImportError:  # the GPU machine may have no pyopencl: the OpenCL tests have no devices
     cl = cla = None
-
-
-@pytest.fixture(autouse=True)
-def _fresh_fast_path():
-    fastpath.clear()
-    yield
-    fastpath.clear()
 
 
 def _key(x, op="rms_norm", axis=-1, weight=None, bias=None, eps=1e-6, out=None, backend=None, device=None,
@@ -125,30 +119,6 @@ ROW_CASES = [
     ("softmax", (6, 40), "float32", {"axis": 0}, False),                         # the axis is moved: a copy
     ("absmax_scale", (6, 40), "float16", {}, False),                             # amax cast to float16
 ]
-
-
-def _host(r):
-    if cla is not None and isinstance(r, cla.Array):
-        return r.get()
-    module = type(r).__module__.partition(".")[0]
-    if module == "torch":
-        return r.cpu().numpy()
-    if module == "cupy":
-        return r.get()
-    return r
-
-
-def _same(fast, slow):
-    """Bit-for-bit equal results of the same kind, dtype and shape (each of a pair)."""
-    if isinstance(slow, tuple):
-        assert isinstance(fast, tuple) and len(fast) == len(slow)
-        for f, s in zip(fast, slow):
-            _same(f, s)
-        return
-    assert type(fast) is type(slow)
-    f, s = np.asarray(_host(fast)), np.asarray(_host(slow))
-    assert f.dtype == s.dtype and f.shape == s.shape
-    np.testing.assert_array_equal(f, s)
 
 
 def _no_full_path(monkeypatch):
@@ -268,37 +238,19 @@ def test_threads_hammer_learned_row_ops(cl_device, cl_queue, own_kernels, monkey
 
     monkeypatch.setattr(cl_launch, "_MAX_THREADS", own_kernels)
     w = _data(64, seed=9)
-    x0 = _data((16, 64), seed=0)
-    want = {}
-    clreduce.rms_norm(cla.to_device(cl_queue, x0), w)  # learned before the race
+    clreduce.rms_norm(cla.to_device(cl_queue, _data((16, 64), seed=0)), w)  # learned before the race
     clreduce.cumsum(_data((16, 64), "int32"), axis=-1, queue=cl_queue)
-    errors = []
-    barrier = threading.Barrier(6)
 
     def work(i):
-        try:
-            barrier.wait()
-            for j in range(25):
-                x = _data((16, 64), seed=100 * i + j)
-                got = clreduce.rms_norm(cla.to_device(cl_queue, x), w).get()
-                np.testing.assert_array_equal(got, want.setdefault((i, j), got))
-                np.testing.assert_allclose(got, x / np.sqrt(np.mean(x.astype(np.float64) ** 2, -1, keepdims=True)
-                                                             + 1e-6) * w, rtol=2e-5, atol=1e-6)
-                y = _data((16, 64), "int32", seed=100 * i + j)
-                np.testing.assert_array_equal(clreduce.cumsum(y, axis=-1, queue=cl_queue), np.cumsum(y, -1))
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
+        for j in range(25):
+            x = _data((16, 64), seed=100 * i + j)
+            got = clreduce.rms_norm(cla.to_device(cl_queue, x), w).get()
+            np.testing.assert_allclose(got, x / np.sqrt(np.mean(x.astype(np.float64) ** 2, -1, keepdims=True)
+                                                         + 1e-6) * w, rtol=2e-5, atol=1e-6)
+            y = _data((16, 64), "int32", seed=100 * i + j)
+            np.testing.assert_array_equal(clreduce.cumsum(y, axis=-1, queue=cl_queue), np.cumsum(y, -1))
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(6)]
-    switch = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=300)
-    finally:
-        sys.setswitchinterval(switch)
+    errors = hammer(work, 6, fast_switch=True)
     assert not errors, errors[0]
 
 
@@ -421,21 +373,11 @@ def test_cuda_threads_hammer_learned_row_ops(kind):
     arrays = [to_device(h) for h in hosts]
     wants = [_host(clreduce.softmax(a)) for a in arrays]
     clreduce.softmax(arrays[0])  # learned
-    errors = []
 
     def work(i):
-        try:
-            for r in range(40):
-                j = (i + r) % len(arrays)
-                if not np.array_equal(_host(clreduce.softmax(arrays[j])), wants[j]):
-                    errors.append((i, r, j))
-        except Exception as exc:  # noqa: BLE001 - reported below
-            errors.append(repr(exc))
+        for r in range(40):
+            j = (i + r) % len(arrays)
+            np.testing.assert_array_equal(_host(clreduce.softmax(arrays[j])), wants[j])
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(6)]
-    for t in threads:
-        t.start()
-    work(99)
-    for t in threads:
-        t.join()
-    assert errors == [] and fastpath.size() == 1
+    errors = hammer(work, 6, with_main=True)
+    assert not errors and fastpath.size() == 1, errors[:1]

@@ -22,7 +22,6 @@ full path and must then be served without it.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -32,7 +31,7 @@ for path in (str(HERE.parent), str(HERE)):
         sys.path.insert(0, path)
 
 import numpy as np  # noqa: E402
-from bench_percall import full_path, interleaved  # noqa: E402
+from bench_percall import emit, full_path, interleaved  # noqa: E402
 
 import clreduce  # noqa: E402
 
@@ -169,10 +168,7 @@ def main(argv=None) -> int:
     else:
         report = {"opencl": [opencl_report(d, ops, shapes, args.calls, args.repeats)
                              for d in args.device.split(",") if d]}
-    text = json.dumps(report, indent=1)
-    print(text)
-    if args.json:
-        Path(args.json).write_text(text + "\n")
+    emit(report, args.json)
     return 0
 
 
