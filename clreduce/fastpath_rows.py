@@ -198,13 +198,14 @@ def learn(key, op: str, x, axis, weight, bias, eps, backend, device, queue, forc
     fails the call: a launcher that cannot be built leaves the signature on the full path."""
     try:
         launch = _launcher(op, x, axis, weight, bias, eps, backend, device, queue, force)
-    except Exception:  # noqa: BLE001 - a launcher we cannot build is a slow call, not an error
+        if launch is None:
+            return
+        got = launch(x, weight, bias, queue)
+        pairs = tuple(zip(got, expected)) if op in _TWO_RESULTS else ((got, expected),)
+        same = all(_same(a, b) for a, b in pairs)
+    except Exception:  # noqa: BLE001 - a launcher we cannot build or run is a slow call, not an error
         return
-    if launch is None:
-        return
-    got = launch(x, weight, bias, queue)
-    pairs = tuple(zip(got, expected)) if op in _TWO_RESULTS else ((got, expected),)
-    if not all(_same(a, b) for a, b in pairs):
+    if not same:
         warnings.warn(f"clreduce's row-op fast path answered differently from the full path for {op} of "
                       f"{type(x).__name__} {tuple(x.shape)} {x.dtype} (a bug: please report it); these calls keep "
                       "the full path", RuntimeWarning, stacklevel=3)

@@ -381,3 +381,31 @@ def test_cuda_threads_hammer_learned_row_ops(kind):
 
     errors = hammer(work, 6, with_main=True)
     assert not errors and fastpath.size() == 1, errors[:1]
+
+
+def test_a_launcher_that_answers_differently_is_never_used(cl_device, cl_queue, monkeypatch):
+    """The first run of every launcher is compared with the full path's result: one that
+    differs warns and its signature keeps the full path (here a launcher made to be off by
+    one ulp in one element)."""
+    from clreduce.backends import opencl_rowops
+
+    real = opencl_rowops.fast_launcher
+
+    def off_by_one_ulp(*args, **kwargs):
+        launch = real(*args, **kwargs)
+
+        def wrong(x, weight, bias, queue):
+            result = launch(x, weight, bias, queue)
+            result.flat[0] = np.nextafter(result.flat[0], np.inf)
+            return result
+        return wrong
+
+    monkeypatch.setattr(opencl_rowops, "fast_launcher", off_by_one_ulp)
+    x = _data((4, 40), seed=13)
+    with monkeypatch.context() as m:
+        m.setenv("CLREDUCE_FAST_PATH", "0")
+        want = clreduce.softmax(x, device=cl_device)
+    for _ in range(2):  # each call would learn: it warns instead
+        with pytest.warns(RuntimeWarning, match="answered differently"):
+            np.testing.assert_array_equal(clreduce.softmax(x, device=cl_device), want)
+    assert fastpath.size() == 0
