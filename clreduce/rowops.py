@@ -7,7 +7,8 @@ reductions take them: numpy arrays (and anything ``numpy.asarray`` accepts) and 
 arrays run on OpenCL; cupy arrays and CUDA torch tensors run on the CUDA backend where they
 live (``backend="cuda"`` sends numpy input there too). Results come back as the input's
 kind; ``out=`` writes them into a caller's array of that kind. Math runs in float32
-(float64 for float64 input); float16 is only storage.
+(float64 for float64 input); float16 is only storage. A repeated call with the same
+signature takes the per-call fast path (clreduce/fastpath_rows.py).
 """
 
 from __future__ import annotations
@@ -281,6 +282,8 @@ def _write_outs(out, results, op: str, check_only: bool = False):
 
 # ---- every op's call: the fast path (fastpath_rows.py), else the full path ----------------------
 def _call(op, x, axis, out, backend, device, queue, force, weight=None, bias=None, eps=None):
+    """Every public row op (but dequantize): a learned signature runs its launcher; any other
+    call runs the op's full path (``_FULL``) and may be learned (clreduce/fastpath_rows.py)."""
     key = fastpath_rows.signature(op, x, axis, weight, bias, eps, out, backend, device, queue, force)
     if key is not None:
         entry = fastpath_rows.lookup(key)
@@ -294,6 +297,7 @@ def _call(op, x, axis, out, backend, device, queue, force, weight=None, bias=Non
 
 
 def _deliver(op, result, out, check_only: bool = False):
+    """``result`` written into ``out=`` (checked: TypeError / ValueError), or as it is."""
     if op in _TWO_RESULTS:
         return _write_outs(out, result, op, check_only)
     if out is not None and check_only:

@@ -45,8 +45,9 @@ def _kernel_runs_plan(kernel, device, p: RowPlan) -> dict | None:
 
 
 def plan_for(queue: cl.CommandQueue, problem: RowProblem, force: RowForce | None = None):
-    """(RowPlan, kernels: one ``opencl._CachedKernel`` per pass) for the queue's device, re-planned once if the compiled kernel
-    cannot run the plan (work-group limit below the plan's, or another sub-group width)."""
+    """(RowPlan, kernels: one ``opencl._CachedKernel`` per pass) for the queue's device,
+    re-planned once if the compiled kernel cannot run the plan (work-group limit below the
+    plan's, or another sub-group width)."""
     key = (queue.context.int_ptr, queue.device.int_ptr, problem, force)
     hit = _plans.get(key)
     if hit is not None:
