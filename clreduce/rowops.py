@@ -7,7 +7,8 @@ reductions take them: numpy arrays (and anything ``numpy.asarray`` accepts) and 
 arrays run on OpenCL; cupy arrays and CUDA torch tensors run on the CUDA backend where they
 live (``backend="cuda"`` sends numpy input there too). Results come back as the input's
 kind; ``out=`` writes them into a caller's array of that kind. Math runs in float32
-(float64 for float64 input); float16 is only storage.
+(float64 for float64 input); float16 is only storage. A repeated call with the same
+signature takes the per-call fast path (clreduce/fastpath_rows.py).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import operator
 
 import numpy as np
 
+from . import fastpath_rows
 from .plan_rowops import FLOAT_DTYPES, INT_DTYPES, RowForce, RowProblem, out_dtype_of
 
 try:
@@ -235,21 +237,24 @@ def _kind_of(x) -> str:
     return type(x).__name__
 
 
-def _write_out(out, result, op: str, what: str = "out"):
-    """Copy ``result`` (the caller's kind) into ``out`` and return ``out``.
-
-    ``out`` must be the same kind of array on the same device (numpy for numpy input,
-    pyopencl, cupy or torch for those), with the result's shape and dtype exactly: a row op
-    casts nothing silently.
-    """
-    if out is None:
-        return result
+def _check_out(out, result, op: str, what: str = "out") -> None:
+    """``out`` must be the same kind of array on the same device as ``result`` (numpy for
+    numpy input, pyopencl, cupy or torch for those), with its shape and dtype exactly: a row
+    op casts nothing silently."""
     if _kind_of(out) != _kind_of(result):
         raise TypeError(f"{op}: {what}= must be a {_kind_of(result)} array like the result, not {_kind_of(out)}")
     if tuple(out.shape) != tuple(result.shape):
         raise ValueError(f"{op}: {what}= has shape {tuple(out.shape)}, the result {tuple(result.shape)}")
     if out.dtype != result.dtype:
         raise TypeError(f"{op}: {what}= has dtype {out.dtype}, the result {result.dtype} (no silent cast)")
+
+
+def _write_out(out, result, op: str, what: str = "out"):
+    """Copy ``result`` (the caller's kind) into ``out`` (checked by ``_check_out``) and
+    return ``out``; no ``out``: ``result``."""
+    if out is None:
+        return result
+    _check_out(out, result, op, what)
     kind = _kind_of(out)
     if kind.startswith("torch"):
         out.copy_(result)
@@ -260,14 +265,45 @@ def _write_out(out, result, op: str, what: str = "out"):
     return out
 
 
-def _write_outs(out, results, op: str):
+def _write_outs(out, results, op: str, check_only: bool = False):
     """``out=`` of a two-result op: None or a pair (each None or an array)."""
     if out is None:
         return results
     if not isinstance(out, tuple) or len(out) != 2:
         raise TypeError(f"{op} returns two arrays: out= must be a tuple of two (each an array or None), "
                         f"not {type(out).__name__}")
+    if check_only:
+        for i, (o, r) in enumerate(zip(out, results)):
+            if o is not None:
+                _check_out(o, r, op, f"out[{i}]")
+        return results
     return tuple(r if o is None else _write_out(o, r, op, f"out[{i}]") for i, (o, r) in enumerate(zip(out, results)))
+
+
+# ---- every op's call: the fast path (fastpath_rows.py), else the full path ----------------------
+def _call(op, x, axis, out, backend, device, queue, force, weight=None, bias=None, eps=None):
+    """Every public row op (but dequantize): a learned signature runs its launcher; any other
+    call runs the op's full path (``_FULL``) and may be learned (clreduce/fastpath_rows.py)."""
+    key = fastpath_rows.signature(op, x, axis, weight, bias, eps, out, backend, device, queue, force)
+    if key is not None:
+        entry = fastpath_rows.lookup(key)
+        if entry is not None:
+            return _deliver(op, entry(x, weight, bias, queue), out)
+    result = _FULL[op](op, x, axis, out, backend, device, queue, force, weight, bias, eps)
+    if key is not None:
+        _deliver(op, result, out, check_only=True)  # a call with a bad out= is never learned
+        fastpath_rows.learn(key, op, x, axis, weight, bias, eps, backend, device, queue, force, result)
+    return _deliver(op, result, out)
+
+
+def _deliver(op, result, out, check_only: bool = False):
+    """``result`` written into ``out=`` (checked: TypeError / ValueError), or as it is."""
+    if op in _TWO_RESULTS:
+        return _write_outs(out, result, op, check_only)
+    if out is not None and check_only:
+        _check_out(out, result, op)
+        return result
+    return _write_out(out, result, op)
 
 
 # ---- public functions -------------------------------------------------------------------------
@@ -281,15 +317,14 @@ def _torch_direct(op, x, axis, out, backend, device, queue, force, **params):
     return cuda_rowops.torch_rows(op, x, axis, force=force, **params)
 
 
-def _softmax(op, x, axis, out, backend, device, queue, force):
+def _softmax(op, x, axis, out, backend, device, queue, force, weight=None, bias=None, eps=None):
     direct = _torch_direct(op, x, axis, out, backend, device, queue, force)
     if direct is not None:
         return direct
     inp = _float_input(x, op, backend)
     ax = _axis(axis, inp.array.ndim, op)
     run = _Run(op, inp, ax, device, queue, force)
-    result = run.empty_array(inp.array.shape, inp.array.dtype) if run.empty else run.rows()
-    return _write_out(out, result, op)
+    return run.empty_array(inp.array.shape, inp.array.dtype) if run.empty else run.rows()
 
 
 def softmax(x, axis=-1, *, out=None, backend=None, device=None, queue=None, force: RowForce | None = None):
@@ -333,7 +368,7 @@ def softmax(x, axis=-1, *, out=None, backend=None, device=None, queue=None, forc
     numpy.exceptions.AxisError
         ``axis`` out of range (including any axis of a 0-d input).
     """
-    return _softmax("softmax", x, axis, out, backend, device, queue, force)
+    return _call("softmax", x, axis, out, backend, device, queue, force)
 
 
 def log_softmax(x, axis=-1, *, out=None, backend=None, device=None, queue=None, force: RowForce | None = None):
@@ -355,10 +390,10 @@ def log_softmax(x, axis=-1, *, out=None, backend=None, device=None, queue=None, 
     row with NaN gives NaN; a row of only -inf gives NaN; a row holding +inf gives NaN at
     the +inf elements and -inf elsewhere.
     """
-    return _softmax("log_softmax", x, axis, out, backend, device, queue, force)
+    return _call("log_softmax", x, axis, out, backend, device, queue, force)
 
 
-def _norm(op, x, weight, bias, eps, out, backend, device, queue, force):
+def _norm(op, x, axis, out, backend, device, queue, force, weight, bias, eps):
     eps = _eps(eps, op)
     direct = _torch_direct(op, x, -1, out, backend, device, queue, force, weight=weight, bias=bias, eps=eps)
     if direct is not None:
@@ -372,8 +407,7 @@ def _norm(op, x, weight, bias, eps, out, backend, device, queue, force):
     w = _param_in_math_type(_row_param(weight, "weight", k, op, inp), acc)
     b = _param_in_math_type(_row_param(bias, "bias", k, op, inp), acc)
     run = _Run(op, inp, a.ndim - 1, device, queue, force, weight=w, bias=b, eps=eps)
-    result = run.empty_array(a.shape, a.dtype) if run.empty else run.rows()
-    return _write_out(out, result, op)
+    return run.empty_array(a.shape, a.dtype) if run.empty else run.rows()
 
 
 def _param_in_math_type(p, acc):
@@ -416,7 +450,7 @@ def rms_norm(x, weight=None, eps=1e-6, *, out=None, backend=None, device=None, q
     numpy.exceptions.AxisError
         0-d ``x``.
     """
-    return _norm("rms_norm", x, weight, None, eps, out, backend, device, queue, force)
+    return _call("rms_norm", x, -1, out, backend, device, queue, force, weight, None, eps)
 
 
 def layer_norm(x, weight=None, bias=None, eps=1e-5, *, out=None, backend=None, device=None, queue=None,
@@ -449,7 +483,7 @@ def layer_norm(x, weight=None, bias=None, eps=1e-5, *, out=None, backend=None, d
     TypeError, ValueError, numpy.exceptions.AxisError
         As for :func:`rms_norm`.
     """
-    return _norm("layer_norm", x, weight, bias, eps, out, backend, device, queue, force)
+    return _call("layer_norm", x, -1, out, backend, device, queue, force, weight, bias, eps)
 
 
 def moments(x, axis=-1, *, out=None, backend=None, device=None, queue=None, force: RowForce | None = None):
@@ -471,6 +505,10 @@ def moments(x, axis=-1, *, out=None, backend=None, device=None, queue=None, forc
         Shape of ``x`` without ``axis``; dtype of ``x`` (computed in float32 for float16,
         as numpy's ``mean``/``var`` of float16 accumulate in float32). An empty axis gives NaN.
     """
+    return _call("moments", x, axis, out, backend, device, queue, force)
+
+
+def _moments(op, x, axis, out, backend, device, queue, force, weight=None, bias=None, eps=None):
     inp = _float_input(x, "moments", backend)
     a = inp.array
     ax = _axis(axis, a.ndim, "moments")
@@ -480,10 +518,10 @@ def moments(x, axis=-1, *, out=None, backend=None, device=None, queue=None, forc
         results = (run.empty_array(shape, a.dtype, np.nan), run.empty_array(shape, a.dtype, np.nan))
     else:
         results = tuple(run.deliver(run.cast(run.stats[i], a.dtype).reshape(shape)) for i in (0, 1))
-    return _write_outs(out, results, "moments")
+    return results
 
 
-def _scale(op, x, axis, out, backend, device, queue, force):
+def _scale(op, x, axis, out, backend, device, queue, force, weight=None, bias=None, eps=None):
     inp = _float_input(x, op, backend)
     a = inp.array
     ax = _axis(axis, a.ndim, op)
@@ -495,7 +533,7 @@ def _scale(op, x, axis, out, backend, device, queue, force):
         results = (run.empty_array(a.shape, out_dtype), run.empty_array(shape, scale_dtype, 0))
     else:
         results = (run.rows(), run.deliver(run.cast(run.stats, scale_dtype).reshape(shape)))
-    return _write_outs(out, results, op)
+    return results
 
 
 def absmax_scale(x, axis=-1, *, out=None, backend=None, device=None, queue=None, force: RowForce | None = None):
@@ -520,7 +558,7 @@ def absmax_scale(x, axis=-1, *, out=None, backend=None, device=None, queue=None,
     amax : array of the input's kind
         Shape of ``x`` without ``axis``, dtype of ``x``.
     """
-    return _scale("absmax_scale", x, axis, out, backend, device, queue, force)
+    return _call("absmax_scale", x, axis, out, backend, device, queue, force)
 
 
 def quantize_int8(x, axis=-1, *, out=None, backend=None, device=None, queue=None, force: RowForce | None = None):
@@ -545,7 +583,7 @@ def quantize_int8(x, axis=-1, *, out=None, backend=None, device=None, queue=None
     scale : float32 array of the input's kind
         Shape of ``x`` without ``axis``. ``dequantize(q, scale)`` gives ``q * scale``.
     """
-    return _scale("quantize_int8", x, axis, out, backend, device, queue, force)
+    return _call("quantize_int8", x, axis, out, backend, device, queue, force)
 
 
 def dequantize(q, scale, axis=-1, *, out=None, backend=None):
@@ -599,7 +637,7 @@ def dequantize(q, scale, axis=-1, *, out=None, backend=None):
 
 
 # ---- scans ------------------------------------------------------------------------------------
-def _scan(op, x, axis, out, backend, device, queue, force):
+def _scan(op, x, axis, out, backend, device, queue, force, weight=None, bias=None, eps=None):
     inp = _Input(x, backend)
     a = inp.array
     allowed = FLOAT_DTYPES + (INT_DTYPES if op != "logcumsumexp" else ())
@@ -611,8 +649,7 @@ def _scan(op, x, axis, out, backend, device, queue, force):
         axis = 0
     ax = _axis(axis, a.ndim, op)
     run = _Run(op, inp, ax, device, queue, force)
-    result = run.empty_array(a.shape, out_dtype_of(op, a.dtype.name)) if run.empty else run.rows()
-    return _write_out(out, result, op)
+    return run.empty_array(a.shape, out_dtype_of(op, a.dtype.name)) if run.empty else run.rows()
 
 
 def cumsum(x, axis=None, *, out=None, backend=None, device=None, queue=None, force: RowForce | None = None):
@@ -643,7 +680,7 @@ def cumsum(x, axis=None, *, out=None, backend=None, device=None, queue=None, for
     sequential bound ``|y_i - exact| <= (i + 1) * u * sum(|x_j|, j <= i)`` with
     ``u = 2**-24`` for float32 (tested), plus the final rounding for float16.
     """
-    return _scan("cumsum", x, axis, out, backend, device, queue, force)
+    return _call("cumsum", x, axis, out, backend, device, queue, force)
 
 
 def cumprod(x, axis=None, *, out=None, backend=None, device=None, queue=None, force: RowForce | None = None):
@@ -660,7 +697,7 @@ def cumprod(x, axis=None, *, out=None, backend=None, device=None, queue=None, fo
         Integers multiply in 64 bits and wrap like numpy. Float element ``i`` has relative
         error at most about ``(i + 1) * u``.
     """
-    return _scan("cumprod", x, axis, out, backend, device, queue, force)
+    return _call("cumprod", x, axis, out, backend, device, queue, force)
 
 
 def logcumsumexp(x, axis=None, *, out=None, backend=None, device=None, queue=None, force: RowForce | None = None):
@@ -679,4 +716,9 @@ def logcumsumexp(x, axis=None, *, out=None, backend=None, device=None, queue=Non
         dtype of ``x``. -inf elements are neutral, NaN propagates, +inf stays +inf
         (numpy's ``logaddexp``).
     """
-    return _scan("logcumsumexp", x, axis, out, backend, device, queue, force)
+    return _call("logcumsumexp", x, axis, out, backend, device, queue, force)
+
+
+_FULL = {"softmax": _softmax, "log_softmax": _softmax, "rms_norm": _norm, "layer_norm": _norm, "moments": _moments,
+         "absmax_scale": _scale, "quantize_int8": _scale, "cumsum": _scan, "cumprod": _scan, "logcumsumexp": _scan}
+_TWO_RESULTS = ("moments", "absmax_scale", "quantize_int8")

@@ -23,6 +23,9 @@ import warnings
 
 import numpy as np
 import pytest
+from fast_helpers import fresh_fast_path, hammer  # noqa: F401 - fresh_fast_path: an autouse fixture
+from fast_helpers import host as _host
+from fast_helpers import same as _same
 
 import clreduce
 from clreduce import api, fastpath
@@ -38,13 +41,6 @@ try:  # the OpenCL tests take ``cl_device``: without pyopencl they have no devic
     import pyopencl.array as cla
 except ImportError:  # e.g. the GPU machine, where the CUDA tests below run
     cl = cla = None
-
-
-@pytest.fixture(autouse=True)
-def _fresh_fast_path():
-    fastpath.clear()
-    yield
-    fastpath.clear()
 
 
 def _key(a, axis=None, **kw):
@@ -425,24 +421,6 @@ def _exact(shape, dtype="float32", seed=0):
     return np.random.default_rng(seed).integers(-100, 100, size=shape).astype(dtype)
 
 
-def _host(r):
-    if cla is not None and isinstance(r, cla.Array):
-        return r.get()
-    if type(r).__module__.startswith("torch"):
-        return r.cpu().numpy()
-    if type(r).__module__.startswith("cupy"):
-        return r.get()
-    return r
-
-
-def _same(fast, slow):
-    """Bit-for-bit equal, same kind, dtype and shape (NaN positions included)."""
-    assert type(fast) is type(slow)
-    f, s = np.asarray(_host(fast)), np.asarray(_host(slow))
-    assert f.dtype == s.dtype and f.shape == s.shape
-    np.testing.assert_array_equal(f, s)
-
-
 def _no_slow_path(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("the full path ran for a learned call")
@@ -568,32 +546,17 @@ def test_threads_hammer_one_learned_signature(cl_device, cl_queue, own_kernels, 
     from clreduce.backends import cl_launch
 
     monkeypatch.setattr(cl_launch, "_MAX_THREADS", own_kernels)
-    errors = []
-    barrier = threading.Barrier(8)
     clreduce.max(cla.to_device(cl_queue, _data((16, 512), "int32")), axis=1)  # learn before the race
     clreduce.sum(_exact((16, 512)), axis=1, queue=cl_queue)
 
     def work(i):
-        try:
-            barrier.wait()
-            for j in range(60):
-                x = _data((16, 512), "int32", seed=100 * i + j)
-                np.testing.assert_array_equal(clreduce.max(cla.to_device(cl_queue, x), axis=1).get(), x.max(axis=1))
-                y = _exact((16, 512), seed=100 * i + j)
-                np.testing.assert_array_equal(clreduce.sum(y, axis=1, queue=cl_queue), y.sum(axis=1))
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
+        for j in range(60):
+            x = _data((16, 512), "int32", seed=100 * i + j)
+            np.testing.assert_array_equal(clreduce.max(cla.to_device(cl_queue, x), axis=1).get(), x.max(axis=1))
+            y = _exact((16, 512), seed=100 * i + j)
+            np.testing.assert_array_equal(clreduce.sum(y, axis=1, queue=cl_queue), y.sum(axis=1))
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
-    switch = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)  # switch threads as often as possible: races show up in seconds
-    try:
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=300)
-    finally:
-        sys.setswitchinterval(switch)
+    errors = hammer(work, 8, fast_switch=True)
     assert not errors, errors[0]
 
 
@@ -723,25 +686,14 @@ def test_cuda_threads_hammer_one_learned_signature(kind):
     arrays = [to_device(h) for h in hosts]
     clreduce.sum(arrays[0], axis=-1)
     clreduce.sum(arrays[0], axis=-1)  # learned
-    errors = []
 
     def work(i):
-        try:
-            for r in range(40):
-                j = (i + r) % len(arrays)
-                got = to_host(clreduce.sum(arrays[j], axis=-1))
-                if not np.array_equal(got, hosts[j].sum(-1)):
-                    errors.append((i, r, j))
-        except Exception as exc:  # noqa: BLE001 - reported below
-            errors.append(repr(exc))
+        for r in range(40):
+            j = (i + r) % len(arrays)
+            np.testing.assert_array_equal(to_host(clreduce.sum(arrays[j], axis=-1)), hosts[j].sum(-1))
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(6)]
-    for t in threads:
-        t.start()
-    work(99)
-    for t in threads:
-        t.join()
-    assert errors == []
+    errors = hammer(work, 6, with_main=True)
+    assert not errors, errors[0]
 
 
 def test_transposed_numpy_input_is_not_learned_and_stays_right(cl_device):

@@ -98,8 +98,11 @@ def test_row_ops_read_numpy_inputs_in_place_and_release_them(cl_device, monkeypa
     rms = x / np.sqrt((x.astype(np.float64) ** 2).mean(axis=-1, keepdims=True) + 1e-6)
     np.testing.assert_allclose(clreduce.rms_norm(x, device=cl_device), rms, rtol=1e-5, atol=1e-6)
     np.testing.assert_array_equal(x, keep)
-    assert len(rec.wrapped) == 3 and all(rec.wrapped), "a CPU device shares host memory: row-op inputs are wrapped"
-    assert rec.released == 3, "every wrapped buffer is released before the call returns"
+    # each first call wraps twice: the full path, then the row fast path's check run of its launcher
+    assert len(rec.wrapped) == 6 and all(rec.wrapped), "a CPU device shares host memory: row-op inputs are wrapped"
+    assert rec.released == 6, "every wrapped buffer is released before the call returns"
+    np.testing.assert_array_equal(clreduce.rms_norm(x, device=cl_device), clreduce.rms_norm(x, device=cl_device))
+    assert rec.wrapped == [True] * 8 and rec.released == 8, "learned calls wrap and release as well"
 
 
 def test_misaligned_input_is_copied_and_still_right(cl_device, monkeypatch):

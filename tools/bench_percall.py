@@ -207,11 +207,16 @@ def main(argv=None) -> int:
         report = cuda_rows(args.calls, args.repeats, args.rotate_mb)
     else:
         report = {"opencl": [opencl_rows(d, args.calls, args.repeats) for d in args.device.split(",") if d]}
+    emit(report, args.json)
+    return 0
+
+
+def emit(report: dict, path: str | None) -> None:
+    """Print the report as JSON, and write it to ``path`` when given."""
     text = json.dumps(report, indent=1)
     print(text)
-    if args.json:
-        Path(args.json).write_text(text + "\n")
-    return 0
+    if path:
+        Path(path).write_text(text + "\n")
 
 
 if __name__ == "__main__":

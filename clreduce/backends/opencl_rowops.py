@@ -6,7 +6,6 @@ their queue.
 from __future__ import annotations
 
 import dataclasses
-import threading
 
 import numpy as np
 
@@ -16,18 +15,20 @@ import pyopencl.array as cla
 from ..plan import UnsupportedOnDevice
 from ..plan_rowops import RowForce, RowPlan, RowProblem, plan_row
 from . import cl_host as host_buffers
-from .opencl import caps_of, get_kernel
+from . import row_args
+from .opencl import _cached_kernel, caps_of
 
-_plans: dict[tuple, tuple[RowPlan, list[cl.Kernel]]] = {}
+_plans: dict[tuple, tuple[RowPlan, list]] = {}
 _PLAN_CACHE_LIMIT = 512
-# clSetKernelArg on a shared cl_kernel is not thread-safe: set-args + enqueue run under one
-# lock (the kernels come from the reduction backend's shared cache).
-_launch_lock = threading.Lock()
 
 
 def clear_caches() -> None:
-    """Forget the memoised row-op plans and the kernels they hold."""
+    """Forget the memoised row-op plans, the kernels they hold and the fast path's row
+    launchers (which hold plans too)."""
+    from .. import fastpath
+
     _plans.clear()
+    fastpath.discard_plans(lambda _key, value: isinstance(value[0], RowPlan))
 
 
 def _kernel_runs_plan(kernel, device, p: RowPlan) -> dict | None:
@@ -44,8 +45,9 @@ def _kernel_runs_plan(kernel, device, p: RowPlan) -> dict | None:
 
 
 def plan_for(queue: cl.CommandQueue, problem: RowProblem, force: RowForce | None = None):
-    """(RowPlan, kernels: one per pass) for the queue's device, re-planned once if the compiled kernel
-    cannot run the plan (work-group limit below the plan's, or another sub-group width)."""
+    """(RowPlan, kernels: one ``opencl._CachedKernel`` per pass) for the queue's device,
+    re-planned once if the compiled kernel cannot run the plan (work-group limit below the
+    plan's, or another sub-group width)."""
     key = (queue.context.int_ptr, queue.device.int_ptr, problem, force)
     hit = _plans.get(key)
     if hit is not None:
@@ -56,10 +58,10 @@ def plan_for(queue: cl.CommandQueue, problem: RowProblem, force: RowForce | None
         if p is None:
             p = plan_row(caps, problem, force)
         options = [launch.options for launch in p.passes]
-        kernels = [get_kernel(queue.context, queue.device, p.kernel_file, p.entry, o) for o in options]
+        kernels = [_cached_kernel(queue.context, queue.device, p.kernel_file, p.entry, o) for o in options]
         fix = None
-        for kernel in kernels:
-            fix = fix or _kernel_runs_plan(kernel, queue.device, p)
+        for cached in kernels:
+            fix = fix or _kernel_runs_plan(cached.kernel, queue.device, p)
         if fix is None:
             if len(_plans) > _PLAN_CACHE_LIMIT:
                 _plans.clear()
@@ -81,7 +83,7 @@ def runnable_caps(queue: cl.CommandQueue):
     allows (llvmpipe: 32 of the 1024 the device reports), for listing forced variants."""
     caps = caps_of(queue.device)
     p, kernels = plan_for(queue, RowProblem("softmax", 1, 4096, "float32"))
-    limit = min(k.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, queue.device) for k in kernels)
+    limit = min(c.kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, queue.device) for c in kernels)
     return dataclasses.replace(caps, max_work_group_size=min(caps.max_work_group_size, int(limit)))
 
 
@@ -104,7 +106,6 @@ def run(queue: cl.CommandQueue, problem: RowProblem, src, *, weight=None, bias=N
     """
     p, kernels = plan_for(queue, problem, force)
     ctx = queue.context
-    rows, k = problem.rows, problem.row_len
     wrapped = None
     if isinstance(src, np.ndarray):
         src = np.ascontiguousarray(src)
@@ -113,73 +114,61 @@ def run(queue: cl.CommandQueue, problem: RowProblem, src, *, weight=None, bias=N
     else:
         src_buf, in_off = src.base_data, src.offset // src.dtype.itemsize
     acc = np.dtype(p.acc_dtype)
-    family = p.kernel_file
-    out = None if problem.op == "moments" else cla.empty(queue, (rows, k), np.dtype(p.out_dtype))
-    stats = None
-    if problem.op == "moments":
-        stats = cla.empty(queue, (2, rows), acc)
-    elif family == "row_scale.cl":
-        stats = cla.empty(queue, (rows,), acc)
-    dummy = None
-
-    def buf(a):
-        nonlocal dummy
-        if a is not None:
-            return a.base_data
-        if dummy is None:
-            dummy = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 16)
-        return dummy
-
-    def dev(a):
-        if a is None or is_cl_array(a):
-            return a
-        return cla.to_device(queue, np.ascontiguousarray(a, dtype=acc))
-
-    if family == "row_scan.cl":
-        _finish(_run_scan(queue, p, kernels, src_buf, in_off, out), wrapped)
-        return out, None
-    # (rows * split, 2) partial statistics between the two launches of a split plan
-    partials = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, rows * p.split * 2 * acc.itemsize) if p.split > 1 else None
-    out_off = np.uint64(0 if out is None else out.offset // out.dtype.itemsize)
-    args = [src_buf, np.uint64(in_off), buf(out), out_off]
-    if family == "row_norm.cl":
-        w, b = dev(weight), dev(bias)
-        args += [buf(w), buf(b), buf(stats)]
-    elif family == "row_scale.cl":
-        args += [buf(stats)]
-    args += [partials or buf(None), np.uint64(rows), np.uint64(k), np.uint64(p.scalars[2][2])]
-    if family == "row_norm.cl":
-        args.append(acc.type(eps))
-    with _launch_lock:
-        for launch, kernel in zip(p.passes, kernels):
-            kernel.set_args(*args)
-            event = cl.enqueue_nd_range_kernel(queue, kernel, (launch.global_size,), (launch.local_size,))
-    _finish(event, wrapped)
+    sizes = row_args.buffer_bytes(p, problem)
+    out = cla.empty(queue, (problem.rows, problem.row_len), np.dtype(p.out_dtype)) if sizes["output"] else None
+    shape = row_args.stats_shape(problem)
+    stats = None if shape is None else cla.empty(queue, shape, acc)
+    buffers = {"input": src_buf, "output": None if out is None else out.base_data,
+               "stats": None if stats is None else stats.base_data,
+               "weight": param_buffer(queue, weight, acc), "bias": param_buffer(queue, bias, acc)}
+    for name in ("partials", "carries"):
+        buffers[name] = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, sizes[name]) if sizes[name] else None
+    dummy = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 16)  # for the buffers the plan does not use
+    for arg_list, cached, launch in zip(row_args.kernel_args(p, problem, eps), kernels, p.passes):
+        args = bind(arg_list, buffers, in_off, dummy)
+        with cached.lock:  # set-args + enqueue on a kernel other threads share
+            cached.kernel.set_args(*args)
+            event = cl.enqueue_nd_range_kernel(queue, cached.kernel, (launch.global_size,), (launch.local_size,))
+    if wrapped is not None:  # wait for the last kernel (an in-order queue: all of them), then let go
+        event.wait()
+        wrapped.release()
     return out, stats
 
 
-def _finish(event, wrapped) -> None:
-    """A wrapped numpy input: wait for the last kernel (an in-order queue: all of them), then
-    release the buffer, so nothing reads the caller's memory after the call."""
-    if wrapped is not None:
-        event.wait()
-        wrapped.release()
+def bind(arg_list: tuple, buffers: dict, in_offset: int, absent) -> list:
+    """``row_args.kernel_args`` of one pass as kernel arguments: buffers by name (``absent``
+    where the plan uses none), the input's offset, scalars as they are."""
+    args = []
+    for arg in arg_list:
+        if arg == row_args.IN_OFFSET:
+            args.append(np.uint64(in_offset))
+        elif type(arg) is str:
+            buf = buffers.get(arg)
+            args.append(absent if buf is None else buf)
+        else:
+            args.append(arg)
+    return args
 
 
-def _run_scan(queue, p: RowPlan, kernels, src_buf, in_off: int, out):
-    """Enqueue a scan's passes (the last one's event returned); split rows get (rows, split)
-    partials and carries buffers."""
-    acc = np.dtype(p.acc_dtype)
-    size = max(1, p.scalars[0][2] * p.split) * acc.itemsize
-    mf = cl.mem_flags
-    partials = cl.Buffer(queue.context, mf.READ_WRITE, size) if p.split > 1 else None
-    carries = cl.Buffer(queue.context, mf.READ_WRITE, size) if p.split > 1 else None
-    buffers = {"input": (src_buf, in_off), "output": (out.base_data, out.offset // out.dtype.itemsize),
-               "partials": (partials, 0), "carries": (carries, 0)}
-    with _launch_lock:
-        for launch, kernel in zip(p.passes, kernels):
-            (src_buf, src_off), (dst_buf, dst_off) = buffers[launch.reads], buffers[launch.writes]
-            kernel.set_args(src_buf, np.uint64(src_off), dst_buf, np.uint64(dst_off), np.uint64(launch.n_rows),
-                            np.uint64(launch.row_len), np.uint64(launch.chunk_len), carries or dst_buf)
-            event = cl.enqueue_nd_range_kernel(queue, kernel, (launch.global_size,), (launch.local_size,))
-    return event
+def param_buffer(queue: cl.CommandQueue, p, acc: np.dtype):
+    """A weight / bias as the kernel reads it (ACC_T, contiguous, from element 0): a pyopencl
+    array that already is one is bound as it is; anything else (numpy, another dtype, a view
+    that starts inside its buffer -- whose offset the kernel would not see) is copied."""
+    if p is None:
+        return None
+    if is_cl_array(p):
+        if p.dtype == acc and p.offset == 0 and p.flags.c_contiguous:
+            return p.base_data
+        p = p.get()
+    host = np.ascontiguousarray(p, dtype=acc)
+    return cl.Buffer(queue.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=host)
+
+
+def fast_launcher(queue: cl.CommandQueue, per_call_queue: bool, problem: RowProblem, force: RowForce | None,
+                  eps: float, kind: str, rows_shape: tuple, stats_shape: tuple):
+    """A ready launcher (its ``host`` or ``device`` method) for calls like one that just ran
+    (clreduce/fastpath_rows.py); ``kind``: "host" (numpy) or "opencl" (pyopencl array)."""
+    from .cl_row_launch import RowLauncher
+
+    launcher = RowLauncher(queue, per_call_queue, problem, force, eps, rows_shape, stats_shape)
+    return launcher.host if kind == "host" else launcher.device

@@ -58,58 +58,40 @@ def _cupy_stream_reader(cupy):
 
 
 class _Slots:
-    """One thread's parameter blocks: ``buffers`` holds the (input, output, partials)
-    pointers; ``params[i]`` is the address of pass i's array of argument pointers."""
+    """One thread's parameter blocks: ``buffers`` holds the pointers a call writes;
+    ``params[i]`` is the address of pass i's array of argument pointers. A layout names each
+    argument: an int is a slot of ``buffers``, an array a constant (offset, scalar)."""
 
     __slots__ = ("buffers", "blocks", "params")
 
-    def __init__(self, steps, constants):
-        self.buffers = (ctypes.c_uint64 * 3)()
+    def __init__(self, layouts, n_buffers: int):
+        self.buffers = (ctypes.c_uint64 * n_buffers)()
         base = ctypes.addressof(self.buffers)
         self.blocks = []
-        for (_, _, _, reads, writes, _), (zero, scalars) in zip(steps, constants):
-            # kernel signature: (in, in_offset, out, out_offset, scalars...), see cl_kernels/README.md
-            pointers = [base + 8 * reads, zero.ctypes.data, base + 8 * writes, zero.ctypes.data]
-            pointers += [s.ctypes.data for s in scalars]
+        for layout in layouts:
+            pointers = [base + 8 * arg if type(arg) is int else arg.ctypes.data for arg in layout]
             self.blocks.append((ctypes.c_void_p * len(pointers))(*pointers))
         self.params = tuple(ctypes.addressof(b) for b in self.blocks)
 
 
-class Launcher:
-    """One learned signature on CUDA (see the module doc). ``steps`` are the backend
-    launcher's ``(function, grid, block, reads, writes, scalars)`` with buffer names turned
-    into indices of ``(input, output, partials)``."""
+class RawLaunch:
+    """Passes launched with ``cuLaunchKernel`` from parameter blocks made once per thread:
+    ``self(pointers, stream)`` writes the call's buffer pointers into this thread's slots
+    and launches every pass on ``stream``. ``passes``: (function, grid, block) each;
+    ``layouts``: each pass's arguments (see _Slots). Shared by the reductions' launcher and
+    the row ops' (row_fast.py)."""
 
-    __slots__ = ("base", "steps", "device_id", "out_shape", "out_dtype", "partials_bytes", "cupy", "torch",
-                 "torch_dtype", "stream_of", "cupy_stream", "get_device", "set_device",
-                 "launch_kernel", "alloc", "ndarray", "constants", "local", "raw", "init_context")
+    __slots__ = ("raw", "layouts", "n_buffers", "device_id", "set_device", "init_context", "launch_kernel", "local")
 
-    def __init__(self, base, cupy, device_id: int, out_shape: tuple, torch=None):
-        self.base = base  # the backend's _Launcher (kept alive while this entry lives)
-        self.steps = tuple((fn, grid, block, _BUFFERS[reads], _BUFFERS[writes], scalars)
-                           for fn, grid, block, reads, writes, scalars in base.steps)
+    def __init__(self, cupy, device_id: int, passes, layouts, n_buffers: int):
         # launch geometry as cuLaunchKernel takes it: (function, gx, gy, gz, bx, by, bz)
-        self.raw = tuple((fn.ptr,) + _dim3(grid) + _dim3(block) for fn, grid, block, *_ in self.steps)
-        # the slots every thread shares: a zero offset, and each pass's scalars in their own types
-        self.constants = tuple((np.zeros(1, np.uint64), tuple(np.array([s]) for s in scalars))
-                               for *_, scalars in self.steps)
+        self.raw = tuple((fn.ptr,) + _dim3(grid) + _dim3(block) for fn, grid, block in passes)
+        self.layouts, self.n_buffers = tuple(layouts), n_buffers
         self.device_id = device_id
-        self.out_shape = out_shape
-        self.out_dtype = base.out_dtype
-        self.partials_bytes = base.partials_bytes
-        self.cupy = cupy
-        self.get_device = cupy.cuda.runtime.getDevice
         self.set_device = cupy.cuda.runtime.setDevice
-        self.launch_kernel = cupy.cuda.driver.launchKernel
-        self.alloc = cupy.cuda.alloc
-        self.ndarray = cupy.ndarray
-        self.cupy_stream = _cupy_stream_reader(cupy)
         self.init_context = cupy.cuda.runtime.free  # free(0): the classic "make the context current"
+        self.launch_kernel = cupy.cuda.driver.launchKernel
         self.local = threading.local()  # .slots: this thread's _Slots (gone with the thread)
-        self.torch = torch
-        if torch is not None:
-            self.torch_dtype = torch.bool if self.out_dtype == np.bool_ else getattr(torch, self.out_dtype.name)
-            self.stream_of = _torch_stream_reader(torch)
 
     def _slots(self) -> _Slots:
         """This thread's parameter blocks, made on its first call, when the device's primary
@@ -118,21 +100,50 @@ class Launcher:
         device is already the current one here, so setting it changes nothing else."""
         self.set_device(self.device_id)
         self.init_context(0)
-        slots = self.local.slots = _Slots(self.steps, self.constants)
+        slots = self.local.slots = _Slots(self.layouts, self.n_buffers)
         return slots
 
-    def _launch(self, input_ptr: int, output_ptr: int, partials_ptr: int, stream: int):
+    def __call__(self, pointers: tuple, stream: int):
         try:
             slots = self.local.slots
         except AttributeError:
             slots = self._slots()
-        buffers = slots.buffers
-        buffers[0] = input_ptr
-        buffers[1] = output_ptr
-        buffers[2] = partials_ptr
+        slots.buffers[:len(pointers)] = pointers
         launch = self.launch_kernel
         for (fptr, gx, gy, gz, bx, by, bz), params in zip(self.raw, slots.params):
             launch(fptr, gx, gy, gz, bx, by, bz, 0, stream, params, 0)
+
+
+class Launcher:
+    """One learned signature on CUDA (see the module doc). ``steps`` are the backend
+    launcher's ``(function, grid, block, reads, writes, scalars)`` with buffer names turned
+    into indices of ``(input, output, partials)``."""
+
+    __slots__ = ("base", "device_id", "out_shape", "out_dtype", "partials_bytes", "cupy", "torch", "torch_dtype",
+                 "stream_of", "cupy_stream", "get_device", "alloc", "ndarray", "constants", "run")
+
+    def __init__(self, base, cupy, device_id: int, out_shape: tuple, torch=None):
+        self.base = base  # the backend's _Launcher (kept alive while this entry lives)
+        # the constants every thread's blocks point at: a zero offset, and each pass's scalars in their own types
+        self.constants = tuple((np.zeros(1, np.uint64), tuple(np.array([s]) for s in scalars))
+                               for *_, scalars in base.steps)
+        # kernel signature: (in, in_offset, out, out_offset, scalars...), see cl_kernels/README.md
+        layouts = [(_BUFFERS[reads], zero, _BUFFERS[writes], zero) + scalars
+                   for (_, _, _, reads, writes, _), (zero, scalars) in zip(base.steps, self.constants)]
+        self.run = RawLaunch(cupy, device_id, [(fn, grid, block) for fn, grid, block, *_ in base.steps], layouts, 3)
+        self.device_id = device_id
+        self.out_shape = out_shape
+        self.out_dtype = base.out_dtype
+        self.partials_bytes = base.partials_bytes
+        self.cupy = cupy
+        self.get_device = cupy.cuda.runtime.getDevice
+        self.alloc = cupy.cuda.alloc
+        self.ndarray = cupy.ndarray
+        self.cupy_stream = _cupy_stream_reader(cupy)
+        self.torch = torch
+        if torch is not None:
+            self.torch_dtype = torch_dtype(torch, self.out_dtype)
+            self.stream_of = _torch_stream_reader(torch)
 
     def cupy_array(self, a, where):
         """A cupy array in, a cupy array of the result's shape out, on CuPy's current stream."""
@@ -142,9 +153,9 @@ class Launcher:
         out = self.ndarray(self.out_shape, self.out_dtype)
         if self.partials_bytes:
             partials = self.alloc(self.partials_bytes)  # freed (stream-ordered) when this call returns
-            self._launch(a.data.ptr, out.data.ptr, partials.ptr, self.cupy_stream())
+            self.run((a.data.ptr, out.data.ptr, partials.ptr), self.cupy_stream())
         else:
-            self._launch(a.data.ptr, out.data.ptr, 0, self.cupy_stream())
+            self.run((a.data.ptr, out.data.ptr, 0), self.cupy_stream())
         return out
 
     def torch_tensor(self, t, where):
@@ -160,10 +171,15 @@ class Launcher:
         out = t.new_empty(self.out_shape, dtype=self.torch_dtype)
         if self.partials_bytes:
             partials = t.new_empty(self.partials_bytes, dtype=torch.uint8)
-            self._launch(t.data_ptr(), out.data_ptr(), partials.data_ptr(), stream)
+            self.run((t.data_ptr(), out.data_ptr(), partials.data_ptr()), stream)
         else:
-            self._launch(t.data_ptr(), out.data_ptr(), 0, stream)
+            self.run((t.data_ptr(), out.data_ptr(), 0), stream)
         return out
+
+
+def torch_dtype(torch, dtype: np.dtype):
+    """The torch dtype of a numpy one (bool, ints, floats)."""
+    return torch.bool if dtype == np.bool_ else getattr(torch, dtype.name)
 
 
 def _dim3(size: tuple) -> tuple:

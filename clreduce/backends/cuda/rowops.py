@@ -13,10 +13,12 @@ from ... import config
 from ...lru import LRU
 from ...plan import UnsupportedOnDevice
 from ...plan_rowops import RowForce, RowPlan, RowProblem, plan_row
+from .. import row_args
 from .launch import get_kernel
 from .probe import probe_device
 
 _plans = LRU(lambda: 4 * config.cache_size())
+_ZERO = np.uint64(0)
 
 
 def plan_for(device_id: int, problem: RowProblem, force: RowForce | None = None) -> tuple[RowPlan, list]:
@@ -57,43 +59,30 @@ def run(problem: RowProblem, src, *, weight=None, bias=None, eps: float = 0.0, f
     """
     import cupy
 
-    device_id = src.device.id
-    p, kernels = plan_for(device_id, problem, force)
-    rows, k = problem.rows, problem.row_len
+    p, kernels = plan_for(src.device.id, problem, force)
     acc = np.dtype(p.acc_dtype)
-    if problem.op == "moments":
-        out, stats = None, cupy.empty((2, rows), acc)
-    else:
-        if out is None:
-            out = cupy.empty((rows, k), np.dtype(p.out_dtype))
-        stats = cupy.empty((rows,), acc) if p.kernel_file == "row_scale.cl" else None
-    zero = np.uint64(0)
-    if p.kernel_file == "row_scan.cl":
-        partials = cupy.empty(rows * p.split, acc) if p.split > 1 else None
-        carries = cupy.empty(rows * p.split, acc) if p.split > 1 else None
-        buffers = {"input": src, "output": out, "partials": partials, "carries": carries}
-        for launch, kernel in zip(p.passes, kernels):
-            kernel((launch.global_size // launch.local_size,), (launch.local_size,),
-                   (buffers[launch.reads], zero, buffers[launch.writes], zero, np.uint64(launch.n_rows),
-                    np.uint64(launch.row_len), np.uint64(launch.chunk_len),
-                    carries if carries is not None else buffers[launch.writes]))
-        return out, None
-    dummy = cupy.empty(2, acc)
-    partials = cupy.empty(rows * p.split * 2, acc) if p.split > 1 else dummy
-    args = [src, zero, out if out is not None else dummy, zero]
-    if p.kernel_file == "row_norm.cl":
-        w = dummy if weight is None else cupy.ascontiguousarray(cupy.asarray(weight), dtype=acc)
-        b = dummy if bias is None else cupy.ascontiguousarray(cupy.asarray(bias), dtype=acc)
-        args += [w, b, stats if stats is not None else dummy]
-    elif p.kernel_file == "row_scale.cl":
-        args.append(stats)
-    args += [partials, np.uint64(rows), np.uint64(k), np.uint64(p.scalars[2][2])]
-    if p.kernel_file == "row_norm.cl":
-        args.append(acc.type(eps))
-    args = tuple(args)
-    for launch, kernel in zip(p.passes, kernels):
-        kernel((launch.global_size // launch.local_size,), (launch.local_size,), args)
-    return out, stats
+    sizes = row_args.buffer_bytes(p, problem)
+    if sizes["output"] and out is None:
+        out = cupy.empty((problem.rows, problem.row_len), np.dtype(p.out_dtype))
+    shape = row_args.stats_shape(problem)
+    stats = None if shape is None else cupy.empty(shape, acc)
+    buffers = {"input": src, "output": out if sizes["output"] else None, "stats": stats,
+               "weight": None if weight is None else cupy.ascontiguousarray(cupy.asarray(weight), dtype=acc),
+               "bias": None if bias is None else cupy.ascontiguousarray(cupy.asarray(bias), dtype=acc)}
+    for name in ("partials", "carries"):
+        buffers[name] = cupy.empty(sizes[name], np.uint8) if sizes[name] else None
+    dummy = cupy.empty(2, acc)  # for the buffers the plan does not use
+
+    def arg(a):
+        if type(a) is not str:
+            return a
+        if a == row_args.IN_OFFSET:
+            return _ZERO  # a cupy array's pointer includes its offset
+        return dummy if buffers.get(a) is None else buffers[a]
+
+    for arg_list, kernel, launch in zip(row_args.kernel_args(p, problem, eps), kernels, p.passes):
+        kernel((launch.global_size // launch.local_size,), (launch.local_size,), tuple(map(arg, arg_list)))
+    return (out if sizes["output"] else None), stats
 
 
 def as_cupy(x):
@@ -137,7 +126,8 @@ def _row_param_view(p, k: int, device, acc_torch):
     if type(p).__module__ != "torch" or not p.is_cuda or p.device != device or str(p.dtype) not in _TORCH_FLOATS \
             or tuple(p.shape) != (k,):
         return False
-    return p.detach().to(acc_torch).contiguous()
+    # resolve_neg: a negated view's memory holds the unnegated values (the kernel reads memory)
+    return p.detach().resolve_neg().to(acc_torch).contiguous()
 
 
 def torch_rows(op: str, x, axis, weight=None, bias=None, eps: float = 0.0, force: RowForce | None = None):
@@ -146,7 +136,7 @@ def torch_rows(op: str, x, axis, weight=None, bias=None, eps: float = 0.0, force
     weight / bias) is anything else, so the general path (and its errors) takes the call."""
     dtype = _TORCH_FLOATS.get(str(x.dtype))
     if dtype is None or not x.is_cuda or x.dim() == 0 or not isinstance(axis, int) \
-            or axis not in (-1, x.dim() - 1) or x.numel() == 0 or not x.is_contiguous():
+            or axis not in (-1, x.dim() - 1) or x.numel() == 0 or not x.is_contiguous() or x.is_neg():
         return None
     import cupy
     import torch

@@ -1,0 +1,167 @@
+"""Ready launchers for the row ops on OpenCL: the row half of the per-call fast path
+(clreduce/fastpath_rows.py), built like the reductions' (cl_launch.py).
+
+A launcher replays one learned call: allocate the outputs (rows, statistics) and a split
+plan's partials, bind the input, weight and bias, enqueue the plan's passes, and hand back
+pyopencl arrays on the call's queue (pyopencl's fast constructor) or, for numpy input,
+numpy arrays read back with blocking copies (the input wrapped in place or copied by
+``cl_host.input_buffer``, exactly as the full path does). The kernel arguments come from
+``row_args.kernel_args``, the list the full path binds too; the scalars (sizes, ``eps``)
+and the unused buffer slots (NULL: the plan's kernels never touch them) are set once per
+kernel object.
+
+Threads: each calling thread gets its own kernel objects (``clSetKernelArg`` on a kernel
+another thread may be setting is the one unsafe OpenCL call), found by thread id without a
+lock; past ``cl_launch._MAX_THREADS`` threads the others share one set under a lock.
+
+It holds its plan entry (plan and ``opencl._CachedKernel`` objects; ``plan_key`` and
+``plan_entry`` are what ``fastpath.discard_plans`` matches) and, for numpy calls on the
+default or a per-device queue, that queue; never a caller's array, context or queue.
+"""
+
+from __future__ import annotations
+
+import threading
+from threading import get_ident
+
+import numpy as np
+import pyopencl as cl
+
+from . import cl_host as host_buffers
+from . import opencl_rowops, row_args
+from . import cl_launch
+from .cl_launch import _array_maker
+
+_RW = cl.mem_flags.READ_WRITE
+
+
+class RowLauncher:
+    """One learned row-op signature on OpenCL (see the module doc)."""
+
+    __slots__ = ("plan_key", "plan_entry", "steps", "sizes", "acc", "present", "outputs", "makers", "itemsize",
+                 "queue", "ctx", "cl_device", "two", "stats_shape", "per_thread", "shared", "lock")
+
+    def __init__(self, queue: cl.CommandQueue, per_call_queue: bool, problem, force, eps: float, rows_shape: tuple,
+                 stats_shape: tuple):
+        self.plan_entry = opencl_rowops.plan_for(queue, problem, force)
+        self.plan_key = (queue.context.int_ptr, queue.device.int_ptr, problem, force)  # as plan_for keys it
+        plan, kernels = self.plan_entry
+        self.sizes = sizes = row_args.buffer_bytes(plan, problem)
+        self.acc = np.dtype(plan.acc_dtype)
+        present = {"input", "output", "weight", "bias", "stats", "partials", "carries"}
+        present -= {name for name in ("output", "stats", "partials", "carries") if not sizes[name]}
+        present -= {name for name, used in (("weight", problem.weight), ("bias", problem.bias)) if not used}
+        self.present = present
+        steps = []
+        for arg_list, cached, launch in zip(row_args.kernel_args(plan, problem, eps), kernels, plan.passes):
+            # (argument index, buffer name) bound per call; the input's offset; constants set once
+            bound = tuple((i, a) for i, a in enumerate(arg_list) if type(a) is str and a in present)
+            offset = next((i for i, a in enumerate(arg_list) if type(a) is str and a == row_args.IN_OFFSET), None)
+            fixed = tuple((i, None if type(a) is str else a) for i, a in enumerate(arg_list)
+                          if i != offset and (type(a) is not str or a not in present))
+            steps.append((cached.program, plan.entry, (launch.global_size,), (launch.local_size,), bound, offset,
+                          fixed))
+        self.steps = tuple(steps)
+        # results: (buffer, shape, dtype) each, in the order the caller gets them
+        self.stats_shape = stats_shape
+        self.two = problem.op in ("moments", "absmax_scale", "quantize_int8")
+        out_dtype = np.dtype(plan.out_dtype)
+        if problem.op == "moments":
+            self.outputs = (("stats", (2, problem.rows), self.acc),)
+        elif self.two:
+            self.outputs = (("output", rows_shape, out_dtype), ("stats", stats_shape, self.acc))
+        else:
+            self.outputs = (("output", rows_shape, out_dtype),)
+        self.makers = tuple(_array_maker(shape, dtype) for _, shape, dtype in self.outputs)
+        self.itemsize = np.dtype(problem.dtype).itemsize
+        # the default and per-device queues live as long as the process (opencl._device_queues)
+        self.queue = None if per_call_queue else queue
+        self.ctx = None if per_call_queue else queue.context
+        self.cl_device = None if per_call_queue else queue.device
+        self.per_thread = {}  # thread id -> [[kernel, input offset last set] per pass]
+        self.shared = None  # the kernels of threads past _MAX_THREADS, used under ``lock``
+        self.lock = threading.Lock()
+
+    def _new_kernels(self) -> list:
+        own = []
+        for program, entry, _, _, _, _, fixed in self.steps:
+            kernel = cl.Kernel(program, entry)
+            for i, value in fixed:
+                kernel.set_arg(i, value)
+            own.append([kernel, None])
+        return own
+
+    def _enqueue(self, queue, buffers: dict, in_offset: int):
+        own = self.per_thread.get(get_ident())
+        if own is None:
+            if len(self.per_thread) >= cl_launch._MAX_THREADS:
+                with self.lock:
+                    if self.shared is None:
+                        self.shared = self._new_kernels()
+                    return self._bind_and_enqueue(queue, self.shared, buffers, in_offset)
+            own = self.per_thread[get_ident()] = self._new_kernels()
+        return self._bind_and_enqueue(queue, own, buffers, in_offset)
+
+    def _bind_and_enqueue(self, queue, kernels, buffers, in_offset):
+        event = None
+        for (_, _, global_size, local_size, bound, offset, _), slot in zip(self.steps, kernels):
+            kernel = slot[0]
+            for i, name in bound:
+                kernel.set_arg(i, buffers[name])
+            if offset is not None and slot[1] != in_offset:
+                slot[1] = None  # unknown until set
+                kernel.set_arg(offset, np.uint64(in_offset))
+                slot[1] = in_offset
+            event = cl.enqueue_nd_range_kernel(queue, kernel, global_size, local_size,
+                                               wait_for=None if event is None else (event,))
+        return event
+
+    def _buffers(self, ctx, queue, weight, bias) -> dict:
+        sizes = self.sizes
+        buffers = {name: cl.Buffer(ctx, _RW, sizes[name]) for name in ("output", "stats", "partials", "carries")
+                   if sizes[name]}
+        if weight is not None:
+            buffers["weight"] = opencl_rowops.param_buffer(queue, weight, self.acc)
+        if bias is not None:
+            buffers["bias"] = opencl_rowops.param_buffer(queue, bias, self.acc)
+        return buffers
+
+    def _assemble(self, results: list):
+        if len(results) == 2:
+            return tuple(results)
+        if self.two:  # moments: mean and var are the two rows of one (2, rows) array
+            stats = results[0]
+            return stats[0].reshape(self.stats_shape), stats[1].reshape(self.stats_shape)
+        return results[0]
+
+    def device(self, x, weight, bias, queue):
+        """A pyopencl array in, pyopencl arrays out on the call's queue (not waited on)."""
+        queue = queue or x.queue
+        ctx = x.context
+        buffers = self._buffers(ctx, queue, weight, bias)
+        buffers["input"] = x.base_data
+        event = self._enqueue(queue, buffers, x.offset // self.itemsize)
+        return self._assemble([make(buffers[name], ctx, queue, event)
+                               for make, (name, _, _) in zip(self.makers, self.outputs)])
+
+    def host(self, x, weight, bias, queue):
+        """A numpy array in, numpy arrays out (waited on)."""
+        if self.queue is not None:
+            queue, ctx, device = self.queue, self.ctx, self.cl_device
+        else:
+            ctx, device = queue.context, queue.device
+        in_buf, in_offset, wrapped = host_buffers.input_buffer(ctx, device, x)
+        try:
+            buffers = self._buffers(ctx, queue, weight, bias)
+            buffers["input"] = in_buf
+            event = self._enqueue(queue, buffers, in_offset)
+            results = []
+            for i, (name, shape, dtype) in enumerate(self.outputs):
+                host = np.empty(shape, dtype)
+                # the last read blocks: then the kernels are done and the wrapped input can go
+                cl.enqueue_copy(queue, host, buffers[name], wait_for=(event,), is_blocking=i == len(self.outputs) - 1)
+                results.append(host)
+        finally:
+            if wrapped:
+                in_buf.release()
+        return self._assemble(results)

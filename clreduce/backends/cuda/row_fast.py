@@ -1,0 +1,135 @@
+"""Ready launchers for the row ops on CUDA: the row half of the per-call fast path
+(clreduce/fastpath_rows.py), built on the reductions' raw launch (fast.RawLaunch).
+
+A learned call allocates its outputs -- ``cupy.ndarray`` from CuPy's pool for cupy input,
+``Tensor.new_empty`` (torch's caching allocator) for CUDA torch input -- writes the input,
+output, weight, bias, statistics and scratch pointers into this thread's parameter slots
+and launches the plan's passes with ``cuLaunchKernel`` on the caller's current stream
+(CuPy's, or torch's raw current stream on the tensor's device). The kernel arguments come
+from ``row_args.kernel_args`` (the list the full path binds too): sizes and ``eps`` are
+constants the parameter blocks point at; unused buffers are NULL (the plan's kernels never
+touch them). No DLPack, no CuPy array around a tensor, no argument re-marshalling.
+
+A weight or bias whose dtype is not the math type (float16 weights of a float16 model, read
+in float32), or that is not contiguous, is converted per call on the same stream (never
+kept: it is the caller's, and may change between calls).
+
+Importing this module imports no GPU library; nothing runs until a launcher is built.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import row_args
+from .fast import RawLaunch, _cupy_stream_reader, _torch_stream_reader, torch_dtype
+
+_SLOTS = {name: i for i, name in enumerate(row_args.BUFFERS)}  # input, output, weight, bias, stats, partials, carries
+
+
+class RowLauncher:
+    """One learned row-op signature on CUDA (see the module doc)."""
+
+    __slots__ = ("plan", "constants", "run", "device_id", "out_dtype", "acc", "rows_shape", "stats_shape",
+                 "stats_alloc", "has_output", "partials_bytes", "scratch_bytes", "op", "cupy", "get_device",
+                 "ndarray", "alloc", "cupy_stream", "torch", "torch_out", "torch_acc", "stream_of")
+
+    def __init__(self, cupy, device_id: int, problem, force, eps: float, rows_shape: tuple, stats_shape: tuple,
+                 torch=None):
+        from .rowops import plan_for
+
+        with cupy.cuda.Device(device_id):
+            plan, kernels = self.plan = plan_for(device_id, problem, force)
+        zero = np.zeros(1, np.uint64)
+        constants, layouts = [zero], []
+        for arg_list in row_args.kernel_args(plan, problem, eps):
+            layout = []
+            for arg in arg_list:
+                if type(arg) is str:
+                    layout.append(zero if arg == row_args.IN_OFFSET else _SLOTS[arg])
+                else:
+                    constants.append(np.array([arg]))
+                    layout.append(constants[-1])
+            layouts.append(tuple(layout))
+        self.constants = constants  # the parameter blocks point into these
+        passes = [(kernel.kernel, (launch.global_size // launch.local_size,), (launch.local_size,))
+                  for kernel, launch in zip(kernels, plan.passes)]
+        self.run = RawLaunch(cupy, device_id, passes, layouts, len(row_args.BUFFERS))
+        sizes = row_args.buffer_bytes(plan, problem)
+        self.has_output = bool(sizes["output"])
+        self.partials_bytes = sizes["partials"]
+        self.scratch_bytes = sizes["partials"] + sizes["carries"]  # one allocation, carries after partials
+        self.op = problem.op
+        self.device_id = device_id
+        self.out_dtype, self.acc = np.dtype(plan.out_dtype), np.dtype(plan.acc_dtype)
+        self.rows_shape, self.stats_shape = rows_shape, stats_shape
+        self.stats_alloc = (2,) + stats_shape if problem.op == "moments" else stats_shape if sizes["stats"] else None
+        self.cupy = cupy
+        self.get_device = cupy.cuda.runtime.getDevice
+        self.ndarray = cupy.ndarray
+        self.alloc = cupy.cuda.alloc
+        self.cupy_stream = _cupy_stream_reader(cupy)
+        self.torch = torch
+        if torch is not None:
+            self.torch_out = torch_dtype(torch, self.out_dtype)
+            self.torch_acc = torch_dtype(torch, self.acc)
+            self.stream_of = _torch_stream_reader(torch)
+
+    def _results(self, out, stats):
+        if self.op == "moments":
+            return stats[0], stats[1]
+        return out if stats is None else (out, stats)
+
+    def cupy_call(self, x, weight, bias, queue):
+        """cupy arrays in, cupy arrays out, on CuPy's current stream."""
+        if self.get_device() != self.device_id:
+            with self.cupy.cuda.Device(self.device_id):
+                return self.cupy_call(x, weight, bias, queue)
+        out = self.ndarray(self.rows_shape, self.out_dtype) if self.has_output else None
+        stats = None if self.stats_alloc is None else self.ndarray(self.stats_alloc, self.acc)
+        # held until the launch is enqueued, then freed (stream-ordered) when this call returns
+        held = self.alloc(self.scratch_bytes) if self.scratch_bytes else None
+        scratch = 0 if held is None else held.ptr
+        w = weight if weight is None or (weight.dtype == self.acc and weight.flags.c_contiguous) else \
+            self.cupy.ascontiguousarray(weight, dtype=self.acc)
+        b = bias if bias is None or (bias.dtype == self.acc and bias.flags.c_contiguous) else \
+            self.cupy.ascontiguousarray(bias, dtype=self.acc)
+        self.run((x.data.ptr, 0 if out is None else out.data.ptr, 0 if w is None else w.data.ptr,
+                  0 if b is None else b.data.ptr, 0 if stats is None else stats.data.ptr, scratch,
+                  scratch + self.partials_bytes if scratch else 0), self.cupy_stream())
+        return self._results(out, stats)
+
+    def torch_call(self, t, weight, bias, queue):
+        """CUDA tensors in, tensors out, on torch's current stream."""
+        if self.get_device() != self.device_id:
+            with self.cupy.cuda.Device(self.device_id):
+                return self.torch_call(t, weight, bias, queue)
+        torch = self.torch
+        stream = self.stream_of(self.device_id)
+        # Tensor.new_empty on the input: its device without parsing a device= argument (as
+        # the reductions' launcher, fast.py)
+        out = t.new_empty(self.rows_shape, dtype=self.torch_out) if self.has_output else None
+        stats = None if self.stats_alloc is None else t.new_empty(self.stats_alloc, dtype=self.torch_acc)
+        scratch = t.new_empty(self.scratch_bytes, dtype=torch.uint8) if self.scratch_bytes else None
+        s = 0 if scratch is None else scratch.data_ptr()
+        w = weight if weight is None or (weight.dtype == self.torch_acc and weight.is_contiguous()) else \
+            weight.detach().to(self.torch_acc).contiguous()
+        b = bias if bias is None or (bias.dtype == self.torch_acc and bias.is_contiguous()) else \
+            bias.detach().to(self.torch_acc).contiguous()
+        self.run((t.data_ptr(), 0 if out is None else out.data_ptr(), 0 if w is None else w.data_ptr(),
+                  0 if b is None else b.data_ptr(), 0 if stats is None else stats.data_ptr(), s,
+                  s + self.partials_bytes if s else 0), stream)
+        return self._results(out, stats)
+
+
+def fast_launcher(x, problem, force, eps: float, rows_shape: tuple, stats_shape: tuple):
+    """A ready launcher (a bound method) for calls like one that just ran on a cupy array or
+    a CUDA torch tensor ``x`` (clreduce/fastpath_rows.py checks its first result)."""
+    import cupy
+
+    if type(x).__module__.partition(".")[0] == "torch":
+        import torch
+
+        launcher = RowLauncher(cupy, x.device.index, problem, force, eps, rows_shape, stats_shape, torch)
+        return launcher.torch_call
+    return RowLauncher(cupy, x.device.id, problem, force, eps, rows_shape, stats_shape).cupy_call

@@ -1,0 +1,419 @@
+"""The row ops' per-call fast path (clreduce/fastpath_rows.py): same answers and errors as
+the full path.
+
+No device needed: what tells calls apart (signatures) and what cannot be keyed.
+Per OpenCL device: every row op, learned, answers bit for bit as the full path
+(CLREDUCE_FAST_PATH=0) for numpy and pyopencl inputs, and really is served without it;
+eps / weight dtype / out= learn separately; the bound; threads; errors stay errors; a bad
+out= is never learned; whatever drops plans drops launchers; a launcher keeps no caller
+array alive. On a CUDA GPU (skipped here): the same for cupy arrays and CUDA torch tensors,
+torch's current stream, float16 weights converted per call, threads.
+"""
+
+from __future__ import annotations
+
+import gc
+import warnings
+import weakref
+
+import numpy as np
+import pytest
+from fast_helpers import fresh_fast_path, hammer  # noqa: F401 - fresh_fast_path: an autouse fixture
+from fast_helpers import host as _host
+from fast_helpers import same as _same
+
+import clreduce
+from clreduce import fastpath, fastpath_rows, rowops
+from clreduce.plan_rowops import RowForce
+
+try:
+    import pyopencl as cl
+    import pyopencl.array as cla
+except ImportError:  # the GPU machine may have no pyopencl: the OpenCL tests have no devices
+    cl = cla = None
+
+
+def _key(x, op="rms_norm", axis=-1, weight=None, bias=None, eps=1e-6, out=None, backend=None, device=None,
+         queue=None, force=None):
+    return fastpath_rows.signature(op, x, axis, weight, bias, eps, out, backend, device, queue, force)
+
+
+# ==== no device ================================================================================
+
+def test_signature_tells_apart_what_changes_the_answer_or_the_error():
+    x = np.zeros((4, 8), np.float32)
+    w = np.ones(8, np.float32)
+    base = _key(x, weight=w)
+    assert base is not None and base == _key(np.ones((4, 8), np.float32), weight=np.zeros(8, np.float32))
+    different = [
+        _key(x),                                                   # no weight
+        _key(x, weight=w.astype(np.float16)),                      # weight dtype
+        _key(x, weight=np.ones(16, np.float32)[::2]),              # weight strides
+        _key(x, weight=w, bias=w),                                 # a bias
+        _key(x, weight=w, eps=1e-5), _key(x, weight=w, eps=1),     # eps, and its type
+        _key(x, weight=w, out=np.empty((4, 8), np.float32)),       # out=
+        _key(x, weight=w, out=np.empty((4, 8), np.float64)),       # out='s dtype
+        _key(np.zeros((4, 9), np.float32), weight=w), _key(np.zeros((4, 8), np.float64), weight=w),
+        _key(np.zeros((8, 4), np.float32).T, weight=w),            # strides
+        _key(x, op="layer_norm", weight=w),                        # op
+        _key(x, weight=w, backend="opencl"), _key(x, weight=w, device="pocl"),
+        _key(x, weight=w, force=RowForce(lanes=4)), _key(x, weight=w, force=RowForce(vec=4)),
+        _key(x, weight=w, axis=np.int64(-1)),                      # axis type
+    ]
+    assert all(k is not None for k in different)
+    assert len({base, *different}) == len(different) + 1
+    pair = (np.empty((4, 8), np.int8), None)
+    assert _key(x, op="quantize_int8", eps=None, out=pair) != _key(x, op="quantize_int8", eps=None, out=pair[::-1])
+
+
+def test_uncacheable_row_calls_have_no_signature(monkeypatch):
+    x = np.zeros((4, 8), np.float32)
+    assert _key(x, weight=[1.0] * 8) is None                       # not an array: converted per call
+    assert _key(x, eps=np.float64(1e-6)) is None                   # a numpy scalar eps: slow path
+    assert _key(x, force={"lanes": 4}) is None                     # a dict
+    assert _key(x, axis=[1]) is None                               # unhashable axis
+    assert _key(x.astype(">f4")) is None                           # byte-swapped
+    assert _key([[1.0] * 8]) is None                               # not an array
+    assert _key(x, op="moments", eps=None, out=[None, None]) is None  # out= of two results: a tuple
+    assert _key(x, out=object()) is None
+    monkeypatch.setenv("CLREDUCE_FAST_PATH", "0")
+    assert _key(x) is None
+
+
+def test_environment_is_part_of_the_signature(monkeypatch):
+    x = np.zeros((4, 8), np.float32)
+    before = _key(x)
+    monkeypatch.setenv("CLREDUCE_ZERO_COPY", "0")
+    assert _key(x) != before
+    monkeypatch.delenv("CLREDUCE_ZERO_COPY")
+    assert _key(x) == before
+
+
+# ==== OpenCL devices ===========================================================================
+
+def _data(shape, dtype="float32", seed=0):
+    rng = np.random.default_rng(seed)
+    if np.dtype(dtype).kind in "iub":
+        return rng.integers(-5, 6, size=shape).astype(dtype)
+    return (rng.standard_normal(shape) * 2 + 0.25).astype(dtype)
+
+
+W = _data(40, seed=11)
+B = _data(40, seed=12)
+# (op, input shape, dtype, keyword arguments, learned?)
+ROW_CASES = [
+    ("softmax", (6, 40), "float32", {}, True),
+    ("log_softmax", (3, 2, 40), "float32", {}, True),
+    ("rms_norm", (6, 40), "float32", {"weight": W}, True),
+    ("rms_norm", (6, 40), "float32", {"eps": 0.5}, True),
+    ("layer_norm", (6, 40), "float32", {"weight": W, "bias": B, "eps": 1e-3}, True),
+    ("layer_norm", (6, 40), "float32", {"weight": W.astype(np.float16)}, True),  # converted per call
+    ("moments", (6, 40), "float32", {}, True),
+    ("moments", (40,), "float32", {}, True),                                     # 0-d mean and var
+    ("absmax_scale", (6, 40), "float32", {}, True),
+    ("quantize_int8", (6, 40), "float32", {}, True),
+    ("cumsum", (6, 40), "int32", {"axis": -1}, True),
+    ("cumsum", (6, 40), "float32", {}, True),                                    # axis=None: flattened
+    ("cumprod", (6, 40), "float32", {"axis": 1}, True),
+    ("logcumsumexp", (6, 40), "float32", {"axis": -1}, True),
+    ("softmax", (6, 40), "float32", {"axis": 0}, False),                         # the axis is moved: a copy
+    ("absmax_scale", (6, 40), "float16", {}, False),                             # amax cast to float16
+]
+
+
+def _no_full_path(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("the full path ran for a learned row-op call")
+
+    for op in list(rowops._FULL):
+        monkeypatch.setitem(rowops._FULL, op, refuse)
+
+
+def _fp16_ok(cl_device) -> bool:
+    return "cl_khr_fp16" in cl_device.extensions
+
+
+def _as_kind(kind, host, queue):
+    return host if kind == "numpy" else cla.to_device(queue, host)
+
+
+@pytest.mark.parametrize("kind", ["numpy", "pyopencl"])
+def test_learned_row_calls_answer_as_the_full_path(cl_device, cl_queue, kind, monkeypatch):
+    learned = []
+    for i, (op, shape, dtype, kwargs, expect_learned) in enumerate(ROW_CASES):
+        if dtype == "float16" and not _fp16_ok(cl_device):
+            continue
+        x = _as_kind(kind, _data(shape, dtype, seed=i), cl_queue)
+        kwargs = {name: (_as_kind(kind, v, cl_queue) if isinstance(v, np.ndarray) else v)
+                  for name, v in kwargs.items()}
+        where = {"device": cl_device} if kind == "numpy" else {}
+        f = getattr(clreduce, op)
+        before = fastpath.size()
+        with monkeypatch.context() as m:
+            m.setenv("CLREDUCE_FAST_PATH", "0")
+            slow = f(x, **kwargs, **where)
+            assert fastpath.size() == before  # CLREDUCE_FAST_PATH=0 learns nothing
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)  # a launcher that disagrees warns
+            first = f(x, **kwargs, **where)  # full path; learns
+        second = f(x, **kwargs, **where)
+        _same(first, slow)
+        _same(second, slow)
+        assert (fastpath.size() > before) == expect_learned, (op, shape, dtype, kwargs)
+        if expect_learned:
+            learned.append((f, x, kwargs, where, slow))
+    assert len(learned) >= 10
+    with monkeypatch.context() as m:
+        _no_full_path(m)
+        for f, x, kwargs, where, slow in learned:
+            _same(f(x, **kwargs, **where), slow)
+
+
+def test_eps_weight_dtype_and_out_learn_separately(cl_device, cl_queue):
+    x = _data((5, 40), seed=1)
+    w32 = _data(40, seed=2)
+    x64 = x.astype(np.float64)
+
+    def ref(eps, w):
+        return x64 / np.sqrt(np.mean(x64 ** 2, axis=-1, keepdims=True) + eps) * w.astype(np.float32)
+
+    out = np.empty_like(x)
+    for _ in range(3):  # the later rounds run learned
+        for eps in (1e-6, 4.0):
+            np.testing.assert_allclose(clreduce.rms_norm(x, w32, eps, device=cl_device), ref(eps, w32), rtol=2e-5)
+            got = clreduce.rms_norm(x, w32, eps, out=out, device=cl_device)
+            assert got is out
+            np.testing.assert_allclose(out, ref(eps, w32), rtol=2e-5)
+        w16 = w32.astype(np.float16)  # read in float32 (converted on the host): any device
+        np.testing.assert_allclose(clreduce.rms_norm(x, w16, device=cl_device), ref(1e-6, w16), rtol=2e-5)
+    assert fastpath.size() == 5
+
+
+def test_in_place_out_and_bad_out_is_never_learned(cl_device, cl_queue):
+    for _ in range(3):
+        x = _data((4, 40), seed=3)
+        want = clreduce.softmax(x.copy(), device=cl_device)
+        assert clreduce.softmax(x, out=x, device=cl_device) is x  # in place: the learning run read x first
+        np.testing.assert_array_equal(x, want)
+    learned = fastpath.size()
+    for _ in range(2):
+        with pytest.raises(ValueError, match="shape"):
+            clreduce.softmax(x, out=np.empty((4, 41), np.float32), device=cl_device)
+        with pytest.raises(TypeError, match="dtype"):
+            clreduce.softmax(x, out=np.empty((4, 40), np.float64), device=cl_device)
+        with pytest.raises(TypeError):
+            clreduce.moments(x, out=(np.empty(4, np.float32),), device=cl_device)
+        with pytest.raises(ValueError):
+            clreduce.rms_norm(x, np.ones(41, np.float32), device=cl_device)
+        with pytest.raises(ValueError):
+            clreduce.rms_norm(x, eps=0.0, device=cl_device)
+        with pytest.raises(TypeError):
+            clreduce.softmax(x.astype(np.int32), device=cl_device)
+    assert fastpath.size() == learned
+
+
+def test_offset_weight_is_read_from_its_first_element(cl_device, cl_queue):
+    # a pyopencl view starting inside its buffer: the kernel sees no offset, so it is copied
+    x = _data((3, 40), seed=4)
+    big = cla.to_device(cl_queue, _data(41, seed=5))
+    w = big[1:]
+    want = clreduce.rms_norm(x, w.get(), device=cl_device)
+    for _ in range(3):
+        np.testing.assert_array_equal(clreduce.rms_norm(cla.to_device(cl_queue, x), w).get(), want)
+
+
+def test_row_fast_path_is_bounded(cl_device, cl_queue, monkeypatch):
+    monkeypatch.setenv("CLREDUCE_CACHE_SIZE", "3")
+    for rnd in range(2):
+        for k in range(5, 12):
+            x = _data((2, k), seed=k)
+            want = clreduce.softmax(x, device=cl_device)
+            np.testing.assert_array_equal(clreduce.softmax(x, device=cl_device), want)
+            assert fastpath.size() <= 3
+
+
+@pytest.mark.parametrize("own_kernels", [16, 2], ids=["own-kernels", "past-the-limit"])
+def test_threads_hammer_learned_row_ops(cl_device, cl_queue, own_kernels, monkeypatch):
+    from clreduce.backends import cl_launch
+
+    monkeypatch.setattr(cl_launch, "_MAX_THREADS", own_kernels)
+    w = _data(64, seed=9)
+    clreduce.rms_norm(cla.to_device(cl_queue, _data((16, 64), seed=0)), w)  # learned before the race
+    clreduce.cumsum(_data((16, 64), "int32"), axis=-1, queue=cl_queue)
+
+    def work(i):
+        for j in range(25):
+            x = _data((16, 64), seed=100 * i + j)
+            got = clreduce.rms_norm(cla.to_device(cl_queue, x), w).get()
+            np.testing.assert_allclose(got, x / np.sqrt(np.mean(x.astype(np.float64) ** 2, -1, keepdims=True)
+                                                         + 1e-6) * w, rtol=2e-5, atol=1e-6)
+            y = _data((16, 64), "int32", seed=100 * i + j)
+            np.testing.assert_array_equal(clreduce.cumsum(y, axis=-1, queue=cl_queue), np.cumsum(y, -1))
+
+    errors = hammer(work, 6, fast_switch=True)
+    assert not errors, errors[0]
+
+
+def test_whatever_drops_row_plans_drops_row_launchers(cl_device, cl_queue):
+    from clreduce.backends import opencl, opencl_rowops
+
+    x = _data((4, 64), seed=6)
+    clreduce.softmax(x, device=cl_device)
+    clreduce.sum(x, axis=1, device=cl_device)
+    assert fastpath.size() == 2
+    opencl_rowops.clear_caches()  # the row plans: their launchers go, the reduction's stays
+    assert fastpath.size() == 1
+    clreduce.softmax(x, device=cl_device)
+    mode = next(p for p, _ in opencl_rowops._plans.values()).sg_mode
+    assert _row_entries() == 1
+    opencl._drop_plans_using(None, mode)  # what marking a sub-group mode bad does
+    assert _row_entries() == 0
+    clreduce.softmax(x, device=cl_device)
+    assert _row_entries() == 1
+    opencl._kernel_cache.discard_if(lambda _key, _cached: True)  # programs evicted: who holds them goes
+    assert _row_entries() == 0
+    clreduce.softmax(x, device=cl_device)
+    opencl.clear_caches()
+    assert fastpath.size() == 0
+
+
+def _row_entries() -> int:
+    return sum(isinstance(e, fastpath_rows.RowEntry) for e in list(fastpath._cache._data.values()))
+
+
+def test_a_launcher_keeps_no_caller_array(cl_device, cl_queue):
+    x = _data((4, 64), seed=7)
+    w = _data(64, seed=8)
+    d = cla.to_device(cl_queue, x)
+    dw = cla.to_device(cl_queue, w)
+    for _ in range(3):
+        clreduce.layer_norm(x, w, device=cl_device)
+        clreduce.layer_norm(d, dw).finish()
+    refs = [weakref.ref(a) for a in (x, w, d, dw)]
+    del x, w, d, dw
+    gc.collect()
+    assert fastpath.size() == 2 and all(r() is None for r in refs)
+
+
+# ==== CUDA GPU (the GPU machine; skipped here) ==================================================
+
+def _cuda_unavailable() -> str | None:
+    from clreduce.backends import get_backend
+
+    return get_backend("cuda").unavailable_reason()
+
+
+CUDA_REASON = _cuda_unavailable()
+cuda = pytest.mark.skipif(CUDA_REASON is not None, reason=f"CUDA backend unavailable: {CUDA_REASON}")
+CUDA_CASES = [  # (op, shape, dtype, keyword arguments)
+    ("softmax", (1, 128), "float32", {}), ("softmax", (64, 128), "float16", {}),
+    ("log_softmax", (33, 1000), "float32", {}), ("softmax", (2, 100_000), "float32", {}),  # split rows
+    ("rms_norm", (64, 128), "float16", {"weight": "w16"}), ("rms_norm", (64, 128), "float32", {"weight": "w32"}),
+    ("rms_norm", (64, 128), "float32", {"eps": 0.5}),
+    ("layer_norm", (7, 128), "float32", {"weight": "w32", "bias": "w16", "eps": 1e-3}),
+    ("layer_norm", (3, 100_000), "float16", {}),                                           # split, none cache
+    ("moments", (9, 128), "float32", {}), ("absmax_scale", (9, 128), "float32", {}),
+    ("quantize_int8", (9, 128), "float16", {}), ("cumsum", (9, 128), "int32", {"axis": -1}),
+    ("cumsum", (4, 100_000), "float32", {"axis": -1}),                                     # split scan: carries
+    ("cumprod", (9, 128), "float32", {"axis": 1}), ("logcumsumexp", (1, 128), "float32", {"axis": None}),
+]
+
+
+def _cuda_kind(kind):
+    import cupy
+
+    if kind == "cupy":
+        return cupy.asarray
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch without CUDA")
+    return lambda h: torch.from_numpy(np.ascontiguousarray(h)).cuda()
+
+
+@cuda
+@pytest.mark.parametrize("kind", ["cupy", "torch"])
+def test_cuda_learned_row_calls_answer_as_the_full_path(kind, monkeypatch):
+    to_device = _cuda_kind(kind)
+    params = {"w16": to_device(_data(128, "float16", 21)), "w32": to_device(_data(128, "float32", 22))}
+    for i, (op, shape, dtype, kwargs) in enumerate(CUDA_CASES):
+        x = to_device(_data(shape, dtype, seed=i))
+        kwargs = {k: params.get(v, v) if isinstance(v, str) else v for k, v in kwargs.items()}
+        f = getattr(clreduce, op)
+        with monkeypatch.context() as m:
+            m.setenv("CLREDUCE_FAST_PATH", "0")
+            slow = f(x, **kwargs)
+        before = fastpath.size()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            _same(f(x, **kwargs), slow)  # learns after checking the launcher against the full path
+        assert fastpath.size() == before + 1, (op, shape, dtype)
+        with monkeypatch.context() as m:
+            _no_full_path(m)
+            fast = f(x, **kwargs)
+        _same(fast, slow)
+        if kind == "torch":
+            for r in fast if isinstance(fast, tuple) else (fast,):
+                assert r.device == x.device
+
+
+@cuda
+def test_cuda_torch_learned_row_call_follows_the_current_stream():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch without CUDA")
+    x = torch.randn(256, 1024, device="cuda")
+    w = torch.rand(1024, device="cuda", dtype=torch.float16)
+    want = clreduce.rms_norm(x, w)
+    clreduce.rms_norm(x, w)  # learned
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        y = x * 1  # written on the side stream
+        got = clreduce.rms_norm(y, w)  # must run after it, on the same stream
+    side.synchronize()
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
+
+
+@cuda
+@pytest.mark.parametrize("kind", ["cupy", "torch"])
+def test_cuda_threads_hammer_learned_row_ops(kind):
+    to_device = _cuda_kind(kind)
+    hosts = [_data((16, 300), seed=s) for s in range(6)]
+    arrays = [to_device(h) for h in hosts]
+    wants = [_host(clreduce.softmax(a)) for a in arrays]
+    clreduce.softmax(arrays[0])  # learned
+
+    def work(i):
+        for r in range(40):
+            j = (i + r) % len(arrays)
+            np.testing.assert_array_equal(_host(clreduce.softmax(arrays[j])), wants[j])
+
+    errors = hammer(work, 6, with_main=True)
+    assert not errors and fastpath.size() == 1, errors[:1]
+
+
+def test_a_launcher_that_answers_differently_is_never_used(cl_device, cl_queue, monkeypatch):
+    """The first run of every launcher is compared with the full path's result: one that
+    differs warns and its signature keeps the full path (here a launcher made to be off by
+    one ulp in one element)."""
+    from clreduce.backends import opencl_rowops
+
+    real = opencl_rowops.fast_launcher
+
+    def off_by_one_ulp(*args, **kwargs):
+        launch = real(*args, **kwargs)
+
+        def wrong(x, weight, bias, queue):
+            result = launch(x, weight, bias, queue)
+            result.flat[0] = np.nextafter(result.flat[0], np.inf)
+            return result
+        return wrong
+
+    monkeypatch.setattr(opencl_rowops, "fast_launcher", off_by_one_ulp)
+    x = _data((4, 40), seed=13)
+    with monkeypatch.context() as m:
+        m.setenv("CLREDUCE_FAST_PATH", "0")
+        want = clreduce.softmax(x, device=cl_device)
+    for _ in range(2):  # each call would learn: it warns instead
+        with pytest.warns(RuntimeWarning, match="answered differently"):
+            np.testing.assert_array_equal(clreduce.softmax(x, device=cl_device), want)
+    assert fastpath.size() == 0
