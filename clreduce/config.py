@@ -28,6 +28,10 @@ CLREDUCE_TUNE_DIR          folder of the tune cache (default: the user cache dir
                            ``clreduce/tune``, from platformdirs)
 CLREDUCE_FAST_PATH         ``0`` turns off the per-call fast path (every call validates and plans
                            again: A/B timing, or a way around a suspected fast-path bug)
+CLREDUCE_CL_POOL           ``0`` turns off the OpenCL buffer pool on GPUs (backends/cl_pool.py):
+                           every learned call gets fresh output buffers, as on CPU devices --
+                           for code that reads results on several queues and drops them
+                           before those reads finish (slower on NVIDIA: a release waits there)
 =========================  ===================================================================
 """
 
@@ -43,7 +47,7 @@ from .plan import Force
 # The per-call fast path (fastpath.py) keys its cache on their raw values.
 CALL_ENV = ("CLREDUCE_BACKEND", "CLREDUCE_SG_MODE", "CLREDUCE_SG_SIZE", "CLREDUCE_STRATEGY",
             "CLREDUCE_WG_SIZE", "CLREDUCE_VEC", "CLREDUCE_ZERO_COPY", "CLREDUCE_MAX_ALLOC_BYTES",
-            "CLREDUCE_KERNEL_DIR", "CLREDUCE_TUNE", "CLREDUCE_TUNE_DIR")
+            "CLREDUCE_KERNEL_DIR", "CLREDUCE_TUNE", "CLREDUCE_TUNE_DIR", "CLREDUCE_CL_POOL")
 _CALL_ENV_KEYS = tuple(name.encode() for name in CALL_ENV)
 
 
@@ -53,6 +57,11 @@ def fast_path() -> bool:
     if os.name == "posix" and isinstance(data, dict):
         return data.get(b"CLREDUCE_FAST_PATH") != b"0"
     return os.environ.get("CLREDUCE_FAST_PATH") != "0"
+
+
+def cl_pool() -> bool:
+    """False when ``CLREDUCE_CL_POOL=0``: learned OpenCL calls never reuse output buffers."""
+    return os.environ.get("CLREDUCE_CL_POOL") != "0"
 
 
 _CALL_ENV_FP_KEYS = _CALL_ENV_KEYS + (b"CLREDUCE_FAST_PATH",)

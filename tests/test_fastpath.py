@@ -839,6 +839,25 @@ def test_pool_is_bounded_and_cleared(cl_device, cl_queue, monkeypatch):
         np.testing.assert_array_equal(r.get(), x.sum(axis=1))
 
 
+def test_cl_pool_env_turns_the_pool_off(cl_device, cl_queue, monkeypatch):
+    # CLREDUCE_CL_POOL=0 is the way out for code that reads results on several queues on a
+    # driver that does not count pending commands (NVIDIA): no buffer is ever lent or reused
+    from clreduce.backends import cl_pool, opencl
+
+    opencl.clear_caches()
+    # this CPU device stands in for a GPU: its learned mode is set to the GPUs' one
+    monkeypatch.setitem(cl_pool._modes, cl_queue.device.int_ptr, "reuse")
+    assert cl_pool.mode_for(cl_queue.context, cl_queue) == "reuse"
+    monkeypatch.setenv("CLREDUCE_CL_POOL", "0")
+    assert cl_pool.mode_for(cl_queue.context, cl_queue) == "off"
+    x = _exact((8, 200), seed=1)
+    for _ in range(4):
+        got = clreduce.sum(cla.to_device(cl_queue, x), axis=1)
+        np.testing.assert_array_equal(got.get(), x.sum(axis=1))
+    assert cl_pool.stats()["slots"] == 0 and cl_pool.stats()["lent"] == 0
+    opencl.clear_caches()
+
+
 def test_pooled_buffers_do_not_keep_a_dropped_context(cl_device, monkeypatch):
     import gc
 

@@ -48,6 +48,8 @@ from collections import deque
 
 import pyopencl as cl
 
+from .. import config
+
 MAX_SLOTS = 64
 MAX_BYTES = 512 << 20
 MAX_ONE = MAX_BYTES // 4  # a bigger buffer is never tracked (its kernel dwarfs any release)
@@ -95,10 +97,13 @@ mode_override: str | None = None  # tests and tools/bench_nvidia_opencl.py force
 
 
 def mode_for(ctx: cl.Context, queue) -> str:
-    """``reuse`` on GPUs, ``off`` on CPU devices (see the module doc); ``cl_launch`` asks
-    once per launcher."""
+    """``reuse`` on GPUs, ``off`` on CPU devices and everywhere while ``CLREDUCE_CL_POOL=0``
+    (see the module doc); ``cl_launch`` asks once per launcher (the variable is part of the
+    fast path's key, so a change learns a new launcher)."""
     if mode_override is not None:
         return mode_override
+    if not config.cl_pool():
+        return "off"
     device = queue.device
     mode = _modes.get(device.int_ptr)
     if mode is None:
