@@ -161,6 +161,9 @@ inline task_t task_at(const ulong task, const ulong n_rows, const ulong row_len,
  * row_len, chunk_len): the task `t`, its first input element `p`, and where the kernel file
  * says so (ROW_WRITES, ROW_WALKS, set before it includes this file) its first output
  * element `q` and its walk `w` (below). */
+#ifndef ROW_VEC_STORES
+#define ROW_VEC_STORES 1
+#endif
 #if !defined(ROW_WRITES) || !defined(ROW_WALKS)
 #error "the kernel file defines ROW_WRITES and ROW_WALKS (0/1) before including row_common.h"
 #endif
@@ -216,10 +219,17 @@ inline task_t task_at(const ulong task, const ulong n_rows, const ulong row_len,
 inline void load_run(__global const IN_T *p, const int vec_ok, ACC_T *d) {
     RUN_ACCESS(vec_ok, VLOAD_IN(VEC, p, d), d[e_] = LOAD(p, e_));
 }
+/* ROW_VEC_STORES 0 (int8 quantize: OUT_T is no float type, so no VEC-wide store of ACC_T
+ * values): the runs are stored element by element */
 inline void store_run(const ACC_T *d, __global OUT_T *q, const int vec_ok) {
+#if ROW_VEC_STORES
     RUN_ACCESS(vec_ok, VSTORE_OUT(VEC, d, q), STORE(d[e_], q, e_));
+#else
+    RUN_ACCESS(0 && vec_ok, (void)0, STORE(d[e_], q, e_));
+#endif
 }
 
+#if CACHE == CACHE_REG
 /* CACHE 0: this lane's runs of a task of `len` elements at p into v[NPER]; `pad` past its end */
 inline void load_runs(ACC_T *v, __global const IN_T *p, const ulong len, const int vec_ok, const uint lane,
                       const ACC_T pad) {
@@ -233,6 +243,7 @@ inline void load_runs(ACC_T *v, __global const IN_T *p, const ulong len, const i
         }
     }
 }
+#endif
 
 /* How every row-op kernel starts (a macro: __local arrays belong to the kernel's own scope):
  * the team-reduce scratch, this work-item's place, the grid stride over tasks, with CACHE 0

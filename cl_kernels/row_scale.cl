@@ -24,6 +24,7 @@
 /* what a task's trip declares (row_common.h, TASK_START) */
 #define ROW_WRITES (PHASE != 1)
 #define ROW_WALKS (CACHE != 0)
+#define ROW_VEC_STORES (QUANT == 0)
 #include "row_common.h"
 
 #if QUANT
