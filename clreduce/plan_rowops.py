@@ -87,7 +87,7 @@ VEC_RUNS_PER_LANE = {"layer_norm": 2}  # else 1; layer_norm's second team reduce
 CPU_ROW_WG = 16
 CPU_VEC_BYTES = 64
 # Rows read from memory (cache "none", split rows) of softmax, norms and scales: runs of
-# VEC_BYTES (GPUs) or CPU_VEC_BYTES (CPUs) after a scalar head up to an aligned address, no
+# VEC_BYTES (GPUs) or CPU_VEC_BYTES (Intel's CPU runtime) after a scalar head up to an aligned address, no
 # matter the row length (the kernels' LANE_WALK). Element loads had left long rows at the
 # speed of scalar code. Not on llvmpipe: its loop limiter counts the inner loop of a run.
 WALK_FAMILIES = ("softmax.cl", "row_norm.cl", "row_scale.cl")
@@ -586,11 +586,16 @@ def _cpu_register_rows(caps: DeviceCaps, problem: RowProblem, force: RowForce, a
 
 def _walk_vec(caps: DeviceCaps, problem: RowProblem, force: RowForce) -> int:
     """Elements per run of a row read from memory (cache "none", split rows): 16 bytes on
-    GPUs, 64 on CPUs, any row length (a scalar head and tail take the rest); 1 on llvmpipe and
-    for scans (row_scan.cl has its own tiles)."""
+    GPUs, 64 on Intel's CPU runtime, any row length (a scalar head and tail take the rest); 1 on
+    PoCL, llvmpipe and for scans (row_scan.cl has its own tiles)."""
     if force.vec is not None:
         return force.vec
     if FAMILIES[problem.op][0] not in WALK_FAMILIES or llvmpipe_loop_limited(caps):
+        return 1
+    if caps.device_type == "cpu" and caps.implementation != "intel":
+        # PoCL (a row per work-item, groups of 256 vectorised across work-items) was no faster
+        # with runs: 1.0-1.7x the element walk's time in 6 interleaved A/Bs on a loaded 2-core
+        # VM, where Intel's runtime took 0.57-1.13x (benchmarks/rowops_cpu_walk_2026-11-23)
         return 1
     vec_bytes = CPU_VEC_BYTES if caps.device_type == "cpu" else VEC_BYTES
     return max(1, min(VEC_MAX, vec_bytes // np.dtype(problem.dtype).itemsize))
