@@ -26,16 +26,8 @@
  * ACC_BLOCK / COL_BLOCK (float sums' block lengths, see "accumulation"; defaults 32 / 128).
  */
 
-#define SG_LOCAL 0
-#define SG_BUILTIN 1
-#define SG_SHUFFLE_KHR 2
-#define SG_SHUFFLE_QCOM 3
-#define SG_SHUFFLE_PTX 4
-
-#define REQD_SG_NONE 0
-#define REQD_SG_INTEL 1
-#define REQD_SG_QCOM_HALF 2
-#define REQD_SG_QCOM_FULL 3
+/* team_common.h: sub-group modes and their checks, SG_ATTR, CAT, shuffle_xor, TEAMS */
+#include "team_common.h"
 
 #define MAP_NONE 0
 #define MAP_ABS 1
@@ -54,29 +46,8 @@
 #ifndef MAP
 #error "MAP (0 none, 1 abs, 2 square, 3 nonzero, 4 not-nan, 5 nan-to-zero, 6 one) is required"
 #endif
-#ifndef IN_T
-#error "IN_T (element type read) is required"
-#endif
-#ifndef ACC_T
-#error "ACC_T (accumulator type) is required"
-#endif
-#ifndef OUT_T
-#error "OUT_T (element type written) is required"
-#endif
-#ifndef ACC_IS_FLOAT
-#error "ACC_IS_FLOAT (0/1) is required"
-#endif
-#ifndef ACC_BYTES
-#error "ACC_BYTES (sizeof(ACC_T)) is required"
-#endif
 #ifndef IDENTITY
 #error "IDENTITY (neutral value of the op in ACC_T) is required"
-#endif
-#ifndef WG_SIZE
-#error "WG_SIZE is required"
-#endif
-#ifndef LANES
-#error "LANES (work-items per row) is required"
 #endif
 #ifndef VEC
 #error "VEC (elements per vector load: 1, 2, 4, 8, 16) is required"
@@ -84,58 +55,22 @@
 #ifndef SPLIT
 #error "SPLIT (chunks per row, 1 = no split) is required"
 #endif
-#ifndef SG_MODE
-#error "SG_MODE (0 local, 1 builtin, 2 KHR shuffle, 3 qcom shuffle, 4 PTX shuffle) is required"
-#endif
-#ifndef SG_SIZE
-#error "SG_SIZE is required (any value with SG_MODE 0)"
-#endif
-#ifndef REQD_SG
-#error "REQD_SG (0 none, 1 intel, 2 qcom half, 3 qcom full) is required"
-#endif
 #ifndef FINALIZE
 #error "FINALIZE (0 none, 1 mean, 2 sqrt) is required"
 #endif
-#ifndef IN_HALF
-#error "IN_HALF (0/1) is required"
-#endif
-#ifndef OUT_HALF
-#error "OUT_HALF (0/1) is required"
-#endif
 #ifndef UNROLL
 #define UNROLL UNROLL_DEFAULT
-#endif
-#ifndef MIN_BLOCKS
-#define MIN_BLOCKS 1
 #endif
 #ifndef NBLK
 #define NBLK 1
 #endif
 
 
-#if (WG_SIZE % LANES) != 0 || (LANES & (LANES - 1)) != 0
-#error "LANES must be a power of two dividing WG_SIZE"
-#endif
 #if VEC != 1 && VEC != 2 && VEC != 4 && VEC != 8 && VEC != 16
 #error "VEC must be 1, 2, 4, 8 or 16"
 #endif
 #if UNROLL < 1 || UNROLL > 8
 #error "UNROLL must be 1..8"
-#endif
-#if SG_MODE != SG_LOCAL && (WG_SIZE % SG_SIZE) != 0
-#error "WG_SIZE must be a multiple of SG_SIZE"
-#endif
-#if SG_MODE != SG_LOCAL && FIXED_SG_SIZE && SG_SIZE != FIXED_SG_SIZE
-#error "this API has one sub-group width (FIXED_SG_SIZE): SG_SIZE must equal it"
-#endif
-#if SG_MODE == SG_SHUFFLE_QCOM && !HAS_QCOM_SHUFFLE
-#error "SG_MODE 3 (cl_qcom_subgroup_shuffle) has no meaning on this API: use 1 or 2"
-#endif
-#if SG_MODE == SG_SHUFFLE_PTX && !HAS_WORD_SHUFFLE
-#error "SG_MODE 4 (NVIDIA OpenCL's inline-PTX warp shuffle) has no meaning on this API: use 1 or 2"
-#endif
-#if REQD_SG != REQD_SG_NONE && !HAS_REQD_SG_ATTRS
-#error "this API cannot request a sub-group width: REQD_SG must be 0"
 #endif
 #if SG_MODE == SG_BUILTIN && LANES > 1 && LANES < SG_SIZE
 #error "built-in sub-group reduce covers whole sub-groups: use a shuffle mode for LANES < SG_SIZE"
@@ -143,19 +78,6 @@
 #if SG_MODE == SG_BUILTIN && (defined(OP_PROD) || defined(OP_NANMAX) || defined(OP_NANMIN))
 #error "no sub-group built-in for prod, and built-in max/min leave NaN unspecified: use a shuffle mode"
 #endif
-
-#if REQD_SG == REQD_SG_INTEL
-#define SG_ATTR __attribute__((intel_reqd_sub_group_size(SG_SIZE)))
-#elif REQD_SG == REQD_SG_QCOM_HALF
-#define SG_ATTR __attribute__((qcom_reqd_sub_group_size("half")))
-#elif REQD_SG == REQD_SG_QCOM_FULL
-#define SG_ATTR __attribute__((qcom_reqd_sub_group_size("full")))
-#else
-#define SG_ATTR
-#endif
-
-#define CAT_(a, b) a##b
-#define CAT(a, b) CAT_(a, b)
 
 /* ---- the op ------------------------------------------------------------------------ */
 /* max/min propagate NaN like numpy (fmax/fmin would drop it); nanmax/nanmin are fmax/fmin.
@@ -350,35 +272,6 @@ inline ACC_T outer_mean(const outer_t o, const ACC_T n) { return o.s / n; }
 #define BLOCK_DONE(i, end) BLOCK_DONE_IF(ACC_BLOCKED, (i), (end))
 
 /* ---- sub-group steps: one helper per SG_MODE behind sg_reduce (and butterfly) ------- */
-#if SG_MODE == SG_SHUFFLE_KHR
-inline ACC_T shuffle_xor(ACC_T v, uint mask) { return sub_group_shuffle_xor(v, mask); }
-#elif SG_MODE == SG_SHUFFLE_QCOM
-/* cl_qcom_subgroup_shuffle moves 32-bit values; 64-bit accumulators go as two halves. */
-inline ACC_T shuffle_xor(ACC_T v, uint mask) {
-#if ACC_BYTES == 8
-    uint2 u = as_uint2(v);
-    u.x = qcom_sub_group_shuffle_xor(u.x, mask, CLK_SUB_GROUP_SHUFFLE_WIDTH_WAVE_SIZE_QCOM, 0u);
-    u.y = qcom_sub_group_shuffle_xor(u.y, mask, CLK_SUB_GROUP_SHUFFLE_WIDTH_WAVE_SIZE_QCOM, 0u);
-    return CAT(as_, ACC_T)(u);
-#else
-    return qcom_sub_group_shuffle_xor(v, mask, CLK_SUB_GROUP_SHUFFLE_WIDTH_WAVE_SIZE_QCOM, v);
-#endif
-}
-#elif SG_MODE == SG_SHUFFLE_PTX
-/* The dialect's 32-bit word shuffle (NVIDIA OpenCL: shfl.sync.bfly.b32); 64-bit
- * accumulators move as two words. */
-inline ACC_T shuffle_xor(ACC_T v, uint mask) {
-#if ACC_BYTES == 8
-    uint2 u = as_uint2(v);
-    u.x = word_shuffle_xor(u.x, mask);
-    u.y = word_shuffle_xor(u.y, mask);
-    return CAT(as_, ACC_T)(u);
-#else
-    return CAT(as_, ACC_T)(word_shuffle_xor(as_uint(v), mask));
-#endif
-}
-#endif
-
 #if SG_MODE == SG_SHUFFLE_KHR || SG_MODE == SG_SHUFFLE_QCOM || SG_MODE == SG_SHUFFLE_PTX
 /* Butterfly over aligned groups of `width` lanes: xor masks below `width` never leave the
  * group, so several rows can share one sub-group. Every lane ends with its group's value. */
@@ -445,13 +338,6 @@ inline outer_t sg_reduce(outer_t v) {
 #endif
 
 /* ---- the kernel --------------------------------------------------------------------- */
-#define TEAMS (WG_SIZE / LANES)
-#if SG_MODE == SG_LOCAL
-#define SCRATCH_LEN WG_SIZE
-#else
-#define SCRATCH_LEN (WG_SIZE / SG_SIZE)
-#endif
-
 /* One lane's share of elements [0, len) at p: the scalar head up to VLOAD_ALIGNED (none on
  * OpenCL), lane-strided VEC-element loads with UNROLL of them in flight, the scalar tail
  * (len % VEC elements), all into VEC plain accumulators. For float sums with ACC_BLOCK > 0,

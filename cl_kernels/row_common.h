@@ -1,15 +1,13 @@
-/* row_common.h: the row machinery softmax.cl, row_norm.cl and row_scale.cl share: macro checks,
- * teams of LANES work-items per row, the team reduce (one per SG_MODE behind one name),
- * compensated sums, element loads/stores, and the task decomposition of split rows.
+/* row_common.h: the row machinery softmax.cl, row_norm.cl and row_scale.cl share (beyond
+ * team_common.h, which it includes): macro checks, the team reduce (one per SG_MODE behind
+ * one name), compensated sums, vector runs, the kernels' common start and the task
+ * decomposition of split rows.
  *
  * The kernel files `#include "row_common.h"`; clreduce/kernels.py splices this text in
  * where the include stands (the program is one string, so the source hash and the program
  * caches see this file too, and no include path is needed at build time).
  *
- * Required macros: IN_T, OUT_T, ACC_T, ACC_BYTES, ACC_IS_FLOAT, IN_HALF, OUT_HALF, WG_SIZE,
- * LANES, SG_MODE (0 local, 1 builtin, 2 KHR, 3 qcom, 4 NVIDIA OpenCL PTX shuffle), SG_SIZE,
- * REQD_SG, CACHE, NPER, LOCAL_LEN, SPLIT, PHASE, VEC.
- * Optional: MIN_BLOCKS (CUDA's __launch_bounds__ second argument, default 1).
+ * Required macros: those of team_common.h, and CACHE, NPER, LOCAL_LEN, SPLIT, PHASE, VEC.
  *
  * Tasks. A task is one row (SPLIT 1) or one of SPLIT chunks of chunk_len elements of a row
  * (task t: row t / SPLIT, chunk t % SPLIT). Teams walk the n_rows * SPLIT tasks with a grid
@@ -24,62 +22,15 @@
 #ifndef ROW_COMMON_H
 #define ROW_COMMON_H
 
-/* A pointer to local memory as a function parameter: `__local` in OpenCL C; the CUDA
- * dialect header defines it empty (shared memory pointers are generic there). */
-#ifndef LOCAL_PTR
-#define LOCAL_PTR __local
-#endif
-#define SG_LOCAL 0
-#define SG_BUILTIN 1
-#define SG_SHUFFLE_KHR 2
-#define SG_SHUFFLE_QCOM 3
-#define SG_SHUFFLE_PTX 4
-#define REQD_SG_NONE 0
-#define REQD_SG_INTEL 1
-#define REQD_SG_QCOM_HALF 2
-#define REQD_SG_QCOM_FULL 3
+/* team_common.h: sub-group modes, API checks, shuffle, LOAD/STORE, lanes and teams */
+#include "team_common.h"
+
 #define CACHE_REG 0
 #define CACHE_LOCAL 1
 #define CACHE_NONE 2
 #define K_SUM 0
 #define K_MAX 1
 
-#ifndef IN_T
-#error "IN_T (element type read) is required"
-#endif
-#ifndef OUT_T
-#error "OUT_T (element type written) is required"
-#endif
-#ifndef ACC_T
-#error "ACC_T (math type: float, or double for double input) is required"
-#endif
-#ifndef ACC_BYTES
-#error "ACC_BYTES (4 float, 8 double) is required"
-#endif
-#ifndef ACC_IS_FLOAT
-#error "ACC_IS_FLOAT (1: the row ops compute in float or double) is required"
-#endif
-#ifndef IN_HALF
-#error "IN_HALF (0/1) is required"
-#endif
-#ifndef OUT_HALF
-#error "OUT_HALF (0/1) is required"
-#endif
-#ifndef WG_SIZE
-#error "WG_SIZE is required"
-#endif
-#ifndef LANES
-#error "LANES (work-items per row) is required"
-#endif
-#ifndef SG_MODE
-#error "SG_MODE (0 local, 1 builtin, 2 KHR shuffle, 3 qcom shuffle) is required"
-#endif
-#ifndef SG_SIZE
-#error "SG_SIZE is required (any value with SG_MODE 0)"
-#endif
-#ifndef REQD_SG
-#error "REQD_SG (0 none, 1 intel, 2 qcom half, 3 qcom full) is required"
-#endif
 #ifndef CACHE
 #error "CACHE (0 registers, 1 local memory, 2 none) is required"
 #endif
@@ -96,44 +47,23 @@
 #error "PHASE (0 whole rows, 1 chunk partials, 2 apply from partials) is required"
 #endif
 #ifndef VEC
-#error "VEC (elements per load of a register-cached row; 1 = element loads) is required"
-#endif
-#ifndef MIN_BLOCKS
-#define MIN_BLOCKS 1
+#error "VEC (elements per load of a run; 1 = element loads) is required"
 #endif
 #if VEC != 1 && VEC != 2 && VEC != 4 && VEC != 8 && VEC != 16
 #error "VEC must be 1, 2, 4, 8 or 16"
 #endif
-#if VEC > 1 && (CACHE != 0 || (NPER % VEC) != 0)
-#error "VEC > 1 needs CACHE 0 (registers) and NPER a multiple of VEC"
+#if VEC > 1 && ((CACHE == CACHE_REG && (NPER % VEC) != 0) || CACHE == CACHE_LOCAL)
+#error "VEC > 1 needs NPER a multiple of VEC with CACHE 0, and no CACHE 1 (its buffer is re-read element-wise)"
 #endif
 
 #if ACC_IS_FLOAT != 1
 #error "the row ops compute in float or double: ACC_IS_FLOAT must be 1"
 #endif
-#if (WG_SIZE % LANES) != 0 || (LANES & (LANES - 1)) != 0 || (WG_SIZE & (WG_SIZE - 1)) != 0
-#error "WG_SIZE must be a power of two and LANES a power of two dividing it"
-#endif
-#if SG_MODE != SG_LOCAL && (WG_SIZE % SG_SIZE) != 0
-#error "WG_SIZE must be a multiple of SG_SIZE"
+#if (WG_SIZE & (WG_SIZE - 1)) != 0
+#error "WG_SIZE must be a power of two"
 #endif
 #if SG_MODE == SG_BUILTIN && LANES > 1 && LANES < SG_SIZE
 #error "built-in sub-group reduce covers whole sub-groups: use a shuffle mode for LANES < SG_SIZE"
-#endif
-#if ACC_BYTES == 8 && SG_MODE == SG_SHUFFLE_QCOM
-#error "the qcom shuffle moves 32-bit values: no double math with SG_MODE 3"
-#endif
-#if SG_MODE != SG_LOCAL && FIXED_SG_SIZE && SG_SIZE != FIXED_SG_SIZE
-#error "this API has one sub-group width (FIXED_SG_SIZE): SG_SIZE must equal it"
-#endif
-#if SG_MODE == SG_SHUFFLE_QCOM && !HAS_QCOM_SHUFFLE
-#error "SG_MODE 3 (cl_qcom_subgroup_shuffle) has no meaning on this API: use 1 or 2"
-#endif
-#if SG_MODE == SG_SHUFFLE_PTX && !HAS_WORD_SHUFFLE
-#error "SG_MODE 4 (NVIDIA OpenCL's inline-PTX warp shuffle) has no meaning on this API: use 1 or 2"
-#endif
-#if REQD_SG != REQD_SG_NONE && !HAS_REQD_SG_ATTRS
-#error "this API cannot request a sub-group width: REQD_SG must be 0"
 #endif
 #if (PHASE == 0) != (SPLIT == 1) || PHASE < 0 || PHASE > 2
 #error "PHASE 0 goes with SPLIT 1; PHASE 1 and 2 with SPLIT > 1"
@@ -142,63 +72,11 @@
 #error "split rows are read again in phase 2: CACHE must be 2 (none)"
 #endif
 
-#if REQD_SG == REQD_SG_INTEL
-#define SG_ATTR __attribute__((intel_reqd_sub_group_size(SG_SIZE)))
-#elif REQD_SG == REQD_SG_QCOM_HALF
-#define SG_ATTR __attribute__((qcom_reqd_sub_group_size("half")))
-#elif REQD_SG == REQD_SG_QCOM_FULL
-#define SG_ATTR __attribute__((qcom_reqd_sub_group_size("full")))
-#else
-#define SG_ATTR
-#endif
-
-/* Loads and stores by element index. The input is never written during a launch (LOAD_RO:
- * the read-only cache on CUDA); vload_half/vstore_half need only element alignment. */
-#if IN_HALF
-#define LOAD(p, i) ((ACC_T)LOAD_RO_HALF((p) + (i)))
-#else
-#define LOAD(p, i) ((ACC_T)LOAD_RO((p) + (i)))
-#endif
-#if OUT_HALF
-#define STORE(v, p, i) vstore_half((float)(v), (i), (p))
-#else
-#define STORE(v, p, i) ((p)[i] = (OUT_T)(v))
-#endif
-
-#define TEAMS (WG_SIZE / LANES)
-#if SG_MODE == SG_LOCAL
-#define SCRATCH_LEN WG_SIZE
-#else
-#define SCRATCH_LEN (WG_SIZE / SG_SIZE)
-#endif
-
 /* max propagates NaN like numpy's max (fmax would drop it). A function, so a shuffle passed
  * as an argument runs in every lane. */
 inline ACC_T comb(const ACC_T a, const ACC_T b, const int kind) {
     return kind == K_SUM ? a + b : ((isnan(a) || a > b) ? a : b);
 }
-
-#if SG_MODE == SG_SHUFFLE_KHR
-inline ACC_T shuffle_xor(ACC_T v, uint m) { return sub_group_shuffle_xor(v, m); }
-#elif SG_MODE == SG_SHUFFLE_QCOM
-inline ACC_T shuffle_xor(ACC_T v, uint m) {
-    return qcom_sub_group_shuffle_xor(v, m, CLK_SUB_GROUP_SHUFFLE_WIDTH_WAVE_SIZE_QCOM, v);
-}
-#elif SG_MODE == SG_SHUFFLE_PTX
-/* the dialect's 32-bit word shuffle (NVIDIA OpenCL: shfl.sync.bfly.b32); double as two words */
-#define ROW_CAT_(a, b) a##b
-#define ROW_CAT(a, b) ROW_CAT_(a, b)
-inline ACC_T shuffle_xor(ACC_T v, uint m) {
-#if ACC_BYTES == 8
-    uint2 u = as_uint2(v);
-    u.x = word_shuffle_xor(u.x, m);
-    u.y = word_shuffle_xor(u.y, m);
-    return ROW_CAT(as_, ACC_T)(u);
-#else
-    return ROW_CAT(as_, ACC_T)(word_shuffle_xor(as_uint(v), m));
-#endif
-}
-#endif
 
 #if SG_MODE != SG_LOCAL
 /* Reduce over aligned groups of `width` lanes of a sub-group; every lane gets the value.
@@ -267,26 +145,43 @@ inline void nsum_add(ACC_T *s, ACC_T *c, const ACC_T x) {
 }
 inline ACC_T nsum_value(const ACC_T s, const ACC_T c) { return isfinite(s) ? s + c : s; }
 
-/* Lane and team of this work-item. With sub-groups and LANES <= SG_SIZE a team is an
- * aligned lane group of one sub-group, named by sub-group ids so that the butterfly's
- * partners are exactly the team's lanes. */
-#if SG_MODE != SG_LOCAL && LANES <= SG_SIZE
-#define LANE_ID() ((uint)get_sub_group_local_id() % LANES)
-#define TEAM_ID() ((uint)get_sub_group_id() * (SG_SIZE / LANES) + (uint)get_sub_group_local_id() / LANES)
-#else
-#define LANE_ID() ((uint)get_local_id(0) % LANES)
-#define TEAM_ID() ((uint)get_local_id(0) / LANES)
-#endif
-
 /* Where task `task` lies: its row, the first element of its chunk, and its length (0 for a
  * team past the last task). The planner never makes an empty chunk. */
-inline ulong task_len(const ulong task, const ulong n_rows, const ulong row_len, const ulong chunk_len,
-                      ulong *row, ulong *start) {
+typedef struct { ulong task, row, start, len; } task_t;
+inline task_t task_at(const ulong task, const ulong n_rows, const ulong row_len, const ulong chunk_len) {
     const int live = task < n_rows * SPLIT;
-    *row = live ? task / SPLIT : 0;
-    *start = live ? (task % SPLIT) * chunk_len : 0;
-    return live ? min(chunk_len, row_len - *start) : 0;
+    task_t t;
+    t.task = task;
+    t.row = live ? task / SPLIT : 0;
+    t.start = live ? (task % SPLIT) * chunk_len : 0;
+    t.len = live ? min(chunk_len, row_len - t.start) : 0;
+    return t;
 }
+/* The start of a task's trip (kernel arguments in, in_offset, out, out_offset, n_rows,
+ * row_len, chunk_len): the task `t`, its first input element `p`, and where the kernel file
+ * says so (ROW_WRITES, ROW_WALKS, set before it includes this file) its first output
+ * element `q` and its walk `w` (below). */
+#ifndef ROW_VEC_STORES
+#define ROW_VEC_STORES 1
+#endif
+#if !defined(ROW_WRITES) || !defined(ROW_WALKS)
+#error "the kernel file defines ROW_WRITES and ROW_WALKS (0/1) before including row_common.h"
+#endif
+#if ROW_WRITES
+#define TASK_Q __global OUT_T *q = out + out_offset + t.row * row_len + t.start
+#else
+#define TASK_Q (void)0
+#endif
+#if ROW_WALKS
+#define TASK_W const walk_t w = walk_of(p, t.len)
+#else
+#define TASK_W (void)0
+#endif
+#define TASK_START(base)                                                                      \
+    const task_t t = task_at((base) + team, n_rows, row_len, chunk_len);                      \
+    __global const IN_T *p = in + in_offset + t.row * row_len + t.start;                      \
+    TASK_Q;                                                                                   \
+    TASK_W
 
 /* Register-cached rows (CACHE 0): a lane owns NPER / VEC runs of VEC consecutive elements;
  * run j of a lane starts at element RUN_START(j) = (j * LANES + lane) * VEC, so the team's
@@ -311,26 +206,137 @@ inline ulong task_len(const ulong task, const ulong n_rows, const ulong row_len,
 #else
 #define VEC_OK(in_p, out_p) 0
 #endif
+/* One run of VEC elements: a VEC-wide access where `vec_ok`, else element by element. */
+#define RUN_ACCESS(vec_ok, wide, one) do {                                                    \
+        if (VEC > 1 && (vec_ok)) {                                                            \
+            wide;                                                                             \
+        } else {                                                                              \
+            UNROLL_LOOP for (uint e_ = 0; e_ < VEC; ++e_) {                                   \
+                one;                                                                          \
+            }                                                                                 \
+        }                                                                                     \
+    } while (0)
 inline void load_run(__global const IN_T *p, const int vec_ok, ACC_T *d) {
-#if VEC > 1
-    if (vec_ok) {
-        VLOAD_IN(VEC, p, d);
-        return;
-    }
+    RUN_ACCESS(vec_ok, VLOAD_IN(VEC, p, d), d[e_] = LOAD(p, e_));
+}
+/* ROW_VEC_STORES 0 (int8 quantize: OUT_T is no float type, so no VEC-wide store of ACC_T
+ * values): the runs are stored element by element */
+inline void store_run(const ACC_T *d, __global OUT_T *q, const int vec_ok) {
+#if ROW_VEC_STORES
+    RUN_ACCESS(vec_ok, VSTORE_OUT(VEC, d, q), STORE(d[e_], q, e_));
+#else
+    RUN_ACCESS(0 && vec_ok, (void)0, STORE(d[e_], q, e_));
 #endif
-    for (uint e = 0; e < VEC; ++e) {
-        d[e] = LOAD(p, e);
+}
+
+#if CACHE == CACHE_REG
+/* CACHE 0: this lane's runs of a task of `len` elements at p into v[NPER]; `pad` past its end */
+inline void load_runs(ACC_T *v, __global const IN_T *p, const ulong len, const int vec_ok, const uint lane,
+                      const ACC_T pad) {
+    UNROLL_LOOP for (uint j = 0; j < NPER / VEC; ++j) {
+        if (RUN_START(j) < len) {
+            load_run(p + RUN_START(j), vec_ok, v + j * VEC);
+        } else {
+            UNROLL_LOOP for (uint e = 0; e < VEC; ++e) {
+                v[j * VEC + e] = pad;
+            }
+        }
     }
 }
-inline void store_run(const ACC_T *d, __global OUT_T *q, const int vec_ok) {
-#if VEC > 1
-    if (vec_ok) {
-        VSTORE_OUT(VEC, d, q);
-        return;
-    }
 #endif
-    for (uint e = 0; e < VEC; ++e) {
-        STORE(d[e], q, e);
+
+/* How every row-op kernel starts (a macro: __local arrays belong to the kernel's own scope):
+ * the team-reduce scratch, this work-item's place, the grid stride over tasks, with CACHE 0
+ * `vec_ok` (register runs may be VEC-wide accesses), with CACHE 1 the teams' row buffers
+ * (`c`: this team's). */
+#if CACHE == CACHE_LOCAL
+#define ROW_BUFFERS                                                                           \
+    __local ACC_T rowbuf[TEAMS * LOCAL_LEN];                                                  \
+    LOCAL_PTR ACC_T *c = rowbuf + team * LOCAL_LEN
+#else
+#define ROW_BUFFERS (void)0
+#endif
+#if CACHE == CACHE_REG
+#define ROW_VEC_OK const int vec_ok = VEC_OK(in + in_offset, out + out_offset); (void)vec_ok
+#else
+#define ROW_VEC_OK (void)0
+#endif
+#define ROW_KERNEL_START                                                                      \
+    __local ACC_T scratch[SCRATCH_LEN];                                                       \
+    const uint lid = (uint)get_local_id(0);                                                   \
+    const uint lane = LANE_ID();                                                              \
+    const uint team = TEAM_ID();                                                              \
+    const ulong stride = (ulong)get_num_groups(0) * TEAMS;                                    \
+    ROW_VEC_OK;                                                                               \
+    ROW_BUFFERS
+/* The grid-stride loop's first task base of this group (every work-item of a group runs the
+ * same trips; a team past the last task works on an empty chunk). */
+#define FIRST_BASE ((ulong)get_group_id(0) * TEAMS)
+
+/* Passes that read the task from memory (CACHE 1 and 2, the split phases) walk [0, len) at p
+ * in three parts: `head` elements up to an address aligned for VEC-wide loads (VLOAD_HEAD:
+ * none on OpenCL), `runs` runs of VEC elements (run r at head + r * VEC, to lane r % LANES,
+ * so neighbouring lanes read neighbouring runs), then the tail. The head and tail ("odd"
+ * elements, fewer than 2 * VEC) go one element per lane. With VEC 1 this is the plain walk
+ * i = lane, lane + LANES, ... (CACHE 1 re-reads its row buffer that way: VEC must be 1 there).
+ * Element loads had left long rows at a fraction of the reductions' bandwidth (issue 10). */
+typedef struct { ulong head, runs, odd; } walk_t;
+inline walk_t walk_of(__global const IN_T *p, const ulong len) {
+    walk_t w;
+    w.head = min((ulong)VLOAD_HEAD(p, VEC), len);
+    w.runs = (len - w.head) / VEC;
+    w.odd = len - w.runs * VEC;
+    return w;
+}
+/* Walk this lane's share of a task: for each element, `x` (a mutable ACC_T) holds it and `i`
+ * is its index when `body` runs; with WRITE 1, x is then stored to q[i] (VEC-wide where
+ * q + head is aligned for it, else element by element). A macro: the body is each
+ * kernel's own statement. */
+#define LANE_WALK(w, p, WRITE, q, i, x, body) do {                                           \
+        const int q_ok_ = WRITE && VLOAD_ALIGNED((q) + (w).head, VEC);                        \
+        for (ulong r_ = lane; r_ < (w).runs; r_ += LANES) {                                   \
+            ACC_T d_[VEC];                                                                    \
+            const ulong i0_ = (w).head + r_ * VEC;                                            \
+            load_run((p) + i0_, 1, d_);                                                       \
+            UNROLL_LOOP for (uint e_ = 0; e_ < VEC; ++e_) {                                   \
+                const ulong i = i0_ + e_;                                                     \
+                ACC_T x = d_[e_];                                                             \
+                (void)i;                                                                      \
+                body;                                                                         \
+                d_[e_] = x;                                                                   \
+            }                                                                                 \
+            if (WRITE) {                                                                      \
+                store_run(d_, (q) + i0_, q_ok_);                                              \
+            }                                                                                 \
+        }                                                                                     \
+        for (ulong k_ = lane; k_ < (w).odd; k_ += LANES) {                                    \
+            const ulong i = k_ < (w).head ? k_ : k_ + (w).runs * VEC;                         \
+            ACC_T x = LOAD(p, i);                                                             \
+            body;                                                                             \
+            if (WRITE) {                                                                      \
+                STORE(x, q, i);                                                               \
+            }                                                                                 \
+        }                                                                                     \
+    } while (0)
+/* CACHE 1: keep an element in the team's row buffer `c` (nothing otherwise); a later pass
+ * runs `body` with x = c[i] over the elements this lane put there (LANE_WALK at VEC 1: i =
+ * lane, lane + LANES, ...), so the buffer needs no barrier. */
+#if CACHE == CACHE_LOCAL
+#define CACHE_PUT(i, x) (c[i] = (x))
+#define CACHE_WALK(i, x, body)                                                                \
+    for (ulong i = lane; i < t.len; i += LANES) {                                             \
+        const ACC_T x = c[i];                                                                 \
+        body;                                                                                 \
+    }
+#else
+#define CACHE_PUT(i, x) ((void)0)
+#endif
+
+/* PHASE 1: lane 0 of a live task writes its chunk's two statistics */
+inline void put_partials(__global ACC_T *partials, const task_t t, const uint lane, const ACC_T a, const ACC_T b) {
+    if (lane == 0 && t.len > 0) {
+        partials[2 * t.task] = a;
+        partials[2 * t.task + 1] = b;
     }
 }
 

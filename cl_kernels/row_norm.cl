@@ -38,6 +38,10 @@
 #error "moments writes no row: CACHE must be 2"
 #endif
 
+/* what a task's trip declares (row_common.h, TASK_START): moments writes no row, and its
+ * PHASE 2 only folds partials */
+#define ROW_WRITES (PHASE != 1 && NORM != NORM_MOMENTS)
+#define ROW_WALKS (CACHE != 0 && !(PHASE == 2 && NORM == NORM_MOMENTS))
 #include "row_common.h"
 
 #if HAS_WEIGHT
@@ -51,6 +55,12 @@
 #define B(i) ((ACC_T)0)
 #endif
 
+/* d = x - x0 into a lane's compensated sums of d and d * d */
+inline void moments_add(ACC_T *s1, ACC_T *c1, ACC_T *s2, ACC_T *c2, const ACC_T d) {
+    nsum_add(s1, c1, d);
+    nsum_add(s2, c2, d * d);
+}
+
 __kernel SG_ATTR KERNEL_WG_SIZE(WG_SIZE)
 void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
                __global OUT_T *restrict out, const ulong out_offset,
@@ -58,40 +68,23 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
                __global ACC_T *restrict stats, __global ACC_T *restrict partials,
                const ulong n_rows, const ulong row_len, const ulong chunk_len, const ACC_T eps)
 {
-    __local ACC_T scratch[SCRATCH_LEN];
-#if CACHE == CACHE_LOCAL
-    __local ACC_T rowbuf[TEAMS * LOCAL_LEN];
-#endif
-    const uint lid = (uint)get_local_id(0);
-    const uint lane = LANE_ID();
-    const uint team = TEAM_ID();
-    const ulong stride = (ulong)get_num_groups(0) * TEAMS;
-#if CACHE == CACHE_REG
-    const int vec_ok = VEC_OK(in + in_offset, out + out_offset);
-#endif
+    ROW_KERNEL_START;
 
-    /* every work-item runs the same trips; a team past the last task works on an empty chunk */
-    for (ulong base = (ulong)get_group_id(0) * TEAMS; base < n_rows * SPLIT; base += stride) {
-        const ulong task = base + team;
-        ulong row, start;
-        const ulong len = task_len(task, n_rows, row_len, chunk_len, &row, &start);
-        __global const IN_T *p = in + in_offset + row * row_len + start;
-#if PHASE != 1 && NORM != NORM_MOMENTS
-        __global OUT_T *q = out + out_offset + row * row_len + start;
-#endif
+    for (ulong base = FIRST_BASE; base < n_rows * SPLIT; base += stride) {
+        TASK_START(base);
 
 #if NORM == NORM_RMS
 #define x0 ((ACC_T)0) /* no shift (a macro: a variable no phase reads is a -Werror warning) */
 #else
         /* the row's first element, for every chunk of the row */
-        const ACC_T x0 = len > 0 ? LOAD(in + in_offset + row * row_len, 0) : (ACC_T)0;
+        const ACC_T x0 = t.len > 0 ? LOAD(in + in_offset + t.row * row_len, 0) : (ACC_T)0;
 #endif
 #if PHASE == 2
         /* fold the row's chunk sums */
         ACC_T s1 = 0, c1 = 0, s2 = 0, c2 = 0;
         for (uint j = lane; j < SPLIT; j += LANES) {
-            nsum_add(&s1, &c1, PARTIAL(row, j, 0));
-            nsum_add(&s2, &c2, PARTIAL(row, j, 1));
+            nsum_add(&s1, &c1, PARTIAL(t.row, j, 0));
+            nsum_add(&s2, &c2, PARTIAL(t.row, j, 1));
         }
 #elif CACHE == CACHE_REG
         ACC_T s2 = 0, c2 = 0;
@@ -103,27 +96,19 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
          * over the registers, sum(d) then sum((d - mean_d)^2), which need no compensation
          * for the variance's cancellation either */
         ACC_T v[NPER];
-        UNROLL_LOOP for (uint j = 0; j < NPER / VEC; ++j) {
-            if (RUN_START(j) < len) {
-                load_run(p + RUN_START(j), vec_ok, v + j * VEC);
-            } else {
-                UNROLL_LOOP for (uint e = 0; e < VEC; ++e) {
-                    v[j * VEC + e] = x0;  /* padding: d = 0 */
-                }
-            }
-            UNROLL_LOOP for (uint e = 0; e < VEC; ++e) {
-                const ACC_T d = v[j * VEC + e] - x0;
+        load_runs(v, p, t.len, vec_ok, lane, x0);  /* padding: d = 0 */
+        UNROLL_LOOP for (uint j = 0; j < NPER; ++j) {
+            const ACC_T d = v[j] - x0;
 #if NORM == NORM_RMS
-                s2 += d * d;
+            s2 += d * d;
 #else
-                s1 += d;
+            s1 += d;
 #endif
-            }
         }
 #if NORM != NORM_RMS
         const ACC_T mean_reg = team_reduce(s1, K_SUM, scratch, lid, lane) / (ACC_T)row_len;
         UNROLL_LOOP for (uint j = 0; j < NPER / VEC; ++j) {
-            if (RUN_START(j) < len) {
+            if (RUN_START(j) < t.len) {
                 UNROLL_LOOP for (uint e = 0; e < VEC; ++e) {
                     const ACC_T d = (v[j * VEC + e] - x0) - mean_reg;
                     s2 += d * d;
@@ -133,18 +118,7 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
 #endif
 #else
         ACC_T s1 = 0, c1 = 0, s2 = 0, c2 = 0;
-#if CACHE == CACHE_LOCAL
-        LOCAL_PTR ACC_T *c = rowbuf + team * LOCAL_LEN;
-#endif
-        for (ulong i = lane; i < len; i += LANES) {
-            const ACC_T x = LOAD(p, i);
-#if CACHE == CACHE_LOCAL
-            c[i] = x;
-#endif
-            const ACC_T d = x - x0;
-            nsum_add(&s1, &c1, d);
-            nsum_add(&s2, &c2, d * d);
-        }
+        LANE_WALK(w, p, 0, out, i, x, CACHE_PUT(i, x); moments_add(&s1, &c1, &s2, &c2, x - x0));
 #endif
         const ACC_T sum2 = team_reduce(nsum_value(s2, c2), K_SUM, scratch, lid, lane);
 #if (NORM != NORM_RMS && !(CACHE == CACHE_REG && PHASE == 0)) || PHASE == 1
@@ -152,21 +126,18 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
 #endif
 
 #if PHASE == 1
-        if (lane == 0 && len > 0) {
-            partials[2 * task] = sum1;
-            partials[2 * task + 1] = sum2;
-        }
+        put_partials(partials, t, lane, sum1, sum2);
 #else
         const ACC_T n = (ACC_T)row_len;
 #if NORM == NORM_RMS
         const ACC_T inv = rsqrt(sum2 / n + eps);
-#define RESULT(x, i) ((x) * inv * W(start + (i)))
+#define RESULT(x, i) ((x) * inv * W(t.start + (i)))
 #elif CACHE == CACHE_REG
         /* two passes over the registers (above): sum2 is sum((d - mean_d)^2) */
         const ACC_T mean_d = mean_reg;
         const ACC_T var_ = sum2 / n;
         const ACC_T inv = rsqrt(var_ + eps);
-#define RESULT(x, i) ((((x) - x0) - mean_d) * inv * W(start + (i)) + B(start + (i)))
+#define RESULT(x, i) ((((x) - x0) - mean_d) * inv * W(t.start + (i)) + B(t.start + (i)))
 #else
         const ACC_T mean_d = sum1 / n;
         /* clamp rounding below zero; fmax would also turn a NaN variance into 0, so NaN
@@ -174,21 +145,21 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
         const ACC_T var_d = sum2 / n - mean_d * mean_d;
         const ACC_T var_ = isnan(var_d) ? var_d : fmax(var_d, (ACC_T)0);
 #if NORM == NORM_MOMENTS
-        if (lane == 0 && len > 0 && start == 0) {
-            stats[row] = x0 + mean_d;
-            stats[n_rows + row] = var_;
+        if (lane == 0 && t.len > 0 && t.start == 0) {
+            stats[t.row] = x0 + mean_d;
+            stats[n_rows + t.row] = var_;
         }
 #else
         const ACC_T inv = rsqrt(var_ + eps);
 /* (x - x0) - mean_d: both differences are small next to x, so a large mean cancels exactly */
-#define RESULT(x, i) ((((x) - x0) - mean_d) * inv * W(start + (i)) + B(start + (i)))
+#define RESULT(x, i) ((((x) - x0) - mean_d) * inv * W(t.start + (i)) + B(t.start + (i)))
 #endif
 #endif
 
 #if NORM != NORM_MOMENTS
 #if CACHE == CACHE_REG
         UNROLL_LOOP for (uint j = 0; j < NPER / VEC; ++j) {
-            if (RUN_START(j) < len) {
+            if (RUN_START(j) < t.len) {
                 UNROLL_LOOP for (uint e = 0; e < VEC; ++e) {
                     v[j * VEC + e] = RESULT(v[j * VEC + e], RUN_START(j) + e);
                 }
@@ -196,13 +167,9 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
             }
         }
 #elif CACHE == CACHE_LOCAL
-        for (ulong i = lane; i < len; i += LANES) {
-            STORE(RESULT(c[i], i), q, i);
-        }
+        CACHE_WALK(i, x, STORE(RESULT(x, i), q, i));
 #else
-        for (ulong i = lane; i < len; i += LANES) {
-            STORE(RESULT(LOAD(p, i), i), q, i);
-        }
+        LANE_WALK(w, p, 1, q, i, x, x = RESULT(x, i));
 #endif
 #endif
 #endif /* PHASE != 1 */

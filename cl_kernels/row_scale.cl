@@ -21,6 +21,10 @@
 #error "QUANT (0 absmax_scale, 1 int8 quantize) is required"
 #endif
 
+/* what a task's trip declares (row_common.h, TASK_START) */
+#define ROW_WRITES (PHASE != 1)
+#define ROW_WALKS (CACHE != 0)
+#define ROW_VEC_STORES (QUANT == 0)
 #include "row_common.h"
 
 #if QUANT
@@ -36,55 +40,29 @@ void scale_rows(__global const IN_T *restrict in, const ulong in_offset,
                 __global ACC_T *restrict scales, __global ACC_T *restrict partials,
                 const ulong n_rows, const ulong row_len, const ulong chunk_len)
 {
-    __local ACC_T scratch[SCRATCH_LEN];
-#if CACHE == CACHE_LOCAL
-    __local ACC_T rowbuf[TEAMS * LOCAL_LEN];
-#endif
-    const uint lid = (uint)get_local_id(0);
-    const uint lane = LANE_ID();
-    const uint team = TEAM_ID();
-    const ulong stride = (ulong)get_num_groups(0) * TEAMS;
+    ROW_KERNEL_START;
 
-    /* every work-item runs the same trips; a team past the last task works on an empty chunk */
-    for (ulong base = (ulong)get_group_id(0) * TEAMS; base < n_rows * SPLIT; base += stride) {
-        const ulong task = base + team;
-        ulong row, start;
-        const ulong len = task_len(task, n_rows, row_len, chunk_len, &row, &start);
-        __global const IN_T *p = in + in_offset + row * row_len + start;
-#if PHASE != 1
-        __global OUT_T *q = out + out_offset + row * row_len + start;
-#endif
+    for (ulong base = FIRST_BASE; base < n_rows * SPLIT; base += stride) {
+        TASK_START(base);
 
         ACC_T amax = 0;
 #if PHASE == 2
         for (uint j = lane; j < SPLIT; j += LANES) {
-            amax = comb(amax, PARTIAL(row, j, 0), K_MAX);
+            amax = comb(amax, PARTIAL(t.row, j, 0), K_MAX);
         }
 #elif CACHE == CACHE_REG
         ACC_T v[NPER];
         for (uint j = 0; j < NPER; ++j) {
             const ulong i = lane + (ulong)j * LANES;
-            v[j] = i < len ? LOAD(p, i) : (ACC_T)0;
+            v[j] = i < t.len ? LOAD(p, i) : (ACC_T)0;
             amax = comb(amax, fabs(v[j]), K_MAX);
         }
 #else
-#if CACHE == CACHE_LOCAL
-        LOCAL_PTR ACC_T *c = rowbuf + team * LOCAL_LEN;
-#endif
-        for (ulong i = lane; i < len; i += LANES) {
-            const ACC_T x = LOAD(p, i);
-#if CACHE == CACHE_LOCAL
-            c[i] = x;
-#endif
-            amax = comb(amax, fabs(x), K_MAX);
-        }
+        LANE_WALK(w, p, 0, out, i, x, CACHE_PUT(i, x); amax = comb(amax, fabs(x), K_MAX));
 #endif
         amax = team_reduce(amax, K_MAX, scratch, lid, lane);
 #if PHASE == 1
-        if (lane == 0 && len > 0) {
-            partials[2 * task] = amax;
-            partials[2 * task + 1] = 0;
-        }
+        put_partials(partials, t, lane, amax, 0);
 #else
 #if QUANT
         const ACC_T s = amax / (ACC_T)127;
@@ -93,25 +71,21 @@ void scale_rows(__global const IN_T *restrict in, const ulong in_offset,
         const ACC_T s = amax;
 #define RESULT(x) (amax == (ACC_T)0 ? (ACC_T)0 : (x) / amax)
 #endif
-        if (lane == 0 && len > 0 && start == 0) {
-            scales[row] = s;
+        if (lane == 0 && t.len > 0 && t.start == 0) {
+            scales[t.row] = s;
         }
 
 #if CACHE == CACHE_REG
         for (uint j = 0; j < NPER; ++j) {
             const ulong i = lane + (ulong)j * LANES;
-            if (i < len) {
+            if (i < t.len) {
                 STORE(RESULT(v[j]), q, i);
             }
         }
 #elif CACHE == CACHE_LOCAL
-        for (ulong i = lane; i < len; i += LANES) {
-            STORE(RESULT(c[i]), q, i);
-        }
+        CACHE_WALK(i, x, STORE(RESULT(x), q, i));
 #else
-        for (ulong i = lane; i < len; i += LANES) {
-            STORE(RESULT(LOAD(p, i)), q, i);
-        }
+        LANE_WALK(w, p, 1, q, i, x, x = RESULT(x));
 #endif
 #endif /* PHASE != 1 */
     }

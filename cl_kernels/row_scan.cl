@@ -24,64 +24,16 @@
  * SCAN: 0 sum, 1 prod, 2 logaddexp (float only). Integer inputs accumulate in 64 bits
  * (ACC_T long/ulong: exact, wrapping like numpy); half input accumulates in float.
  *
- * Required macros: IN_T, OUT_T, ACC_T, ACC_BYTES, ACC_IS_FLOAT, IN_HALF, OUT_HALF, WG_SIZE,
- * LANES, SG_MODE, SG_SIZE, REQD_SG, ITEMS, SCAN, SPLIT, PHASE.
+ * Required macros: those of team_common.h, and ITEMS, SCAN, SPLIT, PHASE.
  */
 
-/* A pointer to local memory as a function parameter: `__local` in OpenCL C; the CUDA
- * dialect header defines it empty (shared memory pointers are generic there). */
-#ifndef LOCAL_PTR
-#define LOCAL_PTR __local
-#endif
-#define SG_LOCAL 0
-#define SG_BUILTIN 1
-#define SG_SHUFFLE_KHR 2
-#define SG_SHUFFLE_QCOM 3
-#define SG_SHUFFLE_PTX 4
-#define REQD_SG_NONE 0
-#define REQD_SG_INTEL 1
-#define REQD_SG_QCOM_HALF 2
-#define REQD_SG_QCOM_FULL 3
+/* team_common.h: sub-group modes, API checks, shuffle, LOAD/STORE, lanes and teams */
+#include "team_common.h"
+
 #define SCAN_SUM 0
 #define SCAN_PROD 1
 #define SCAN_LOGADDEXP 2
 
-#ifndef IN_T
-#error "IN_T (element type read) is required"
-#endif
-#ifndef OUT_T
-#error "OUT_T (element type written) is required"
-#endif
-#ifndef ACC_T
-#error "ACC_T (accumulator: float, double, long, ulong) is required"
-#endif
-#ifndef ACC_BYTES
-#error "ACC_BYTES (sizeof(ACC_T)) is required"
-#endif
-#ifndef ACC_IS_FLOAT
-#error "ACC_IS_FLOAT (0/1) is required"
-#endif
-#ifndef IN_HALF
-#error "IN_HALF (0/1) is required"
-#endif
-#ifndef OUT_HALF
-#error "OUT_HALF (0/1) is required"
-#endif
-#ifndef WG_SIZE
-#error "WG_SIZE is required"
-#endif
-#ifndef LANES
-#error "LANES (work-items per row) is required"
-#endif
-#ifndef SG_MODE
-#error "SG_MODE (0 local, 1 builtin, 2 KHR shuffle, 3 qcom shuffle) is required"
-#endif
-#ifndef SG_SIZE
-#error "SG_SIZE is required (any value with SG_MODE 0)"
-#endif
-#ifndef REQD_SG
-#error "REQD_SG (0 none, 1 intel, 2 qcom half, 3 qcom full) is required"
-#endif
 #ifndef ITEMS
 #error "ITEMS (consecutive elements a lane scans per tile) is required"
 #endif
@@ -94,15 +46,15 @@
 #ifndef PHASE
 #error "PHASE (0 scan, 1 chunk totals) is required"
 #endif
+#if ITEMS != 1 && ITEMS != 2 && ITEMS != 4 && ITEMS != 8 && ITEMS != 16
+#error "ITEMS must be 1, 2, 4, 8 or 16 (one vector access per lane and tile)"
+#endif
 #if PHASE == 1 && SPLIT < 2
 #error "chunk totals (PHASE 1) only for split rows"
 #endif
 
-#if (WG_SIZE % LANES) != 0 || (LANES & (LANES - 1)) != 0 || (WG_SIZE & (WG_SIZE - 1)) != 0
-#error "WG_SIZE must be a power of two and LANES a power of two dividing it"
-#endif
-#if SG_MODE != SG_LOCAL && (WG_SIZE % SG_SIZE) != 0
-#error "WG_SIZE must be a multiple of SG_SIZE"
+#if (WG_SIZE & (WG_SIZE - 1)) != 0
+#error "WG_SIZE must be a power of two"
 #endif
 #if SG_MODE == SG_BUILTIN && (LANES != SG_SIZE || SCAN != SCAN_SUM)
 #error "the built-in scan is a whole-sub-group sum: LANES == SG_SIZE and SCAN 0 only"
@@ -112,47 +64,6 @@
 #endif
 #if SCAN == SCAN_LOGADDEXP && !ACC_IS_FLOAT
 #error "logaddexp needs a float accumulator"
-#endif
-
-#if SG_MODE != SG_LOCAL && FIXED_SG_SIZE && SG_SIZE != FIXED_SG_SIZE
-#error "this API has one sub-group width (FIXED_SG_SIZE): SG_SIZE must equal it"
-#endif
-#if SG_MODE == SG_SHUFFLE_QCOM && !HAS_QCOM_SHUFFLE
-#error "SG_MODE 3 (cl_qcom_subgroup_shuffle) has no meaning on this API: use 1 or 2"
-#endif
-#if SG_MODE == SG_SHUFFLE_PTX && !HAS_WORD_SHUFFLE
-#error "SG_MODE 4 (NVIDIA OpenCL's inline-PTX warp shuffle) has no meaning on this API: use 1 or 2"
-#endif
-#if REQD_SG != REQD_SG_NONE && !HAS_REQD_SG_ATTRS
-#error "this API cannot request a sub-group width: REQD_SG must be 0"
-#endif
-#ifndef MIN_BLOCKS
-#define MIN_BLOCKS 1
-#endif
-/* (the extensions a variant needs are enabled by cl_dialect_opencl.h from these macros) */
-
-#define CAT_(a, b) a##b
-#define CAT(a, b) CAT_(a, b)
-
-#if REQD_SG == REQD_SG_INTEL
-#define SG_ATTR __attribute__((intel_reqd_sub_group_size(SG_SIZE)))
-#elif REQD_SG == REQD_SG_QCOM_HALF
-#define SG_ATTR __attribute__((qcom_reqd_sub_group_size("half")))
-#elif REQD_SG == REQD_SG_QCOM_FULL
-#define SG_ATTR __attribute__((qcom_reqd_sub_group_size("full")))
-#else
-#define SG_ATTR
-#endif
-
-#if IN_HALF
-#define LOAD(p, i) ((ACC_T)LOAD_RO_HALF((p) + (i)))
-#else
-#define LOAD(p, i) ((ACC_T)LOAD_RO((p) + (i)))
-#endif
-#if OUT_HALF
-#define STORE(v, p, i) vstore_half((float)(v), (i), (p))
-#else
-#define STORE(v, p, i) ((p)[i] = (OUT_T)(v))
 #endif
 
 /* ---- the op ------------------------------------------------------------------------------ */
@@ -179,35 +90,7 @@ inline ACC_T logaddexp(const ACC_T a, const ACC_T b) {
 #endif
 
 /* ---- team prefix: exclusive prefix of each lane's total and the team's total ---------------- */
-#if SG_MODE == SG_SHUFFLE_KHR
-inline ACC_T shuffle_xor(ACC_T v, uint m) { return sub_group_shuffle_xor(v, m); }
-#elif SG_MODE == SG_SHUFFLE_QCOM
-/* cl_qcom_subgroup_shuffle moves 32-bit values; 64-bit accumulators go as two halves. */
-inline ACC_T shuffle_xor(ACC_T v, uint m) {
-#if ACC_BYTES == 8
-    uint2 u = CAT(as_, uint2)(v);
-    u.x = qcom_sub_group_shuffle_xor(u.x, m, CLK_SUB_GROUP_SHUFFLE_WIDTH_WAVE_SIZE_QCOM, 0u);
-    u.y = qcom_sub_group_shuffle_xor(u.y, m, CLK_SUB_GROUP_SHUFFLE_WIDTH_WAVE_SIZE_QCOM, 0u);
-    return CAT(as_, ACC_T)(u);
-#else
-    return qcom_sub_group_shuffle_xor(v, m, CLK_SUB_GROUP_SHUFFLE_WIDTH_WAVE_SIZE_QCOM, v);
-#endif
-}
-#elif SG_MODE == SG_SHUFFLE_PTX
-/* the dialect's 32-bit word shuffle (NVIDIA OpenCL: shfl.sync.bfly.b32); 64-bit values as two words */
-inline ACC_T shuffle_xor(ACC_T v, uint m) {
-#if ACC_BYTES == 8
-    uint2 u = CAT(as_, uint2)(v);
-    u.x = word_shuffle_xor(u.x, m);
-    u.y = word_shuffle_xor(u.y, m);
-    return CAT(as_, ACC_T)(u);
-#else
-    return CAT(as_, ACC_T)(word_shuffle_xor(CAT(as_, uint)(v), m));
-#endif
-}
-#endif
-
-#define SCRATCH_LEN (SG_MODE == SG_LOCAL && LANES > 1 ? WG_SIZE : 1)
+#define PREFIX_SCRATCH_LEN (SG_MODE == SG_LOCAL && LANES > 1 ? WG_SIZE : 1)
 
 inline ACC_T team_prefix(const ACC_T t, ACC_T *total, LOCAL_PTR ACC_T *scratch, const uint lid, const uint lane) {
 #if LANES == 1
@@ -249,15 +132,50 @@ inline ACC_T team_prefix(const ACC_T t, ACC_T *total, LOCAL_PTR ACC_T *scratch, 
 #endif
 }
 
-#if SG_MODE != SG_LOCAL && LANES <= SG_SIZE
-#define LANE_ID() (get_sub_group_local_id() % LANES)
-#define TEAM_ID() (get_sub_group_id() * (SG_SIZE / LANES) + get_sub_group_local_id() / LANES)
-#else
-#define LANE_ID() (get_local_id(0) % LANES)
-#define TEAM_ID() (get_local_id(0) / LANES)
-#endif
-#define TEAMS (WG_SIZE / LANES)
 #define TILE ((ulong)LANES * ITEMS)
+
+/* A lane's ITEMS consecutive elements of a tile: one ITEMS-wide access where they lie wholly
+ * in the task at an address aligned for it (VLOAD_ALIGNED; always on OpenCL), else element by
+ * element, IDENT past the end. Element accesses, lanes ITEMS elements apart, had held an H100's
+ * float32 cumsum to ~45 % of copy (each warp access touched 32 sectors for 4 bytes each). */
+#if IN_HALF
+#define SCAN_RAW_T float
+#define SCAN_VLOAD(p, d) VLOAD_HALF_ARRAY(ITEMS, p, d)
+#else
+#define SCAN_RAW_T IN_T
+#define SCAN_VLOAD(p, d) VLOAD_ARRAY(ITEMS, p, d)
+#endif
+#if OUT_HALF
+#define SCAN_VSTORE(d, q) VSTORE_HALF_ARRAY(ITEMS, d, q)
+#else
+#define SCAN_VSTORE(d, q) VSTORE_ARRAY(ITEMS, d, q)
+#endif
+inline void load_items(__global const IN_T *p, const ulong first, const ulong len, ACC_T *d) {
+    if (first + ITEMS <= len && VLOAD_ALIGNED(p + first, ITEMS)) {
+        SCAN_RAW_T raw[ITEMS];
+        SCAN_VLOAD(p + first, raw);
+        UNROLL_LOOP for (uint j = 0; j < ITEMS; ++j) {
+            d[j] = (ACC_T)raw[j];
+        }
+    } else {
+        UNROLL_LOOP for (uint j = 0; j < ITEMS; ++j) {
+            d[j] = first + j < len ? LOAD(p, first + j) : IDENT;
+        }
+    }
+}
+#if PHASE == 0
+inline void store_items(const ACC_T *d, __global OUT_T *q, const ulong first, const ulong len) {
+    if (first + ITEMS <= len && VLOAD_ALIGNED(q + first, ITEMS)) {
+        SCAN_VSTORE(d, q + first);
+    } else {
+        UNROLL_LOOP for (uint j = 0; j < ITEMS; ++j) {
+            if (first + j < len) {
+                STORE(d[j], q, first + j);
+            }
+        }
+    }
+}
+#endif
 
 __kernel SG_ATTR KERNEL_WG_SIZE(WG_SIZE)
 void scan_rows(__global const IN_T *restrict in, const ulong in_offset,
@@ -265,7 +183,7 @@ void scan_rows(__global const IN_T *restrict in, const ulong in_offset,
                const ulong n_rows, const ulong row_len, const ulong chunk_len,
                __global const ACC_T *restrict carries)
 {
-    __local ACC_T scratch[SCRATCH_LEN];
+    __local ACC_T scratch[PREFIX_SCRATCH_LEN];
     const uint lid = get_local_id(0);
     const uint lane = LANE_ID();
     const uint team = TEAM_ID();
@@ -291,27 +209,21 @@ void scan_rows(__global const IN_T *restrict in, const ulong in_offset,
 #endif
         for (ulong t0 = 0; t0 < chunk_len; t0 += TILE) {   /* uniform trip count: chunk_len */
             const ulong first = t0 + (ulong)lane * ITEMS;
-#if PHASE == 0
-            ACC_T v[ITEMS];   /* the lane's running values; PHASE 1 needs only the total */
-#endif
+            ACC_T v[ITEMS];   /* the lane's elements, then its running values */
+            load_items(p, first, len, v);
             ACC_T run = IDENT;
-            for (uint j = 0; j < ITEMS; ++j) {
-                const ulong i = first + j;
-                run = OP(run, i < len ? LOAD(p, i) : IDENT);
-#if PHASE == 0
+            UNROLL_LOOP for (uint j = 0; j < ITEMS; ++j) {
+                run = OP(run, v[j]);
                 v[j] = run;
-#endif
             }
             ACC_T total;
             const ACC_T excl = team_prefix(run, &total, scratch, lid, lane);
 #if PHASE == 0
             const ACC_T pre = OP(carry, excl);
-            for (uint j = 0; j < ITEMS; ++j) {
-                const ulong i = first + j;
-                if (i < len) {
-                    STORE(OP(pre, v[j]), q, i);
-                }
+            UNROLL_LOOP for (uint j = 0; j < ITEMS; ++j) {
+                v[j] = OP(pre, v[j]);
             }
+            store_items(v, q, first, len);
 #endif
             carry = OP(carry, total);
         }

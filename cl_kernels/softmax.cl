@@ -35,6 +35,9 @@
 #error "LOG (0 softmax, 1 log_softmax) is required"
 #endif
 
+/* what a task's trip declares (row_common.h, TASK_START) */
+#define ROW_WRITES (PHASE != 1)
+#define ROW_WALKS (CACHE != 0)
 #include "row_common.h"
 
 /* shift of a max: itself when finite, else 0 (log_softmax's rule; the partial sums use it) */
@@ -74,42 +77,20 @@ void softmax_rows(__global const IN_T *restrict in, const ulong in_offset,
                   __global ACC_T *restrict partials,
                   const ulong n_rows, const ulong row_len, const ulong chunk_len)
 {
-    __local ACC_T scratch[SCRATCH_LEN];
-#if CACHE == CACHE_LOCAL
-    __local ACC_T rowbuf[TEAMS * LOCAL_LEN];
-#endif
-    const uint lid = (uint)get_local_id(0);
-    const uint lane = LANE_ID();
-    const uint team = TEAM_ID();
-    const ulong stride = (ulong)get_num_groups(0) * TEAMS;
-#if CACHE == CACHE_REG
-    const int vec_ok = VEC_OK(in + in_offset, out + out_offset);
-#endif
+    ROW_KERNEL_START;
 
-    /* every work-item runs the same trips; a team past the last task works on an empty chunk */
-    for (ulong base = (ulong)get_group_id(0) * TEAMS; base < n_rows * SPLIT; base += stride) {
-        const ulong task = base + team;
-        ulong row, start;
-        const ulong len = task_len(task, n_rows, row_len, chunk_len, &row, &start);
-        __global const IN_T *p = in + in_offset + row * row_len + start;
-#if PHASE != 1
-        __global OUT_T *q = out + out_offset + row * row_len + start;
-#endif
+    for (ulong base = FIRST_BASE; base < n_rows * SPLIT; base += stride) {
+        TASK_START(base);
 
 #if ONLINE
         /* each lane's (max, sum of exp(x - shift(max))), then the team's */
         ACC_T lm = -INFINITY, ls_ = 0, comp = 0;
-        for (ulong i = lane; i < len; i += LANES) {
-            online_add(&lm, &ls_, &comp, LOAD(p, i));
-        }
+        LANE_WALK(w, p, 0, out, i, x, online_add(&lm, &ls_, &comp, x));
         ACC_T m = team_reduce(lm, K_MAX, scratch, lid, lane);
         ACC_T s = team_reduce(rebased(nsum_value(ls_, comp), lm, finite_or_zero(m)), K_SUM, scratch, lid, lane);
 #endif
 #if PHASE == 1
-        if (lane == 0 && len > 0) {
-            partials[2 * task] = m;
-            partials[2 * task + 1] = s;
-        }
+        put_partials(partials, t, lane, m, s);
 #else
 #if ONLINE
 #if LOG
@@ -118,38 +99,25 @@ void softmax_rows(__global const IN_T *restrict in, const ulong in_offset,
 #elif PHASE == 2
         ACC_T m = -INFINITY;
         for (uint j = lane; j < SPLIT; j += LANES) {
-            m = comb(m, PARTIAL(row, j, 0), K_MAX);
+            m = comb(m, PARTIAL(t.row, j, 0), K_MAX);
         }
         m = team_reduce(m, K_MAX, scratch, lid, lane);
         const ACC_T shift = finite_or_zero(m);
         ACC_T s = 0, comp = 0;
         for (uint j = lane; j < SPLIT; j += LANES) {
-            nsum_add(&s, &comp, rebased(PARTIAL(row, j, 1), PARTIAL(row, j, 0), shift));
+            nsum_add(&s, &comp, rebased(PARTIAL(t.row, j, 1), PARTIAL(t.row, j, 0), shift));
         }
         s = team_reduce(nsum_value(s, comp), K_SUM, scratch, lid, lane);
 #else  /* PHASE 0: the whole row */
         ACC_T m = -INFINITY;
 #if CACHE == CACHE_REG
         ACC_T v[NPER];
-        UNROLL_LOOP for (uint j = 0; j < NPER / VEC; ++j) {
-            if (RUN_START(j) < len) {
-                load_run(p + RUN_START(j), vec_ok, v + j * VEC);
-            } else {
-                UNROLL_LOOP for (uint e = 0; e < VEC; ++e) {
-                    v[j * VEC + e] = (ACC_T)(-INFINITY);
-                }
-            }
-            UNROLL_LOOP for (uint e = 0; e < VEC; ++e) {
-                m = comb(m, v[j * VEC + e], K_MAX);
-            }
+        load_runs(v, p, t.len, vec_ok, lane, (ACC_T)(-INFINITY));
+        UNROLL_LOOP for (uint j = 0; j < NPER; ++j) {
+            m = comb(m, v[j], K_MAX);
         }
 #elif CACHE == CACHE_LOCAL
-        LOCAL_PTR ACC_T *c = rowbuf + team * LOCAL_LEN;
-        for (ulong i = lane; i < len; i += LANES) {
-            const ACC_T x = LOAD(p, i);
-            c[i] = x;
-            m = comb(m, x, K_MAX);
-        }
+        LANE_WALK(w, p, 0, out, i, x, CACHE_PUT(i, x); m = comb(m, x, K_MAX));
 #endif
         m = team_reduce(m, K_MAX, scratch, lid, lane);
 #if LOG
@@ -164,7 +132,7 @@ void softmax_rows(__global const IN_T *restrict in, const ulong in_offset,
         /* at most NPER terms per lane (32 floats): a plain sum is accurate to ~NPER ulp, and
          * the compensation's extra flops per element made an H100 compute-bound here */
         UNROLL_LOOP for (uint j = 0; j < NPER / VEC; ++j) {
-            if (RUN_START(j) < len) {
+            if (RUN_START(j) < t.len) {
                 UNROLL_LOOP for (uint e = 0; e < VEC; ++e) {
                     const ACC_T x = exp(v[j * VEC + e] - shift);
                     s += x;
@@ -175,7 +143,7 @@ void softmax_rows(__global const IN_T *restrict in, const ulong in_offset,
             }
         }
 #elif CACHE == CACHE_LOCAL
-        for (ulong i = lane; i < len; i += LANES) {
+        for (ulong i = lane; i < t.len; i += LANES) {
             const ACC_T e = exp(c[i] - shift);
             nsum_add(&s, &comp, e);
 #if !LOG
@@ -205,7 +173,7 @@ void softmax_rows(__global const IN_T *restrict in, const ulong in_offset,
 
 #if CACHE == CACHE_REG
         UNROLL_LOOP for (uint j = 0; j < NPER / VEC; ++j) {
-            if (RUN_START(j) < len) {
+            if (RUN_START(j) < t.len) {
                 UNROLL_LOOP for (uint e = 0; e < VEC; ++e) {
                     v[j * VEC + e] = RESULT_CACHED(v[j * VEC + e]);
                 }
@@ -213,13 +181,9 @@ void softmax_rows(__global const IN_T *restrict in, const ulong in_offset,
             }
         }
 #elif CACHE == CACHE_LOCAL
-        for (ulong i = lane; i < len; i += LANES) {
-            STORE(RESULT_CACHED(c[i]), q, i);
-        }
+        CACHE_WALK(i, x, STORE(RESULT_CACHED(x), q, i));
 #else
-        for (ulong i = lane; i < len; i += LANES) {
-            STORE(RESULT(LOAD(p, i)), q, i);
-        }
+        LANE_WALK(w, p, 1, q, i, x, x = RESULT(x));
 #endif
 #endif /* PHASE != 1 */
     }

@@ -86,6 +86,11 @@ VEC_RUNS_PER_LANE = {"layer_norm": 2}  # else 1; layer_norm's second team reduce
 # float32 (interleaved A/B, README).
 CPU_ROW_WG = 16
 CPU_VEC_BYTES = 64
+# Rows read from memory (cache "none", split rows) of softmax, norms and scales: runs of
+# VEC_BYTES (GPUs) or CPU_VEC_BYTES (Intel's CPU runtime) after a scalar head up to an aligned address, no
+# matter the row length (the kernels' LANE_WALK). Element loads had left long rows at the
+# speed of scalar code. Not on llvmpipe: its loop limiter counts the inner loop of a run.
+WALK_FAMILIES = ("softmax.cl", "row_norm.cl", "row_scale.cl")
 # GPUs: work-groups per compute unit before the grid stride takes over (plan.py's 64 for
 # the reductions).
 GPU_GROUPS_PER_CU = 64
@@ -262,8 +267,11 @@ def acc_dtype_of(op: str, dtype: str) -> str:
     return "float64" if dtype == "float64" else "float32"
 
 
-# Scans: consecutive elements a lane scans per tile (one 32-byte run of accumulators).
-SCAN_ITEMS_BYTES = 32
+# Scans: consecutive elements a lane scans per tile. GPUs: 16 bytes of input, one vector load
+# per lane with the lanes' loads adjacent (32 bytes of float32 per lane left every warp access
+# half-used: float32 cumsum at 57 % of an H100's copy where float16's 16-byte runs gave 93 %).
+# CPUs: 64 bytes of accumulators.
+SCAN_ITEMS_BYTES = 16
 SCAN_ITEMS_CPU_BYTES = 64
 # Split a scanned row over work-groups only when it is this long (three launches and two
 # extra reads of partials must pay off), into chunks of at least SCAN_SPLIT_MIN_CHUNK.
@@ -274,8 +282,9 @@ SCAN_CPU_WG = 16
 
 
 def scan_tile_trips(items: int, lanes: int) -> int:
-    """Upper bound on a scan tile's loop back-edges: ITEMS loads, ITEMS stores, the prefix."""
-    return 2 * items + lanes.bit_length() + 2
+    """Upper bound on a scan tile's loop back-edges: ITEMS loads, the lane's scan, the prefix
+    added, ITEMS stores, the team prefix."""
+    return 4 * items + lanes.bit_length() + 2
 
 
 def plan_scan(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = None) -> RowPlan:
@@ -302,7 +311,8 @@ def plan_scan(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = No
     wg = _choose_wg(caps, Force(wg_size=force.wg_size), sg_size)
     if cpu and force.wg_size is None:
         wg = max(min(wg, SCAN_CPU_WG), sg_size or 1)
-    items = max(1, (SCAN_ITEMS_CPU_BYTES if cpu else SCAN_ITEMS_BYTES) // acc_bytes)
+    items = max(1, min(16, SCAN_ITEMS_CPU_BYTES // acc_bytes if cpu else
+                           SCAN_ITEMS_BYTES // np.dtype(problem.dtype).itemsize))
     if force.lanes is not None:
         lanes = force.lanes
         if lanes < 1 or lanes & (lanes - 1) or lanes > wg:
@@ -338,8 +348,10 @@ def plan_scan(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = No
         if split < 1 or split > k:
             raise ValueError(f"split={split} must be between 1 and the row length {k}")
     elif k >= SCAN_SPLIT_MIN_ROW:
-        # few long rows cannot fill the device with one team per row
-        want_tasks = max(1, caps.compute_units) * teams * (2 if cpu else 4)
+        # few long rows cannot fill the device with one team per row. Twice the teams a
+        # device holds at once: an H100's float32 cumsum of 4096 x 65536 ran at 1786 GB/s
+        # split in two (4x: the input read twice) and 2523 GB/s unsplit (one warp per row)
+        want_tasks = max(1, caps.compute_units) * teams * 2
         split = max(1, min(_ceil_div(want_tasks, problem.rows), _ceil_div(k, SCAN_SPLIT_MIN_CHUNK)))
     tile = lanes * items
     if llvmpipe_loop_limited(caps):
@@ -502,11 +514,13 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
     split, chunk = _row_split(caps, problem, force, cache, lanes, wg, sg_size)
     if split > 1:
         cache, nper, local_len = "none", 1, 1
-    if cache != "registers":
+    if cache == "local":
         if force.vec is not None and force.vec > 1:
-            raise UnsupportedOnDevice(f"vec={force.vec} needs the row cached in registers; rows of {k} "
-                                      f"are cached in {cache!r} on {caps.name!r}")
+            raise UnsupportedOnDevice(f"vec={force.vec}: a row cached in local memory is read element by "
+                                      f"element (rows of {k} on {caps.name!r})")
         nper, vec = 1, 1
+    elif cache == "none":
+        nper, vec = 1, _walk_vec(caps, problem, force)
     if cache != "local":
         local_len = 1
     local_bytes = scratch + (teams * local_len * acc_bytes if cache == "local" else 0)
@@ -570,6 +584,23 @@ def _cpu_register_rows(caps: DeviceCaps, problem: RowProblem, force: RowForce, a
     return _ceil_div(problem.row_len, vec) * vec <= reg_budget(caps, acc_bytes, CPU_ROW_WG)
 
 
+def _walk_vec(caps: DeviceCaps, problem: RowProblem, force: RowForce) -> int:
+    """Elements per run of a row read from memory (cache "none", split rows): 16 bytes on
+    GPUs, 64 on Intel's CPU runtime, any row length (a scalar head and tail take the rest); 1 on
+    PoCL, llvmpipe and for scans (row_scan.cl has its own tiles)."""
+    if force.vec is not None:
+        return force.vec
+    if FAMILIES[problem.op][0] not in WALK_FAMILIES or llvmpipe_loop_limited(caps):
+        return 1
+    if caps.device_type == "cpu" and caps.implementation != "intel":
+        # PoCL (a row per work-item, groups of 256 vectorised across work-items) was no faster
+        # with runs: 1.0-1.7x the element walk's time in 6 interleaved A/Bs on a loaded 2-core
+        # VM, where Intel's runtime took 0.57-1.13x (benchmarks/rowops_cpu_walk_2026-11-23)
+        return 1
+    vec_bytes = CPU_VEC_BYTES if caps.device_type == "cpu" else VEC_BYTES
+    return max(1, min(VEC_MAX, vec_bytes // np.dtype(problem.dtype).itemsize))
+
+
 def _widest_vec(problem: RowProblem, vec_bytes: int) -> int:
     vec = max(1, min(VEC_MAX, vec_bytes // np.dtype(problem.dtype).itemsize))
     while vec > 1 and problem.row_len % vec:
@@ -584,12 +615,15 @@ def _row_vec(caps: DeviceCaps, problem: RowProblem, force: RowForce, cpu_rows: b
     than registers or a forced split."""
     if force.vec is not None:
         v = force.vec
-        if v not in (1, 2, 4, 8, 16) or problem.row_len % v:
-            raise ValueError(f"vec={v} must be 1, 2, 4, 8 or 16 and divide the row length {problem.row_len}")
-        if v > 1 and (FAMILIES[problem.op][0] not in VEC_FAMILIES or force.cache not in (None, "registers")
-                      or (force.split or 1) > 1):
-            raise UnsupportedOnDevice(f"vec={v}: vector runs are for register-cached softmax and norm rows, "
-                                      f"not {problem.op} with cache={force.cache!r}, split={force.split}")
+        uncached = force.cache == "none" or (force.split or 1) > 1
+        if v not in (1, 2, 4, 8, 16) or (problem.row_len % v and not uncached):
+            raise ValueError(f"vec={v} must be 1, 2, 4, 8 or 16 and, for a row cached in registers, divide "
+                             f"the row length {problem.row_len}")
+        if v > 1 and (FAMILIES[problem.op][0] not in (WALK_FAMILIES if uncached else VEC_FAMILIES)
+                      or force.cache == "local" or (uncached and llvmpipe_loop_limited(caps))):
+            raise UnsupportedOnDevice(f"vec={v}: vector runs are for softmax, norm and (uncached) scale rows "
+                                      f"in registers or read from memory, not {problem.op} with "
+                                      f"cache={force.cache!r}, split={force.split} on {caps.name!r}")
         return v
     if cpu_rows:
         return _widest_vec(problem, CPU_VEC_BYTES)
