@@ -702,37 +702,8 @@ void reduce_cols(IN_PTR in, const ulong in_offset, OUT_PTR out, const ulong out_
 #error "reduce_rows_state_cpu serves argmax/argmin, var/std and wide sums (OPK 1, 2 or 4)"
 #endif
 
-/* Built-ins spelled with operators (isnan as x != x, loads from scalars): PoCL 3.0 from
- * pip calls its built-ins out of line (see reduce_rows.cl's CPU block). */
-#define CPU_ISNAN(x) ((x) != (x))
-#define CPU_MIN_U64(a, b) ((a) < (b) ? (a) : (b))
-#if VEC == 1
-#define CPU_V(t) t
-#define CPU_LOAD(p) LOAD_RAW(p)
-#define CPU_TO_ACC(x) ((ACC_T)(x))
-#else
-#define CPU_V(t) CAT(t, VEC)
-#if IN_HALF
-#define CPU_LOAD(p) CAT(vload_half, VEC)(0, (p))
-#else
-#define CPU_LOAD(p) CAT(CPU_LOAD_, VEC)(p)
-#endif
-#define CPU_TO_ACC(x) CAT(convert_, CPU_V(ACC_T))(x)
-#endif
-#define CPU_RAWV CPU_V(RAW_T)
-#define CPU_LOAD_2(p) ((CPU_RAWV)((p)[0], (p)[1]))
-#define CPU_LOAD_4(p) ((CPU_RAWV)((p)[0], (p)[1], (p)[2], (p)[3]))
-#define CPU_LOAD_8(p) ((CPU_RAWV)((p)[0], (p)[1], (p)[2], (p)[3], (p)[4], (p)[5], (p)[6], (p)[7]))
-#define CPU_LOAD_16(p) ((CPU_RAWV)((p)[0], (p)[1], (p)[2], (p)[3], (p)[4], (p)[5], (p)[6], (p)[7], \
-                                   (p)[8], (p)[9], (p)[10], (p)[11], (p)[12], (p)[13], (p)[14], (p)[15]))
-#define CPU_ACCV CPU_V(ACC_T)
-#define CPU_LOAD_ACC(p) CPU_TO_ACC(CPU_LOAD(p))
-/* a vector comparison's true is -1 in every lane, a scalar one's 1: CPU_MASK is -1 / 0 */
-#if VEC == 1
-#define CPU_MASK(c) (-(long)(c))
-#else
-#define CPU_MASK(c) (c)
-#endif
+/* loads and built-ins as vectors, spelled for PoCL 3.0 (cpu_vec.h says why) */
+#include "cpu_vec.h"
 
 #if OPK == OPK_ARG
 /* Lane j of the best-value vector keeps the best of elements j, j + VEC, ... and the vector
