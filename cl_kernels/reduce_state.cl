@@ -496,16 +496,19 @@ inline state_t lane_partial(IN_PTR p, const ulong start, const ulong len, const 
     const ulong rest = len - head;
     const ulong full = rest - rest % VEC;
 #if OPK == OPK_WELFORD
-    /* var/std: the row's pilot (TO_ACC). The lane whose first vector starts at the row's first
-     * element takes it from that vector (TAKE_PILOT) instead of loading it again: with one lane
-     * per row (float16 rows of 16-32 on an H100) that second load of the same address cost
-     * a few % of the kernel. Every other lane loads it; the value is the same either way. */
-    bool take = start == 0 && head == 0 && lane == 0 && full > 0;
+    /* var/std: the row's pilot (TO_ACC). With one lane per row, a lane whose first vector
+     * starts at the row's first element takes it from that vector (TAKE_PILOT) instead of
+     * loading it again: on an H100 that second load cost float16 1048576x32 var 7 % (0.922 of
+     * d81e80a's speed; 0.996 without it). Teams of several lanes load it in every lane as
+     * before: with lane 0 taking it, float16 442368x128 (lanes 4) ran at 0.90 of d81e80a and
+     * main was not timed there (benchmarks/var_pilot_cuda_h100_2026-11-23.md). */
+    bool take = LANES == 1 && start == 0 && head == 0 && full > 0;
     RAW_T pilot = 0;
     if (!take) pilot = LOAD_RAW(row);
 #define TAKE_PILOT(raw) if (take) { pilot = (raw)[0]; take = false; }
 #else
-    const RAW_T pilot = 0;
+    const RAW_T pilot = 0;   /* TO_ACC ignores it here */
+    (void)pilot;             /* nvcc -Werror: declared but never referenced */
 #define TAKE_PILOT(raw)
 #endif
     NO_UNROLL
