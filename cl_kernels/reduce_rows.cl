@@ -658,33 +658,9 @@ void reduce_cols(__global const IN_T *restrict in, const ulong in_offset,
  * lane by lane). */
 #if defined(CPU_BLOCKS) && CPU_BLOCKS
 
-/* PoCL 3.0 from pip calls its built-ins (vloadN, isnan, max, fmax, min) as out-of-line
- * functions, spilling every vector register around each call in the hot loop (seen in the
- * objects it caches). So this block spells them with operators: a vector load is built
- * from VEC scalar loads (every compiler here merges them into one unaligned vector load),
- * isnan(x) is x != x, max/min/fmax/fmin are selects. */
-#define CPU_ISNAN(x) ((x) != (x))
-#define CPU_MIN_U64(a, b) ((a) < (b) ? (a) : (b))
-#if VEC == 1
-#define CPU_V(t) t
-#define CPU_LOAD(p) LOAD_RAW_1(p)
-#define CPU_TO_ACC(x) ((ACC_T)(x))
-#else
-#define CPU_V(t) CAT(t, VEC)
-#if IN_HALF
-#define CPU_LOAD(p) CAT(vload_half, VEC)(0, (p))
-#else
-#define CPU_LOAD(p) CAT(CPU_LOAD_, VEC)(p)
-#endif
-#define CPU_TO_ACC(x) CAT(convert_, CPU_V(ACC_T))(x)
-#endif
-#define CPU_LOAD_2(p) ((CPU_RAWV)((p)[0], (p)[1]))
-#define CPU_LOAD_4(p) ((CPU_RAWV)((p)[0], (p)[1], (p)[2], (p)[3]))
-#define CPU_LOAD_8(p) ((CPU_RAWV)((p)[0], (p)[1], (p)[2], (p)[3], (p)[4], (p)[5], (p)[6], (p)[7]))
-#define CPU_LOAD_16(p) ((CPU_RAWV)((p)[0], (p)[1], (p)[2], (p)[3], (p)[4], (p)[5], (p)[6], (p)[7], \
-                                   (p)[8], (p)[9], (p)[10], (p)[11], (p)[12], (p)[13], (p)[14], (p)[15]))
-#define CPU_ACCV CPU_V(ACC_T)
-#define CPU_RAWV CPU_V(RAW_T)
+/* vector loads and isnan spelled with operators (PoCL 3.0 calls its built-ins out of line:
+ * cpu_vec.h); max/min/fmax/fmin below are selects for the same reason */
+#include "cpu_vec.h"
 
 /* MAP_1 with every constant of the vector type (a scalar beside a vector condition is not
  * accepted by every OpenCL C front end). */

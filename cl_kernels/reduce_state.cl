@@ -199,14 +199,6 @@ inline ACC_T shifted(const ulong x, const ulong x0) {
 #endif
 #define LOAD_ACC(p, pilot) TO_ACC(LOAD_RAW(p), (pilot))
 
-/* VEC elements at p (VLOAD_ALIGNED) as mapped (var: shifted) ACC_T values */
-inline void load_vec(__global const IN_T *p, ACC_T *v, const RAW_T pilot) {
-    RAW_T raw[VEC];
-    VLOAD_RAW(p, raw);
-    UNROLL_LOOP
-    for (int j = 0; j < VEC; ++j) v[j] = TO_ACC(raw[j], pilot);
-}
-
 #if ACC_IS_FLOAT
 #define IS_NAN(x) isnan(x)
 #else
@@ -494,27 +486,47 @@ inline state_t st_butterfly(state_t s, const uint width) {
 /* One lane's share of elements [0, len) of a row chunk starting at element `start`: a scalar
  * head up to VLOAD_ALIGNED (none on OpenCL), lane-strided VEC-element loads, a scalar tail.
  * Indices pushed into arg states are the elements' own, whatever the order of loads. */
-inline state_t lane_partial(IN_PTR p, const ulong start, const ulong len, const uint lane, const RAW_T pilot) {
+inline state_t lane_partial(IN_PTR p, const ulong start, const ulong len, const uint lane, IN_PTR row) {
     state_t st = st_identity();
 #if IN_STATES
     NO_UNROLL
     for (ulong i = lane; i < len; i += LANES) st = st_merge(st, p[i]);
 #else
     const ulong head = min((ulong)VLOAD_HEAD(p, VEC), len);
+    const ulong rest = len - head;
+    const ulong full = rest - rest % VEC;
+#if OPK == OPK_WELFORD
+    /* var/std: the row's pilot (TO_ACC). With one lane per row, a lane whose first vector
+     * starts at the row's first element takes it from that vector (TAKE_PILOT) instead of
+     * loading it again: on an H100 that second load cost float16 1048576x32 var 7 % (0.922 of
+     * d81e80a's speed; 0.996 without it). Teams of several lanes load it in every lane as
+     * before: with lane 0 taking it, float16 442368x128 (lanes 4) ran at 0.90 of d81e80a and
+     * main was not timed there (benchmarks/var_pilot_cuda_h100_2026-11-23.md). */
+    bool take = LANES == 1 && start == 0 && head == 0 && full > 0;
+    RAW_T pilot = 0;
+    if (!take) pilot = LOAD_RAW(row);
+#define TAKE_PILOT(raw) if (take) { pilot = (raw)[0]; take = false; }
+#else
+    const RAW_T pilot = 0;   /* TO_ACC ignores it here */
+    (void)pilot;             /* nvcc -Werror: declared but never referenced */
+#define TAKE_PILOT(raw)
+#endif
     NO_UNROLL
     for (ulong i = lane; i < head; i += LANES) st = st_push(st, LOAD_ACC(p + i, pilot), start + i);
     __global const IN_T *q = p + head;
-    const ulong rest = len - head;
-    const ulong full = rest - rest % VEC;
     const ulong step = (ulong)LANES * VEC;
     ulong iv = (ulong)lane * VEC;
 #if UNROLL > 1
     /* UNROLL vectors loaded before any is used: loads in flight hide memory latency */
     NO_UNROLL
     for (; iv + (UNROLL - 1) * step < full; iv += UNROLL * step) {
+        RAW_T raw[UNROLL * VEC];
+        UNROLL_LOOP
+        for (int u = 0; u < UNROLL; ++u) VLOAD_RAW(q + iv + u * step, raw + u * VEC);
+        TAKE_PILOT(raw)
         ACC_T v[UNROLL * VEC];
         UNROLL_LOOP
-        for (int u = 0; u < UNROLL; ++u) load_vec(q + iv + u * step, v + u * VEC, pilot);
+        for (int j = 0; j < UNROLL * VEC; ++j) v[j] = TO_ACC(raw[j], pilot);
 #if OPK == OPK_WELFORD
         st = st_merge(st, block_state(v, UNROLL * VEC));
 #else
@@ -528,8 +540,12 @@ inline state_t lane_partial(IN_PTR p, const ulong start, const ulong len, const 
 #endif
     NO_UNROLL
     for (; iv < full; iv += step) {
+        RAW_T raw[VEC];
+        VLOAD_RAW(q + iv, raw);
+        TAKE_PILOT(raw)
         ACC_T v[VEC];
-        load_vec(q + iv, v, pilot);
+        UNROLL_LOOP
+        for (int j = 0; j < VEC; ++j) v[j] = TO_ACC(raw[j], pilot);
 #if OPK == OPK_WELFORD && VEC > 1
         st = st_merge(st, block_state(v, VEC));
 #else
@@ -539,6 +555,7 @@ inline state_t lane_partial(IN_PTR p, const ulong start, const ulong len, const 
     }
     NO_UNROLL
     for (ulong i = full + lane; i < rest; i += LANES) st = st_push(st, LOAD_ACC(q + i, pilot), start + head + i);
+#undef TAKE_PILOT
 #endif
     return st;
 }
@@ -578,7 +595,7 @@ void reduce_rows_state(IN_PTR in, const ulong in_offset, OUT_PTR out, const ulon
             const ulong stop = min(start + chunk_len, row_len);
             /* start < row_len: the planner never makes an empty chunk */
             st = lane_partial(in + in_offset + row * row_stride + start, start, stop - start, lane,
-                              ROW_PILOT(in + in_offset + row * row_stride));
+                              in + in_offset + row * row_stride);
         }
 
 #if LANES > 1 && SG_MODE == SG_LOCAL
@@ -702,37 +719,8 @@ void reduce_cols(IN_PTR in, const ulong in_offset, OUT_PTR out, const ulong out_
 #error "reduce_rows_state_cpu serves argmax/argmin, var/std and wide sums (OPK 1, 2 or 4)"
 #endif
 
-/* Built-ins spelled with operators (isnan as x != x, loads from scalars): PoCL 3.0 from
- * pip calls its built-ins out of line (see reduce_rows.cl's CPU block). */
-#define CPU_ISNAN(x) ((x) != (x))
-#define CPU_MIN_U64(a, b) ((a) < (b) ? (a) : (b))
-#if VEC == 1
-#define CPU_V(t) t
-#define CPU_LOAD(p) LOAD_RAW(p)
-#define CPU_TO_ACC(x) ((ACC_T)(x))
-#else
-#define CPU_V(t) CAT(t, VEC)
-#if IN_HALF
-#define CPU_LOAD(p) CAT(vload_half, VEC)(0, (p))
-#else
-#define CPU_LOAD(p) CAT(CPU_LOAD_, VEC)(p)
-#endif
-#define CPU_TO_ACC(x) CAT(convert_, CPU_V(ACC_T))(x)
-#endif
-#define CPU_RAWV CPU_V(RAW_T)
-#define CPU_LOAD_2(p) ((CPU_RAWV)((p)[0], (p)[1]))
-#define CPU_LOAD_4(p) ((CPU_RAWV)((p)[0], (p)[1], (p)[2], (p)[3]))
-#define CPU_LOAD_8(p) ((CPU_RAWV)((p)[0], (p)[1], (p)[2], (p)[3], (p)[4], (p)[5], (p)[6], (p)[7]))
-#define CPU_LOAD_16(p) ((CPU_RAWV)((p)[0], (p)[1], (p)[2], (p)[3], (p)[4], (p)[5], (p)[6], (p)[7], \
-                                   (p)[8], (p)[9], (p)[10], (p)[11], (p)[12], (p)[13], (p)[14], (p)[15]))
-#define CPU_ACCV CPU_V(ACC_T)
-#define CPU_LOAD_ACC(p) CPU_TO_ACC(CPU_LOAD(p))
-/* a vector comparison's true is -1 in every lane, a scalar one's 1: CPU_MASK is -1 / 0 */
-#if VEC == 1
-#define CPU_MASK(c) (-(long)(c))
-#else
-#define CPU_MASK(c) (c)
-#endif
+/* loads and built-ins as vectors, spelled for PoCL 3.0 (cpu_vec.h says why) */
+#include "cpu_vec.h"
 
 #if OPK == OPK_ARG
 /* Lane j of the best-value vector keeps the best of elements j, j + VEC, ... and the vector

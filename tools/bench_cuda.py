@@ -425,16 +425,10 @@ def _reference(x, op: str):
     import cupy
 
     x64 = x.astype(cupy.float64)
-    if op == "sum":
-        return cupy.sum(x64, axis=-1)
-    if op == "mean":
-        return cupy.mean(x64, axis=-1)
-    if op == "max":
-        return cupy.max(x64, axis=-1)
-    if op == "argmax":
-        return cupy.argmax(x, axis=-1)
-    if op == "var":
-        return cupy.var(x64, axis=-1)
+    if op in ("sum", "mean", "max", "min", "var", "std"):
+        return getattr(cupy, op)(x64, axis=-1)
+    if op in ("argmax", "argmin"):
+        return getattr(cupy, op)(x, axis=-1)
     raise ValueError(op)
 
 
