@@ -36,7 +36,10 @@ def _kernel_runs_plan(kernel, device, p: RowPlan) -> dict | None:
     limit = kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device)
     if limit < p.wg_size:
         return {"max_work_group_size": int(limit)}  # register pressure lowered the limit
-    if p.sg_size and p.reqd_sg == "none":
+    if p.sg_size and p.reqd_sg == "none" and p.sg_mode != "shuffle_ptx":
+        # Without a way to request a width, the compiler picks it: check it is the one planned.
+        # (PTX warps are 32 wide by the hardware; NVIDIA's driver has no sub-group query and
+        # answers clGetKernelSubGroupInfo with CL_INVALID_OPERATION, as opencl._kernel_fits knows.)
         actual = kernel.get_sub_group_info(device, cl.kernel_sub_group_info.MAX_SUB_GROUP_SIZE_FOR_NDRANGE,
                                            (p.wg_size,))
         if actual != p.sg_size:
