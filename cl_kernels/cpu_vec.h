@@ -33,7 +33,7 @@
 #ifndef IN_HALF
 #error "cpu_vec.h needs IN_HALF (0/1)"
 #endif
-#ifndef CAT
+#if !defined(CAT) /* the including file's own macro, not a plan define */
 #error "cpu_vec.h needs CAT(a, b) (paste after expansion)"
 #endif
 
