@@ -131,6 +131,22 @@ def test_short_normal_rows_as_accurate_as_numpy(cl_device, variant, shape, dtype
         pytest.skip(f"variant not runnable here: {skipped}")
 
 
+@pytest.mark.parametrize("op", ["var", "std"])
+def test_one_lane_wide_block_as_accurate_as_numpy(cl_device, op):
+    """One lane per row loading UNROLL * VEC = 64 values before it folds them (CUDA's plan for
+    rows of 64 floats): the block's two passes must not be one running sum each -- on the H100
+    that erred 5.8 ulp against numpy's 1.9 on N(0, 1) rows of 64 (reduce_state.cl block_state)."""
+    from conftest import Variant
+    from clreduce.plan import Force
+
+    variant = Variant("wide_block", Force(sg_mode="local", lanes=1, vec=16, unroll=4), 0)
+    ran = 0
+    for _, case in normal_cases(32):
+        ran += not _check_as_accurate_as_numpy(cl_device, variant, case, "float32", op)
+    if not ran:
+        pytest.skip("no wide-block plan runs on this device")
+
+
 def _hard_variants(caps) -> list:
     """The default run's forced variants: the issue's sequential plan (one lane walks the
     row), a split, and where the device has them the widest built-in sub-group reduce over a
