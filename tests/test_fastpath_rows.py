@@ -264,7 +264,7 @@ def test_whatever_drops_row_plans_drops_row_launchers(cl_device, cl_queue):
     opencl_rowops.clear_caches()  # the row plans: their launchers go, the reduction's stays
     assert fastpath.size() == 1
     clreduce.softmax(x, device=cl_device)
-    mode = next(p for p, _ in opencl_rowops._plans.values()).sg_mode
+    mode = next(p for _, (p, _) in opencl_rowops._plans.items()).sg_mode
     assert _row_entries() == 1
     opencl._drop_plans_using(None, mode)  # what marking a sub-group mode bad does
     assert _row_entries() == 0

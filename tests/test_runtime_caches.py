@@ -88,6 +88,33 @@ def test_lru_evicts_least_recently_used_and_drops_plans_of_evicted_programs(cl_d
     opencl.clear_caches()
 
 
+def test_row_op_plans_drop_with_their_evicted_programs(cl_device, monkeypatch):
+    """The row ops' plan cache holds kernels too: bounded, and no plan outlives its program
+    (a plain dict there kept up to 512 plans, with their programs and contexts)."""
+    from clreduce.backends import opencl_rowops
+
+    monkeypatch.setenv("CLREDUCE_CACHE_SIZE", "2")
+    monkeypatch.setenv("CLREDUCE_FAST_PATH", "0")  # the full path: plan_for on every call
+    opencl.clear_caches()
+    opencl_rowops.clear_caches()
+    x = np.linspace(-2, 2, 4 * 100, dtype=np.float32).reshape(4, 100)
+    calls = [("softmax", lambda: clreduce.softmax(x, device=cl_device)),
+             ("log_softmax", lambda: clreduce.log_softmax(x, device=cl_device)),
+             ("rms_norm", lambda: clreduce.rms_norm(x, device=cl_device)),
+             ("cumsum", lambda: clreduce.cumsum(x, axis=-1, device=cl_device))]
+    for _ in range(2):
+        for name, call in calls:
+            assert np.all(np.isfinite(call())), name
+            assert len(opencl_rowops._plans) <= 8
+            live = {id(c) for _, c in opencl._kernel_cache.items()}
+            for _, (_, kernels) in opencl_rowops._plans.items():
+                assert all(id(c) in live for c in kernels), f"a row plan keeps an evicted program alive ({name})"
+    np.testing.assert_allclose(clreduce.cumsum(x, axis=-1, device=cl_device), np.cumsum(x, axis=-1), rtol=1e-5,
+                               atol=1e-5)
+    opencl.clear_caches()
+    opencl_rowops.clear_caches()
+
+
 def test_a_dropped_user_context_is_released(cl_device, cl_caps, request):
     if cl_caps.implementation == "rusticl":
         # Mesa rusticl counts context references from programs differently from Intel (0) and

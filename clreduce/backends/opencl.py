@@ -249,9 +249,17 @@ def _on_program_evicted(key, _cached) -> None:
     _discard_plans(lambda _k, value: any(c is _cached for c in value[1]))
 
 
+# Other plan caches keyed and valued like ``_plan_cache`` -- (context ptr, ...) ->
+# (plan, [_CachedKernel, ...]) -- register ``discard_if`` here to be dropped with it
+# (opencl_rowops: the row ops' plans hold the same kernels).
+plan_cache_listeners: list = []
+
+
 def _discard_plans(predicate) -> None:
     # the fast path's launchers hold plan entries too (fastpath.py, cl_launch.py)
     fastpath.discard_plans(predicate)
+    for discard_if in plan_cache_listeners:
+        discard_if(predicate)
     cache = _plan_cache
     if isinstance(cache, LRU):
         cache.discard_if(predicate)

@@ -16,10 +16,16 @@ from ..plan import UnsupportedOnDevice
 from ..plan_rowops import RowForce, RowPlan, RowProblem, plan_row
 from . import cl_host as host_buffers
 from . import row_args
+from .. import config
+from ..lru import LRU
+from . import opencl
 from .opencl import _cached_kernel, caps_of
 
-_plans: dict[tuple, tuple[RowPlan, list]] = {}
-_PLAN_CACHE_LIMIT = 512
+# (context, device, problem, force) -> (RowPlan, kernels): bounded like the reductions' plan
+# cache, and dropped with it when a program it uses is evicted or its context released (a
+# plain dict here kept evicted programs, and so their contexts, alive up to 512 plans).
+_plans = LRU(lambda: 4 * config.cache_size())
+opencl.plan_cache_listeners.append(_plans.discard_if)
 
 
 def clear_caches() -> None:
@@ -66,10 +72,7 @@ def plan_for(queue: cl.CommandQueue, problem: RowProblem, force: RowForce | None
         for cached in kernels:
             fix = fix or _kernel_runs_plan(cached.kernel, queue.device, p)
         if fix is None:
-            if len(_plans) > _PLAN_CACHE_LIMIT:
-                _plans.clear()
-            _plans[key] = (p, kernels)
-            return p, kernels
+            return _plans.put(key, (p, kernels))
         if force and force.wg_size and "max_work_group_size" in fix:
             # e.g. rusticl on llvmpipe: CL_DEVICE_MAX_WORK_GROUP_SIZE 1024, a built kernel 32
             raise UnsupportedOnDevice(f"forced wg_size={force.wg_size}: the compiled {p.kernel_file} allows at most "
