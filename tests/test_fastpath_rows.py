@@ -417,3 +417,40 @@ def test_a_launcher_that_answers_differently_is_never_used(cl_device, cl_queue, 
         with pytest.warns(RuntimeWarning, match="answered differently"):
             np.testing.assert_array_equal(clreduce.softmax(x, device=cl_device), want)
     assert fastpath.size() == 0
+
+
+@pytest.mark.parametrize("op", ["softmax", "moments", "quantize_int8", "cumsum"])
+def test_pooled_row_results_stay_right_and_never_alias(cl_device, cl_queue, monkeypatch, op):
+    """GPUs take learned row ops' results and scratch from cl_pool (this CPU device is forced
+    into the GPUs' mode): results held across later calls keep their values, dropped ones
+    serve later calls, and pool off gives the same bits."""
+    from clreduce.backends import cl_pool, opencl
+
+    def call(d):
+        return clreduce.cumsum(d, axis=-1) if op == "cumsum" else getattr(clreduce, op)(d)
+
+    def fetch(r):
+        return [a.get() for a in r] if isinstance(r, tuple) else [r.get()]
+
+    xs = [_data((6, 300), seed=20 + s) for s in range(6)]
+    opencl.clear_caches()
+    monkeypatch.setattr(cl_pool, "mode_override", "off")
+    want = [fetch(call(cla.to_device(cl_queue, x))) for x in xs]
+    opencl.clear_caches()
+    monkeypatch.setattr(cl_pool, "mode_override", "reuse")
+    before = cl_pool.stats()["reused"]
+    held = []
+    for rnd in range(3):
+        for i, x in enumerate(xs):
+            r = call(cla.to_device(cl_queue, x))
+            if rnd == 0 and i % 2 == 0:
+                held.append((i, r))  # kept while later calls run
+            else:
+                for got, ref in zip(fetch(r), want[i]):
+                    np.testing.assert_array_equal(got, ref)
+                del r  # dropped: its buffers may serve a later call
+    for i, r in held:
+        for got, ref in zip(fetch(r), want[i]):
+            np.testing.assert_array_equal(got, ref)
+    assert cl_pool.stats()["reused"] > before  # the pool did serve later calls
+    opencl.clear_caches()

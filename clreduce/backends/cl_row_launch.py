@@ -28,8 +28,7 @@ import numpy as np
 import pyopencl as cl
 
 from . import cl_host as host_buffers
-from . import opencl_rowops, row_args
-from . import cl_launch
+from . import cl_launch, cl_pool, opencl_rowops, row_args
 from .cl_launch import _array_maker
 
 _RW = cl.mem_flags.READ_WRITE
@@ -39,7 +38,7 @@ class RowLauncher:
     """One learned row-op signature on OpenCL (see the module doc)."""
 
     __slots__ = ("plan_key", "plan_entry", "steps", "sizes", "acc", "present", "outputs", "makers", "itemsize",
-                 "queue", "ctx", "cl_device", "two", "stats_shape", "per_thread", "shared", "lock")
+                 "queue", "ctx", "cl_device", "two", "stats_shape", "per_thread", "shared", "lock", "pool_mode")
 
     def __init__(self, queue: cl.CommandQueue, per_call_queue: bool, problem, force, eps: float, rows_shape: tuple,
                  stats_shape: tuple):
@@ -81,6 +80,10 @@ class RowLauncher:
         self.per_thread = {}  # thread id -> [[kernel, input offset last set] per pass]
         self.shared = None  # the kernels of threads past _MAX_THREADS, used under ``lock``
         self.lock = threading.Lock()
+        # device arrays on GPUs: results and scratch from cl_pool, as the reductions' launcher
+        # does (cl_launch; cl_pool's module doc says why: NVIDIA's release of a buffer whose
+        # kernel is pending waits for the GPU)
+        self.pool_mode = cl_pool.mode_for(queue.context, queue) if per_call_queue else "off"
 
     def _new_kernels(self) -> list:
         own = []
@@ -138,11 +141,39 @@ class RowLauncher:
         """A pyopencl array in, pyopencl arrays out on the call's queue (not waited on)."""
         queue = queue or x.queue
         ctx = x.context
-        buffers = self._buffers(ctx, queue, weight, bias)
-        buffers["input"] = x.base_data
-        event = self._enqueue(queue, buffers, x.offset // self.itemsize)
-        return self._assemble([make(buffers[name], ctx, queue, event)
-                               for make, (name, _, _) in zip(self.makers, self.outputs)])
+        if (cl_pool.mode_override or self.pool_mode) == "off":  # CPU devices: a release never waits
+            buffers = self._buffers(ctx, queue, weight, bias)
+            buffers["input"] = x.base_data
+            event = self._enqueue(queue, buffers, x.offset // self.itemsize)
+            return self._assemble([make(buffers[name], ctx, queue, event)
+                                   for make, (name, _, _) in zip(self.makers, self.outputs)])
+        sizes, results, scratch = self.sizes, {}, {}
+        try:
+            for name in ("output", "stats"):
+                if sizes[name]:
+                    results[name] = cl_pool.output(ctx, queue, sizes[name])
+            for name in ("partials", "carries"):
+                if sizes[name]:
+                    scratch[name] = cl_pool.take(ctx, queue, sizes[name])
+            buffers = {name: slot.buffer for name, slot in (results | scratch).items()}
+            if weight is not None:
+                buffers["weight"] = opencl_rowops.param_buffer(queue, weight, self.acc)
+            if bias is not None:
+                buffers["bias"] = opencl_rowops.param_buffer(queue, bias, self.acc)
+            buffers["input"] = x.base_data
+            event = self._enqueue(queue, buffers, x.offset // self.itemsize)
+        except BaseException:
+            for slot in (results | scratch).values():
+                cl_pool.discard(slot)
+            raise
+        for slot in scratch.values():
+            cl_pool.give_back(slot, queue, event)
+        # the arrays hold their buffers before the pool watches them (a buffer only the pool
+        # holds is free to take back)
+        arrays = [make(buffers[name], ctx, queue, event) for make, (name, _, _) in zip(self.makers, self.outputs)]
+        for slot in results.values():
+            cl_pool.lend(slot, queue, event)
+        return self._assemble(arrays)
 
     def host(self, x, weight, bias, queue):
         """A numpy array in, numpy arrays out (waited on)."""
