@@ -262,22 +262,41 @@ inline state_t st_merge(state_t x, state_t y) {
     return x;
 }
 /* n loaded values as one (mean, m2, n) state, two-pass inside the block: one divide per
- * block instead of one per element. Both passes sum into BLOCK_WAYS interleaved partials
- * added pairwise at the end: one running sum over a CUDA lane's UNROLL * VEC = 64 values
- * erred 5.8 ulp on N(0, 1) rows of 64, against numpy's 1.9 (its pairwise sum has 8-wide
- * leaves); with 8 partials, 2.0 (an exact float32 emulation of both orders reproduced the
- * H100's figures). The partials also shorten the dependent add chain. */
+ * block instead of one per element. Up to BLOCK_SEQ_MAX values, each pass is one running sum;
+ * longer blocks sum into BLOCK_WAYS interleaved partials added pairwise. Why: one running sum
+ * over a CUDA lane's UNROLL * VEC = 64 float32 values erred 5.8 ulp on N(0, 1) rows of 64,
+ * against numpy's 1.9 (its pairwise sum has 8-wide leaves); 8 partials: 2.0. An exact float32
+ * emulation reproduced the H100's figures, and put blocks of 16 within numpy + 2 ulp and
+ * blocks of 32 outside it. Partials everywhere cost H100 var 6-10 % on the blocks of 8 (float32
+ * 1048576x32) and 32 (float16 442368x128) of the default plans, so they stay where needed: a
+ * float16 result's own rounding (2^-11) dwarfs a 64-value running sum's error. n is a
+ * compile-time constant at every call: the branch folds. */
+#if OUT_HALF
+#define BLOCK_SEQ_MAX 64
+#else
+#define BLOCK_SEQ_MAX 16
+#endif
 #define BLOCK_WAYS 8
 inline ACC_T ways_total(const ACC_T *w) {
     return ((w[0] + w[1]) + (w[2] + w[3])) + ((w[4] + w[5]) + (w[6] + w[7]));
 }
 inline state_t block_state(const ACC_T *v, const int n) {
+    state_t c; c.m2 = 0; c.c = 0; c.n = (ulong)n;
+    if (n <= BLOCK_SEQ_MAX) {
+        ACC_T sum = 0;
+        UNROLL_LOOP
+        for (int j = 0; j < n; ++j) sum += v[j];
+        c.mean = sum / (ACC_T)n;
+        UNROLL_LOOP
+        for (int j = 0; j < n; ++j) { const ACC_T d = v[j] - c.mean; c.m2 += d * d; }
+        return c;
+    }
     ACC_T w[BLOCK_WAYS];
     UNROLL_LOOP
     for (int k = 0; k < BLOCK_WAYS; ++k) w[k] = 0;
     UNROLL_LOOP
     for (int j = 0; j < n; ++j) w[j % BLOCK_WAYS] += v[j];
-    state_t c; c.mean = ways_total(w) / (ACC_T)n; c.m2 = 0; c.c = 0; c.n = (ulong)n;
+    c.mean = ways_total(w) / (ACC_T)n;
     UNROLL_LOOP
     for (int k = 0; k < BLOCK_WAYS; ++k) w[k] = 0;
     UNROLL_LOOP
