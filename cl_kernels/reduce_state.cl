@@ -459,48 +459,30 @@ inline void st_write(__global OUT_T *out, ulong idx, state_t s, ulong count, ACC
 #define SG_ATTR
 #endif
 
+#include "shuffle_xor.h"
+/* 64-bit counts and indices: one shuffle where KHR's takes a ulong, else two words */
 #if SG_MODE == SG_SHUFFLE_KHR
-inline ACC_T shfl_acc(ACC_T v, uint m) { return sub_group_shuffle_xor(v, m); }
-inline ulong shfl_u64(ulong v, uint m) { return sub_group_shuffle_xor(v, m); }
+inline ulong shuffle_u64(ulong v, uint m) { return sub_group_shuffle_xor(v, m); }
 #elif SG_MODE == SG_SHUFFLE_QCOM || SG_MODE == SG_SHUFFLE_PTX
-/* Fields move as 32-bit words: the qcom shuffle takes 32-bit values only, and the dialect's
- * word shuffle (NVIDIA OpenCL's shfl.sync.bfly.b32) moves one word. */
-inline uint shfl_u32(uint v, uint m) {
-#if SG_MODE == SG_SHUFFLE_QCOM
-    return qcom_sub_group_shuffle_xor(v, m, CLK_SUB_GROUP_SHUFFLE_WIDTH_WAVE_SIZE_QCOM, 0u);
-#else
-    return word_shuffle_xor(v, m);
-#endif
-}
-inline ACC_T shfl_acc(ACC_T v, uint m) {
-#if ACC_BYTES == 8
+inline ulong shuffle_u64(ulong v, uint m) {
     uint2 u = as_uint2(v);
-    u.x = shfl_u32(u.x, m);
-    u.y = shfl_u32(u.y, m);
-    return CAT(as_, ACC_T)(u);
-#else
-    return CAT(as_, ACC_T)(shfl_u32(as_uint(v), m));
-#endif
-}
-inline ulong shfl_u64(ulong v, uint m) {
-    uint2 u = as_uint2(v);
-    u.x = shfl_u32(u.x, m);
-    u.y = shfl_u32(u.y, m);
+    u.x = shuffle_word(u.x, m);
+    u.y = shuffle_word(u.y, m);
     return as_ulong(u);
 }
 #endif
 #if SG_MODE != SG_LOCAL
 inline state_t st_shuffle_xor(state_t s, uint m) {
 #if OPK == OPK_SCALAR
-    s.a = shfl_acc(s.a, m);
+    s.a = shuffle_xor(s.a, m);
 #elif OPK == OPK_WELFORD
-    s.mean = shfl_acc(s.mean, m); s.m2 = shfl_acc(s.m2, m); s.c = shfl_acc(s.c, m); s.n = shfl_u64(s.n, m);
+    s.mean = shuffle_xor(s.mean, m); s.m2 = shuffle_xor(s.m2, m); s.c = shuffle_xor(s.c, m); s.n = shuffle_u64(s.n, m);
 #elif OPK == OPK_ARG
-    s.v = shfl_acc(s.v, m); s.i = shfl_u64(s.i, m);
+    s.v = shuffle_xor(s.v, m); s.i = shuffle_u64(s.i, m);
 #elif OPK == OPK_WIDE
-    s.lo = shfl_u64(s.lo, m); s.hi = (long)shfl_u64((ulong)s.hi, m);
+    s.lo = shuffle_u64(s.lo, m); s.hi = (long)shuffle_u64((ulong)s.hi, m);
 #else
-    s.m = shfl_acc(s.m, m); s.s = shfl_acc(s.s, m);
+    s.m = shuffle_xor(s.m, m); s.s = shuffle_xor(s.s, m);
 #endif
     return s;
 }

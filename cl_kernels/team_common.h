@@ -103,32 +103,8 @@
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
 
-/* The xor shuffle of one ACC_T in the shuffle modes. cl_qcom_subgroup_shuffle and the
- * dialect's word shuffle (NVIDIA OpenCL: shfl.sync.bfly.b32) move 32-bit values: 64-bit
- * accumulators go as two words. */
-#if SG_MODE == SG_SHUFFLE_QCOM || SG_MODE == SG_SHUFFLE_PTX
-inline uint shuffle_word(uint v, uint mask) {
-#if SG_MODE == SG_SHUFFLE_QCOM
-    return qcom_sub_group_shuffle_xor(v, mask, CLK_SUB_GROUP_SHUFFLE_WIDTH_WAVE_SIZE_QCOM, 0u);
-#else
-    return word_shuffle_xor(v, mask);
-#endif
-}
-#endif
-#if SG_MODE == SG_SHUFFLE_KHR
-inline ACC_T shuffle_xor(ACC_T v, uint mask) { return sub_group_shuffle_xor(v, mask); }
-#elif SG_MODE == SG_SHUFFLE_QCOM || SG_MODE == SG_SHUFFLE_PTX
-inline ACC_T shuffle_xor(ACC_T v, uint mask) {
-#if ACC_BYTES == 8
-    uint2 u = as_uint2(v);
-    u.x = shuffle_word(u.x, mask);
-    u.y = shuffle_word(u.y, mask);
-    return CAT(as_, ACC_T)(u);
-#else
-    return CAT(as_, ACC_T)(shuffle_word(as_uint(v), mask));
-#endif
-}
-#endif
+/* shuffle_xor(ACC_T) and shuffle_word(uint) of the shuffle modes (reduce_state.cl uses them too) */
+#include "shuffle_xor.h"
 
 /* Loads and stores by element index, in ACC_T. The input is never written during a launch
  * (LOAD_RO: the read-only cache on CUDA); vload_half/vstore_half need only element
