@@ -43,12 +43,19 @@ class TuneCacheWarning(UserWarning):
     """A tune-cache file could not be used (corrupt, unreadable); it is ignored."""
 
 
-_suspend = threading.local()
+class _Suspend(threading.local):
+    # a class default, so a thread that never suspended reads 0 without Python raising and
+    # catching an AttributeError inside getattr(local, name, 0): ~1 us of state(), which the
+    # fast path's signature asks on every call (fastpath.py)
+    depth = 0
+
+
+_suspend = _Suspend()
 
 
 def enabled() -> bool:
     """False when ``CLREDUCE_TUNE=0`` (or ``off``/``false``/``no``), or inside ``suspended()``."""
-    if getattr(_suspend, "depth", 0):
+    if _suspend.depth:
         return False
     return config.tune_enabled()
 
@@ -56,7 +63,7 @@ def enabled() -> bool:
 @contextlib.contextmanager
 def suspended():
     """Ignore stored winners in this thread (the tuner measures the planner's default)."""
-    _suspend.depth = getattr(_suspend, "depth", 0) + 1
+    _suspend.depth += 1
     try:
         yield
     finally:
@@ -191,7 +198,7 @@ def generation() -> int:
 def state() -> tuple[int, int]:
     """(suspension depth in this thread, generation): what decides whether and which stored
     winners a plan uses, for caches above the plan cache (fastpath.py)."""
-    return getattr(_suspend, "depth", 0), _generation[0]
+    return _suspend.depth, _generation[0]
 
 
 def _forget() -> None:

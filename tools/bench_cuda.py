@@ -545,6 +545,7 @@ def bench_peers(shapes, dtypes, ops, *, rotate_bytes: int, batches: int, compile
                 impls = {"clreduce": (lambda x, f=public: f(x, axis=-1), xs)}
                 prepared = [PreparedReduction(x, Problem(rows, k, dtype, op)) for x in xs]
                 impls["kernel"] = (lambda p: p.run(), prepared)
+                impls["clreduce(torch)"] = (lambda t, f=public: f(t, axis=-1), tensors)  # the torch path's host cost
                 impls["torch"] = (eager, tensors)
                 if compile_peer:
                     impls["torch.compile"] = (torch.compile(_torch_op(torch, op), dynamic=False), tensors)
@@ -556,7 +557,7 @@ def bench_peers(shapes, dtypes, ops, *, rotate_bytes: int, batches: int, compile
                         out = fn(inputs[0])
                         if name == "kernel":
                             out = prepared[0].out
-                        elif name.startswith("torch"):
+                        elif name.startswith("torch") or name == "clreduce(torch)":
                             out = cupy.from_dlpack(out.contiguous())
                         entry["err"][name] = _op_error(out, xs[0], op)
                         t = time_batches(fn, inputs, batches=batches)

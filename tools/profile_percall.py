@@ -102,13 +102,12 @@ def cuda_profile(calls: int, repeats: int) -> dict:
     launcher = entry.launch.__self__ if entry is not None else None
     if launcher is not None:
         out = cupy.ndarray((), f32)
-        fn = launcher.steps[0][0]
-        grid, block, scalars = launcher.steps[0][1], launcher.steps[0][2], launcher.steps[0][5]
+        fn, grid, block, _, _, scalars = launcher.base.steps[0]
         zero = np.uint64(0)
         steps["Function.__call__ (CuPy marshalling)"] = lambda: fn(grid, block, (x, zero, out, zero) + scalars, 0,
                                                                    None)
-        ptr_in, ptr_out = x.data.ptr, out.data.ptr
-        steps["launcher._launch (cuLaunchKernel, ready block)"] = lambda: launcher._launch(ptr_in, ptr_out, 0, 0)
+        pointers = (x.data.ptr, out.data.ptr, 0)
+        steps["launcher.run (cuLaunchKernel, ready block)"] = lambda: launcher.run(pointers, 0)
         steps["launcher.cupy_array (whole launcher)"] = lambda: launcher.cupy_array(x, {})
         steps["Entry.__call__"] = lambda: entry(x, None, {})
     steps["clreduce.sum(cupy)"] = lambda: clreduce.sum(x)
@@ -142,6 +141,24 @@ def cuda_profile(calls: int, repeats: int) -> dict:
     report["torch"].update(common_steps(t, calls, repeats))
     torch.cuda.synchronize()
     report["cprofile clreduce.sum(torch)"] = profile_of(lambda: clreduce.sum(t), calls)
+    # the shape: float16 8192x1000 mean over the rows, torch input (host time per call
+    # with the GPU kept busy; compare torch.mean on the same tensor)
+    h = torch.randn(8192, 1000, device=t.device, dtype=torch.float16)
+    clreduce.mean(h, axis=-1)
+    clreduce.mean(h, axis=-1)
+    hentry = fastpath.lookup(fastpath.signature("mean", "mean", h, -1, None, None, False, 0.0, False, None, None,
+                                                {}))
+    hsteps = {"clreduce.mean(h, axis=-1)": lambda: clreduce.mean(h, axis=-1),
+              "torch.mean(h, dim=-1)": lambda: torch.mean(h, dim=-1),
+              "h.new_empty((8192,), dtype=)": lambda: h.new_empty((8192,), dtype=torch.float16),
+              "h.new_empty((8192,))": lambda: h.new_empty((8192,)),
+              "torch.empty((8192,), dtype=, device=)": lambda: torch.empty((8192,), dtype=torch.float16,
+                                                                           device=h.device)}
+    if hentry is not None:
+        hsteps["launcher.torch_tensor (whole launcher)"] = lambda: hentry.launch(h, {})
+    report["torch f16 8192x1000"] = {name: per_call(fn, calls, repeats) for name, fn in hsteps.items()}
+    torch.cuda.synchronize()
+    report["cprofile clreduce.mean(h f16 8192x1000)"] = profile_of(lambda: clreduce.mean(h, axis=-1), calls)
     return report
 
 
