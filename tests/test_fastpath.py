@@ -876,11 +876,5 @@ def test_pooled_buffers_do_not_keep_a_dropped_context(cl_device, monkeypatch):
     del r, d, queue, ctx
     gc.collect()
     released = opencl.release_unused_contexts()
-    if released == 0 and cl_device.platform.name == "rusticl":
-        # Known, and older than the pool: on Mesa's rusticl a kernel retains the buffers set
-        # as its arguments, and they the context, so the cached kernels hold a dropped
-        # context (test_runtime_caches.test_a_dropped_user_context_is_released says more);
-        # its programs stay cached until LRU eviction or clear_caches(). Open defect.
-        pytest.xfail("rusticl: dropped contexts are not released after learned calls (older than the pool)")
     assert released >= 1  # the pool's buffers did not hold it
     assert cl_pool.stats()["free"] == 0 and cl_pool.stats()["slots"] == 0

@@ -40,7 +40,7 @@ import pyopencl.array as cla
 from .. import fastpath
 from ..plan import Force, Problem
 from . import cl_host as host_buffers
-from . import cl_pool, opencl
+from . import cl_args, cl_pool, opencl
 
 _RW = cl.mem_flags.READ_WRITE
 _BUFFERS = {"input": 0, "output": 1, "partials": 2}
@@ -74,7 +74,7 @@ class _Launcher:
 
     __slots__ = ("plan_key", "plan_entry", "plans", "plan", "kernels", "problem", "steps", "out_shape", "out_dtype",
                  "out_nbytes", "partials_bytes", "itemsize", "queue", "ctx", "device", "make_array", "spare",
-                 "per_thread", "pool_mode")
+                 "per_thread", "pool_mode", "unbind")
 
     def __init__(self, queue, per_call_queue: bool, problem: Problem, force: Force | None, out_shape: tuple,
                  itemsize: int):
@@ -108,6 +108,7 @@ class _Launcher:
         # device arrays: how this device's result buffers are pooled (cl_pool; the
         # signature pins the device)
         self.pool_mode = cl_pool.mode_for(queue.context, queue) if per_call_queue else "off"
+        self.unbind = cl_args.retains_buffers(queue.context, queue.device)  # rusticl: see cl_args
 
     def _own_kernels(self):
         """This thread's kernel objects, made on its first call; None past _MAX_THREADS."""
@@ -140,6 +141,8 @@ class _Launcher:
                 slot[1], slot[2] = offsets[reads], offsets[writes]
             event = cl.enqueue_nd_range_kernel(queue, kernel, global_size, local_size,
                                                wait_for=None if event is None else (event,))
+            if self.unbind:
+                cl_args.unbind(kernel, opencl._BUFFER_ARGS)
         return event
 
     def _enqueue_shared(self, queue, kernels, buffers, offsets):
@@ -149,6 +152,8 @@ class _Launcher:
                 opencl._set_args(cached, launch, buffers[reads], offsets[reads], buffers[writes], offsets[writes])
                 event = cl.enqueue_nd_range_kernel(queue, cached.kernel, global_size, local_size,
                                                    wait_for=None if event is None else (event,))
+                if self.unbind:
+                    cl_args.unbind(cached.kernel, opencl._BUFFER_ARGS)
         return event
 
     def _error(self, exc, queue):

@@ -28,7 +28,7 @@ import numpy as np
 import pyopencl as cl
 
 from . import cl_host as host_buffers
-from . import cl_launch, cl_pool, opencl_rowops, row_args
+from . import cl_args, cl_launch, cl_pool, opencl_rowops, row_args
 from .cl_launch import _array_maker
 
 _RW = cl.mem_flags.READ_WRITE
@@ -38,7 +38,7 @@ class RowLauncher:
     """One learned row-op signature on OpenCL (see the module doc)."""
 
     __slots__ = ("plan_key", "plan_entry", "steps", "sizes", "acc", "present", "outputs", "makers", "itemsize",
-                 "queue", "ctx", "cl_device", "two", "stats_shape", "per_thread", "shared", "lock", "pool_mode")
+                 "queue", "ctx", "cl_device", "two", "stats_shape", "per_thread", "shared", "lock", "pool_mode", "unbind")
 
     def __init__(self, queue: cl.CommandQueue, per_call_queue: bool, problem, force, eps: float, rows_shape: tuple,
                  stats_shape: tuple):
@@ -84,6 +84,7 @@ class RowLauncher:
         # does (cl_launch; cl_pool's module doc says why: NVIDIA's release of a buffer whose
         # kernel is pending waits for the GPU)
         self.pool_mode = cl_pool.mode_for(queue.context, queue) if per_call_queue else "off"
+        self.unbind = cl_args.retains_buffers(queue.context, queue.device)  # rusticl: see cl_args
 
     def _new_kernels(self) -> list:
         own = []
@@ -117,6 +118,8 @@ class RowLauncher:
                 slot[1] = in_offset
             event = cl.enqueue_nd_range_kernel(queue, kernel, global_size, local_size,
                                                wait_for=None if event is None else (event,))
+            if self.unbind:
+                cl_args.unbind(kernel, (i for i, _ in bound))
         return event
 
     def _buffers(self, ctx, queue, weight, bias) -> dict:

@@ -26,6 +26,7 @@ from ..kernels import read_source, source_hash
 from ..lru import LRU
 from ..ops import wide_sums_to_float64
 from ..plan import Force, LaunchPlan, Problem, UnsupportedOnDevice, plan
+from . import cl_args
 from . import cl_fallback as fallback
 from . import cl_host as host_buffers
 from . import cl_pool
@@ -471,6 +472,10 @@ def _set_scalars(kernel: cl.Kernel, first: int, values, dtypes) -> None:
         kernel.set_arg(i, np.dtype(name).type(value))
 
 
+# the reduction and gather kernels' buffer arguments: (src, src offset, dst, dst offset, ...)
+_BUFFER_ARGS = (0, 2)
+
+
 def _set_args(cached: _CachedKernel, launch, src, src_off: int, dst, dst_off: int) -> None:
     """Bind the arguments; the caller holds ``cached.lock`` until the enqueue is done.
 
@@ -528,6 +533,7 @@ class PreparedReduction:
         self.plan, self.kernels = plan_for(queue, problem, force)
         ctx = queue.context
         device = queue.device
+        self._unbind = cl_args.retains_buffers(ctx, device)
         self._host = None
         try:
             if isinstance(src, np.ndarray):
@@ -557,6 +563,8 @@ class PreparedReduction:
                     _set_args(cached, launch, src, src_off, dst, dst_off)
                     event = cl.enqueue_nd_range_kernel(self.queue, cached.kernel, (launch.global_size,),
                                                        (launch.local_size,), wait_for=events[-1:] or wait_for)
+                    if self._unbind:  # rusticl: see cl_args
+                        cl_args.unbind(cached.kernel, _BUFFER_ARGS)
                 events.append(event)
         except cl.Error as exc:
             raise _contextual(exc, describe(self.queue.device, self.problem, self.plan)) from exc
@@ -606,6 +614,8 @@ def gather(queue: cl.CommandQueue, array, order: list[int]):
         cached.scalars = cached.offsets = None
         cached.kernel(queue, (groups * wg,), (wg,), array.base_data, np.int64(array.offset // itemsize),
                       out.base_data, np.uint64(out.size), meta_shape, meta_strides)
+        if cl_args.retains_buffers(queue.context, queue.device):  # rusticl: see cl_args
+            cl_args.unbind(cached.kernel, _BUFFER_ARGS)
     return out
 
 

@@ -15,7 +15,7 @@ import pyopencl.array as cla
 from ..plan import UnsupportedOnDevice
 from ..plan_rowops import RowForce, RowPlan, RowProblem, plan_row
 from . import cl_host as host_buffers
-from . import row_args
+from . import cl_args, row_args
 from .. import config
 from ..lru import LRU
 from . import opencl
@@ -130,11 +130,14 @@ def run(queue: cl.CommandQueue, problem: RowProblem, src, *, weight=None, bias=N
     for name in ("partials", "carries"):
         buffers[name] = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, sizes[name]) if sizes[name] else None
     dummy = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 16)  # for the buffers the plan does not use
+    unbind = cl_args.retains_buffers(ctx, queue.device)  # rusticl: see cl_args
     for arg_list, cached, launch in zip(row_args.kernel_args(p, problem, eps), kernels, p.passes):
         args = bind(arg_list, buffers, in_off, dummy)
         with cached.lock:  # set-args + enqueue on a kernel other threads share
             cached.kernel.set_args(*args)
             event = cl.enqueue_nd_range_kernel(queue, cached.kernel, (launch.global_size,), (launch.local_size,))
+            if unbind:
+                cl_args.unbind(cached.kernel, cl_args.buffer_indices(args))
     if wrapped is not None:  # wait for the last kernel (an in-order queue: all of them), then let go
         event.wait()
         wrapped.release()
