@@ -126,6 +126,11 @@ class RowLauncher:
         sizes = self.sizes
         buffers = {name: cl.Buffer(ctx, _RW, sizes[name]) for name in ("output", "stats", "partials", "carries")
                    if sizes[name]}
+        return self._bind_params(buffers, queue, weight, bias)
+
+    def _bind_params(self, buffers: dict, queue, weight, bias) -> dict:
+        """``buffers`` with the weight and bias as the kernels read them (fresh or pooled
+        results alike)."""
         if weight is not None:
             buffers["weight"] = opencl_rowops.param_buffer(queue, weight, self.acc)
         if bias is not None:
@@ -158,11 +163,8 @@ class RowLauncher:
             for name in ("partials", "carries"):
                 if sizes[name]:
                     scratch[name] = cl_pool.take(ctx, queue, sizes[name])
-            buffers = {name: slot.buffer for name, slot in (results | scratch).items()}
-            if weight is not None:
-                buffers["weight"] = opencl_rowops.param_buffer(queue, weight, self.acc)
-            if bias is not None:
-                buffers["bias"] = opencl_rowops.param_buffer(queue, bias, self.acc)
+            buffers = self._bind_params({name: slot.buffer for name, slot in (results | scratch).items()},
+                                        queue, weight, bias)
             buffers["input"] = x.base_data
             event = self._enqueue(queue, buffers, x.offset // self.itemsize)
         except BaseException:
