@@ -243,3 +243,38 @@ def test_forced_row_variants_on_long_rows(cl_device, cl_queue, op, request):
             assert np.all(np.abs(got - exact) <= bound), force
         else:
             np.testing.assert_allclose(got, np.logaddexp.accumulate(x64, 1), rtol=2e-5, atol=2e-5, err_msg=str(force))
+
+
+# PoCL's clang printed "4 warnings generated." (AVX ABI notes from its own float16 builtins,
+# on a host without AVX-512) to the process's stderr on the first build of a float32 cumsum:
+# a user saw compiler chatter on the terminal. The build passes -w there (opencl._quiet_options).
+_FIRST_BUILDS = """
+import sys
+import numpy as np
+import clreduce
+from clreduce.backends import opencl
+device = opencl.all_devices()[int(sys.argv[1])]
+x = np.linspace(-3, 3, 40 * 4096, dtype=np.float32).reshape(40, 4096)
+np.testing.assert_allclose(clreduce.cumsum(x, axis=-1, device=device), np.cumsum(x, axis=-1), rtol=1e-4, atol=1e-3)
+clreduce.softmax(x, device=device); clreduce.rms_norm(x, device=device); clreduce.mean(x, axis=0, device=device)
+print("ok")
+"""
+
+
+def test_first_builds_print_nothing(found_devices, tmp_path):
+    """A fresh process with an empty compiler cache writes nothing to stderr, on every device."""
+    from clreduce.backends import opencl
+
+    all_devices = opencl.all_devices()
+    if not found_devices:
+        pytest.skip("!!! no OpenCL device")
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path), PYOPENCL_NO_CACHE="1")
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    failures = []
+    for found in found_devices:
+        index = next(i for i, d in enumerate(all_devices) if d.int_ptr == found.device.int_ptr)
+        proc = subprocess.run([sys.executable, "-c", _FIRST_BUILDS, str(index)], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=600)
+        if proc.returncode != 0 or proc.stdout.strip() != "ok" or proc.stderr.strip():
+            failures.append(f"{found.id}: exit {proc.returncode}, stderr: {proc.stderr[-800:]!r}")
+    assert not failures, "\n".join(failures)
