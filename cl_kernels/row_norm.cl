@@ -7,7 +7,9 @@
  *   NORM 0  rms_norm    y = x * rsqrt(mean(x*x) + eps) * w                  (no shift)
  *   NORM 1  layer_norm  y = ((x - x0) - mean_d) * rsqrt(var + eps) * w + b   (var: ddof 0)
  *   NORM 2  moments     stats[row] = mean, stats[n_rows + row] = var; no row written
- * w and b are ACC_T arrays of row_len elements (HAS_WEIGHT / HAS_BIAS; else 1 and 0).
+ * w and b are arrays of row_len elements (HAS_WEIGHT / HAS_BIAS; else 1 and 0): ACC_T, or
+ * float16 read as they are when PARAM_HALF is 1 (a float16 model's own weights: converting
+ * them per call cost a kernel launch and an allocation per call on CUDA).
  *
  * Split rows (SPLIT > 1): PHASE 1 writes each chunk's sums of d and d*d (x0 stays the row's
  * first element, so the sums of a row's chunks add up); PHASE 2 folds them and writes the
@@ -19,7 +21,7 @@
  * Launch as softmax.cl's softmax_rows. stats is (2, n_rows) of ACC_T (moments only);
  * weight and bias may be any buffer when HAS_WEIGHT / HAS_BIAS is 0.
  *
- * Required macros: those of row_common.h, and NORM, HAS_WEIGHT, HAS_BIAS.
+ * Required macros: those of row_common.h, and NORM, HAS_WEIGHT, HAS_BIAS, PARAM_HALF.
  */
 
 #ifndef NORM
@@ -30,6 +32,9 @@
 #endif
 #ifndef HAS_BIAS
 #error "HAS_BIAS (0/1) is required"
+#endif
+#ifndef PARAM_HALF
+#error "PARAM_HALF (0/1: weight and bias are float16, else ACC_T) is required"
 #endif
 #define NORM_RMS 0
 #define NORM_LAYER 1
@@ -44,13 +49,20 @@
 #define ROW_WALKS (CACHE != 0 && !(PHASE == 2 && NORM == NORM_MOMENTS))
 #include "row_common.h"
 
+#if PARAM_HALF
+#define PARAM_T half
+#define PARAM(p, i) ((ACC_T)vload_half((i), (p)))
+#else
+#define PARAM_T ACC_T
+#define PARAM(p, i) ((p)[i])
+#endif
 #if HAS_WEIGHT
-#define W(i) weight[i]
+#define W(i) PARAM(weight, i)
 #else
 #define W(i) ((ACC_T)1)
 #endif
 #if HAS_BIAS
-#define B(i) bias[i]
+#define B(i) PARAM(bias, i)
 #else
 #define B(i) ((ACC_T)0)
 #endif
@@ -64,7 +76,7 @@ inline void moments_add(ACC_T *s1, ACC_T *c1, ACC_T *s2, ACC_T *c2, const ACC_T 
 __kernel SG_ATTR KERNEL_WG_SIZE(WG_SIZE)
 void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
                __global OUT_T *restrict out, const ulong out_offset,
-               __global const ACC_T *restrict weight, __global const ACC_T *restrict bias,
+               __global const PARAM_T *restrict weight, __global const PARAM_T *restrict bias,
                __global ACC_T *restrict stats, __global ACC_T *restrict partials,
                const ulong n_rows, const ulong row_len, const ulong chunk_len, const ACC_T eps)
 {

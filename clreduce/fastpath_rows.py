@@ -151,8 +151,11 @@ def _launcher(op, x, axis, weight, bias, eps, backend, device, queue, force):
         want = np.float32 if op == "quantize_int8" else dtype
         if np.dtype(acc_dtype_of(op, dtype.name)) != want:
             return None  # the statistics are cast after the kernel
+    from .rowops import params_are_half
+
     problem = RowProblem(op=op, rows=rows, row_len=k, dtype=dtype.name, weight=weight is not None,
-                         bias=bias is not None)
+                         bias=bias is not None,
+                         params_half=params_are_half(dtype, [p for p in (weight, bias) if p is not None]))
     chosen = backend_for(x, backend, config.default_backend())
     module = type(x).__module__.partition(".")[0]
     stats_shape = tuple(x.shape[:-1])

@@ -161,10 +161,14 @@ class RowProblem:
     dtype: str
     weight: bool = False
     bias: bool = False
+    # weight / bias are float16 and read as they are (row_norm.cl PARAM_HALF), else the math type
+    params_half: bool = False
 
     def __post_init__(self):
         if self.op not in FAMILIES:
             raise ValueError(f"unknown row op {self.op!r}; known: {sorted(FAMILIES)}")
+        if self.params_half and not (FAMILIES[self.op][0] == "row_norm.cl" and (self.weight or self.bias)):
+            raise ValueError(f"params_half needs a norm with a weight or bias, not {self.op!r}")
         ints_ok = self.op in ("cumsum", "cumprod")
         if self.dtype not in FLOAT_DTYPES and not (ints_ok and self.dtype in INT_DTYPES):
             raise TypeError(f"row op {self.op!r} needs float16/32/64{' or integer' if ints_ok else ''} input, "
@@ -541,7 +545,8 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
         if vec > 1 and caps.backend == "opencl" and caps.implementation == "nvidia":
             defines["ALIGNED_VLOAD"] = 1  # NVIDIA's OpenCL makes vloadn element loads (plan.py)
         if kernel_file == "row_norm.cl":
-            defines.update({"HAS_WEIGHT": int(problem.weight), "HAS_BIAS": int(problem.bias)})
+            defines.update({"HAS_WEIGHT": int(problem.weight), "HAS_BIAS": int(problem.bias),
+                            "PARAM_HALF": int(problem.params_half)})
         pairs = tuple(sorted((name, str(value)) for name, value in defines.items()))
         return pairs, build_options(pairs, caps.cl_std if sg_mode != "local" else None)
 

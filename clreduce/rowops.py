@@ -174,8 +174,10 @@ class _Run:
         self.empty = rows == 0 or k == 0
         if self.empty:
             return
+        params = [p for p in (kwargs.get("weight"), kwargs.get("bias")) if p is not None]
         problem = RowProblem(op=op, rows=rows, row_len=k, dtype=a.dtype.name,
-                             weight=kwargs.get("weight") is not None, bias=kwargs.get("bias") is not None)
+                             weight=kwargs.get("weight") is not None, bias=kwargs.get("bias") is not None,
+                             params_half=params_are_half(a.dtype, params))
         if inp.kind == "cuda":
             from .backends.cuda import rowops as cuda_rowops
 
@@ -403,11 +405,20 @@ def _norm(op, x, axis, out, backend, device, queue, force, weight, bias, eps):
     if a.ndim == 0:
         raise AxisError(-1, 0)
     k = a.shape[-1]
-    acc = np.float64 if a.dtype == np.float64 else np.float32
-    w = _param_in_math_type(_row_param(weight, "weight", k, op, inp), acc)
-    b = _param_in_math_type(_row_param(bias, "bias", k, op, inp), acc)
+    w, b = _row_param(weight, "weight", k, op, inp), _row_param(bias, "bias", k, op, inp)
+    if not params_are_half(a.dtype, [p for p in (w, b) if p is not None]):
+        acc = np.float64 if a.dtype == np.float64 else np.float32
+        w, b = _param_in_math_type(w, acc), _param_in_math_type(b, acc)
     run = _Run(op, inp, a.ndim - 1, device, queue, force, weight=w, bias=b, eps=eps)
     return run.empty_array(a.shape, a.dtype) if run.empty else run.rows()
+
+
+def params_are_half(x_dtype, params) -> bool:
+    """Whether a norm reads its weight / bias as float16, as they are (``RowProblem.params_half``):
+    a float16 input whose given parameters are all float16 (a float16 model's own weights).
+    Anything else is converted to the math type first."""
+    return bool(params) and str(x_dtype).endswith("float16") and all(str(p.dtype).endswith("float16")
+                                                                      for p in params)
 
 
 def _param_in_math_type(p, acc):

@@ -321,3 +321,36 @@ def test_vector_runs_aligned_and_not(dtype):
             _close(host(rowops.log_softmax(xd)), ref_log_softmax(x), dtype, LOG_TOL, f"log_softmax {label}")
             _close(host(rowops.rms_norm(xd, wd, eps=1e-3)), ref_rms_norm(x, w, 1e-3), dtype, NORM_TOL, f"rms {label}")
             _close(host(rowops.layer_norm(xd, wd, bd)), ref_layer_norm(x, w, b), dtype, NORM_TOL, f"ln {label}")
+
+
+@gpu
+@pytest.mark.parametrize("shape", [(64, 128), (8192, 1000), (3, 70000)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_float16_weights_read_as_they_are(shape):
+    """float16 rows with float16 weight / bias (a float16 model's own): bound as they are
+    (row_norm.cl PARAM_HALF), not converted per call; within the bound of float64 numpy and
+    at most one float16 rounding from float32 copies of the weights; cupy and torch, full
+    and fast path."""
+    cp = _cp()
+    rng = _rng("f16-weights", shape)
+    x = rng.standard_normal(shape).astype(np.float16)
+    w = (rng.standard_normal(shape[1]) * 3).astype(np.float16)
+    b = rng.standard_normal(shape[1]).astype(np.float16)
+    ref = ref_layer_norm(x, w.astype(np.float64), b.astype(np.float64))
+    want = rowops.layer_norm(cp.asarray(x), cp.asarray(w, np.float32), cp.asarray(b, np.float32)).get()
+    kinds = [("cupy", cp.asarray, lambda r: r.get())]
+    torch = None
+    try:
+        import torch
+    except ImportError:
+        pass
+    if torch is not None and torch.cuda.is_available():
+        kinds.append(("torch", lambda a: torch.as_tensor(a, device="cuda"), lambda r: r.cpu().numpy()))
+    for name, to, back in kinds:
+        xd, wd, bd = to(x), to(w), to(b)
+        for _ in range(3):  # the fast path takes over after the first calls
+            got = back(rowops.layer_norm(xd, wd, bd))
+            _close(got, ref, "float16", NORM_TOL, name)
+            np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=2.0 ** -10,
+                                       atol=2.0 ** -14, err_msg=name)
+        got = back(rowops.rms_norm(xd, wd))
+        _close(got, ref_rms_norm(x, w.astype(np.float64)), "float16", NORM_TOL, name + " rms_norm")

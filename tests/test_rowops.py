@@ -541,3 +541,47 @@ def test_cuda_backend_without_cupy_says_what_is_missing(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy", None)
     with pytest.raises(RuntimeError, match="cupy"):
         rowops.softmax(np.ones((2, 3), np.float32), backend="cuda")
+
+
+@pytest.mark.parametrize("shape", [
+    (64, 128),    # registers cache, several rows per team
+    (7, 4097),    # local-memory cache (or registers on wide CPU plans)
+    (3, 70000),   # uncached; split on devices with many compute units
+    (1000, 7),    # short rows
+], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_float16_weights_read_as_they_are(cl_device, cl_queue, shape):
+    """A float16 input with float16 weight / bias binds them as they are (row_norm.cl
+    PARAM_HALF) instead of converting them per call: within the norms' bound of float64
+    numpy, and at most one float16 rounding from float32 copies of the same weights (the
+    kernel widens each exactly; Intel's compiler may vectorise the two builds differently),
+    through the full path, the fast path and pyopencl arrays."""
+    import pyopencl.array as cla
+
+    rng = np.random.default_rng(zlib.crc32(repr(shape).encode()))
+    x = rng.standard_normal(shape).astype(np.float16)
+    w = (rng.standard_normal(shape[1]) * 3).astype(np.float16)
+    b = rng.standard_normal(shape[1]).astype(np.float16)
+    w64, b64 = w.astype(np.float64), b.astype(np.float64)
+    wide = w.astype(np.float32), b.astype(np.float32)
+
+    def check(got, want, ref, what):
+        _close(got, ref, "float16", NORM_TOL, what)
+        np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=2.0 ** -10, atol=2.0 ** -14,
+                                   err_msg=what)
+
+    opencl_rowops.clear_caches()
+    for _ in range(3):  # the third call is served by the fast path
+        check(rowops.rms_norm(x, w, device=cl_device), rowops.rms_norm(x, wide[0], device=cl_device),
+              ref_rms_norm(x, w64), "rms_norm")
+        check(rowops.layer_norm(x, w, b, device=cl_device), rowops.layer_norm(x, *wide, device=cl_device),
+              ref_layer_norm(x, w64, b64), "layer_norm")
+        check(rowops.layer_norm(x, None, b, device=cl_device), rowops.layer_norm(x, None, wide[1], device=cl_device),
+              ref_layer_norm(x, None, b64), "layer_norm, bias only")
+    assert any(key[2].params_half for key, _ in opencl_rowops._plans.items()), "float16 path not taken"
+    xd, wd, bd = (cla.to_device(cl_queue, a) for a in (x, w, b))
+    for _ in range(3):
+        check(rowops.layer_norm(xd, wd, bd).get(), rowops.layer_norm(x, *wide, device=cl_device),
+              ref_layer_norm(x, w64, b64), "pyopencl")
+    # a float16 weight beside a float32 bias: both converted to float32, the same bits
+    np.testing.assert_array_equal(rowops.layer_norm(x, w, wide[1], device=cl_device),
+                                  rowops.layer_norm(x, *wide, device=cl_device))

@@ -100,7 +100,7 @@ def coverage_keys(name: str, defines) -> tuple:
 # Row ops (softmax.cl, row_norm.cl, row_scale.cl, row_scan.cl): shapes that reach every
 # cache, lane class and split, and the planner's forced variants on two of them.
 ROW_SHAPES = [(1, 1), (1000, 7), (4096, 128), (512, 1000), (64, 4097), (4, 200_000)]
-_ROW_TYPE_KEYS = ("IN_T", "OUT_T", "ACC_T", "LOG", "NORM", "HAS_WEIGHT", "HAS_BIAS", "QUANT", "SCAN")
+_ROW_TYPE_KEYS = ("IN_T", "OUT_T", "ACC_T", "LOG", "NORM", "HAS_WEIGHT", "HAS_BIAS", "PARAM_HALF", "QUANT", "SCAN")
 
 
 def row_coverage_keys(name: str, defines) -> tuple:
@@ -122,6 +122,9 @@ def row_variants_found(caps, dtypes, found: dict, seen: set, everything: bool) -
                 problems = [RowProblem(op, rows, k, dtype)]
                 if op in ("rms_norm", "layer_norm"):
                     problems.append(RowProblem(op, rows, k, dtype, weight=True, bias=op == "layer_norm"))
+                    if dtype == "float16":  # a float16 model's own weights, read as they are
+                        problems.append(RowProblem(op, rows, k, dtype, weight=True, bias=op == "layer_norm",
+                                                   params_half=True))
                 for problem in problems:
                     forces = [None]
                     if (rows, k) in ((1000, 7), (64, 4097)) and dtype in ("float32", "int32", "float16"):

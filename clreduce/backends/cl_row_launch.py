@@ -38,7 +38,7 @@ class RowLauncher:
     """One learned row-op signature on OpenCL (see the module doc)."""
 
     __slots__ = ("plan_key", "plan_entry", "steps", "sizes", "acc", "present", "outputs", "makers", "itemsize",
-                 "queue", "ctx", "cl_device", "two", "stats_shape", "per_thread", "shared", "lock", "pool_mode", "unbind")
+                 "queue", "ctx", "cl_device", "two", "stats_shape", "per_thread", "shared", "lock", "pool_mode", "unbind", "param_dtype")
 
     def __init__(self, queue: cl.CommandQueue, per_call_queue: bool, problem, force, eps: float, rows_shape: tuple,
                  stats_shape: tuple):
@@ -47,6 +47,7 @@ class RowLauncher:
         plan, kernels = self.plan_entry
         self.sizes = sizes = row_args.buffer_bytes(plan, problem)
         self.acc = np.dtype(plan.acc_dtype)
+        self.param_dtype = row_args.param_dtype(plan, problem)
         present = {"input", "output", "weight", "bias", "stats", "partials", "carries"}
         present -= {name for name in ("output", "stats", "partials", "carries") if not sizes[name]}
         present -= {name for name, used in (("weight", problem.weight), ("bias", problem.bias)) if not used}
@@ -132,9 +133,9 @@ class RowLauncher:
         """``buffers`` with the weight and bias as the kernels read them (fresh or pooled
         results alike)."""
         if weight is not None:
-            buffers["weight"] = opencl_rowops.param_buffer(queue, weight, self.acc)
+            buffers["weight"] = opencl_rowops.param_buffer(queue, weight, self.param_dtype)
         if bias is not None:
-            buffers["bias"] = opencl_rowops.param_buffer(queue, bias, self.acc)
+            buffers["bias"] = opencl_rowops.param_buffer(queue, bias, self.param_dtype)
         return buffers
 
     def _assemble(self, results: list):

@@ -126,7 +126,8 @@ def run(queue: cl.CommandQueue, problem: RowProblem, src, *, weight=None, bias=N
     stats = None if shape is None else cla.empty(queue, shape, acc)
     buffers = {"input": src_buf, "output": None if out is None else out.base_data,
                "stats": None if stats is None else stats.base_data,
-               "weight": param_buffer(queue, weight, acc), "bias": param_buffer(queue, bias, acc)}
+               "weight": param_buffer(queue, weight, row_args.param_dtype(p, problem)),
+               "bias": param_buffer(queue, bias, row_args.param_dtype(p, problem))}
     for name in ("partials", "carries"):
         buffers[name] = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, sizes[name]) if sizes[name] else None
     dummy = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 16)  # for the buffers the plan does not use
@@ -160,7 +161,8 @@ def bind(arg_list: tuple, buffers: dict, in_offset: int, absent) -> list:
 
 
 def param_buffer(queue: cl.CommandQueue, p, acc: np.dtype):
-    """A weight / bias as the kernel reads it (ACC_T, contiguous, from element 0): a pyopencl
+    """A weight / bias as the kernel reads it (``acc``: ACC_T, or float16 for a
+    ``params_half`` problem; contiguous, from element 0): a pyopencl
     array that already is one is bound as it is; anything else (numpy, another dtype, a view
     that starts inside its buffer -- whose offset the kernel would not see) is copied."""
     if p is None:

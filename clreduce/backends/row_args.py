@@ -43,6 +43,12 @@ def kernel_args(p: RowPlan, problem: RowProblem, eps: float = 0.0) -> tuple[tupl
     return (tuple(args),) * len(p.passes)
 
 
+def param_dtype(p: RowPlan, problem: RowProblem) -> np.dtype:
+    """The element type of the weight / bias buffers the kernel reads: float16 for a
+    ``params_half`` problem (row_norm.cl PARAM_HALF), else the plan's math type."""
+    return np.dtype("float16") if problem.params_half else np.dtype(p.acc_dtype)
+
+
 def buffer_bytes(p: RowPlan, problem: RowProblem) -> dict[str, int]:
     """Bytes of each buffer a launch allocates (0: the plan does not use it): the rows out
     (not for moments), per-row statistics (moments: mean and var; scales: amax or scale),

@@ -10,8 +10,9 @@ from ``row_args.kernel_args`` (the list the full path binds too): sizes and ``ep
 constants the parameter blocks point at; unused buffers are NULL (the plan's kernels never
 touch them). No DLPack, no CuPy array around a tensor, no argument re-marshalling.
 
-A weight or bias whose dtype is not the math type (float16 weights of a float16 model, read
-in float32), or that is not contiguous, is converted per call on the same stream (never
+A weight or bias is bound as it is when the kernel reads its dtype: the math type, or
+float16 beside a float16 input (a float16 model's own weights: ``RowProblem.params_half``).
+Any other, or one that is not contiguous, is converted per call on the same stream (never
 kept: it is the caller's, and may change between calls).
 
 Importing this module imports no GPU library; nothing runs until a launcher is built.
@@ -32,7 +33,8 @@ class RowLauncher:
 
     __slots__ = ("plan", "constants", "run", "device_id", "out_dtype", "acc", "rows_shape", "stats_shape",
                  "stats_alloc", "has_output", "partials_bytes", "scratch_bytes", "op", "cupy", "get_device",
-                 "ndarray", "alloc", "cupy_stream", "torch", "torch_out", "torch_acc", "stream_of")
+                 "ndarray", "alloc", "cupy_stream", "torch", "torch_out", "torch_acc", "stream_of", "param",
+                 "torch_param")
 
     def __init__(self, cupy, device_id: int, problem, force, eps: float, rows_shape: tuple, stats_shape: tuple,
                  torch=None):
@@ -62,6 +64,7 @@ class RowLauncher:
         self.op = problem.op
         self.device_id = device_id
         self.out_dtype, self.acc = np.dtype(plan.out_dtype), np.dtype(plan.acc_dtype)
+        self.param = row_args.param_dtype(plan, problem)  # what the kernel reads weight / bias as
         self.rows_shape, self.stats_shape = rows_shape, stats_shape
         self.stats_alloc = (2,) + stats_shape if problem.op == "moments" else stats_shape if sizes["stats"] else None
         self.cupy = cupy
@@ -73,6 +76,7 @@ class RowLauncher:
         if torch is not None:
             self.torch_out = torch_dtype(torch, self.out_dtype)
             self.torch_acc = torch_dtype(torch, self.acc)
+            self.torch_param = torch_dtype(torch, self.param)
             self.stream_of = _torch_stream_reader(torch)
 
     def _results(self, out, stats):
@@ -90,10 +94,10 @@ class RowLauncher:
         # held until the launch is enqueued, then freed (stream-ordered) when this call returns
         held = self.alloc(self.scratch_bytes) if self.scratch_bytes else None
         scratch = 0 if held is None else held.ptr
-        w = weight if weight is None or (weight.dtype == self.acc and weight.flags.c_contiguous) else \
-            self.cupy.ascontiguousarray(weight, dtype=self.acc)
-        b = bias if bias is None or (bias.dtype == self.acc and bias.flags.c_contiguous) else \
-            self.cupy.ascontiguousarray(bias, dtype=self.acc)
+        w = weight if weight is None or (weight.dtype == self.param and weight.flags.c_contiguous) else \
+            self.cupy.ascontiguousarray(weight, dtype=self.param)
+        b = bias if bias is None or (bias.dtype == self.param and bias.flags.c_contiguous) else \
+            self.cupy.ascontiguousarray(bias, dtype=self.param)
         self.run((x.data.ptr, 0 if out is None else out.data.ptr, 0 if w is None else w.data.ptr,
                   0 if b is None else b.data.ptr, 0 if stats is None else stats.data.ptr, scratch,
                   scratch + self.partials_bytes if scratch else 0), self.cupy_stream())
@@ -112,10 +116,10 @@ class RowLauncher:
         stats = None if self.stats_alloc is None else t.new_empty(self.stats_alloc, dtype=self.torch_acc)
         scratch = t.new_empty(self.scratch_bytes, dtype=torch.uint8) if self.scratch_bytes else None
         s = 0 if scratch is None else scratch.data_ptr()
-        w = weight if weight is None or (weight.dtype == self.torch_acc and weight.is_contiguous()) else \
-            weight.detach().to(self.torch_acc).contiguous()
-        b = bias if bias is None or (bias.dtype == self.torch_acc and bias.is_contiguous()) else \
-            bias.detach().to(self.torch_acc).contiguous()
+        w = weight if weight is None or (weight.dtype == self.torch_param and weight.is_contiguous()) else \
+            weight.detach().to(self.torch_param).contiguous()
+        b = bias if bias is None or (bias.dtype == self.torch_param and bias.is_contiguous()) else \
+            bias.detach().to(self.torch_param).contiguous()
         self.run((t.data_ptr(), 0 if out is None else out.data_ptr(), 0 if w is None else w.data_ptr(),
                   0 if b is None else b.data_ptr(), 0 if stats is None else stats.data_ptr(), s,
                   s + self.partials_bytes if s else 0), stream)

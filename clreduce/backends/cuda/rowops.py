@@ -61,14 +61,15 @@ def run(problem: RowProblem, src, *, weight=None, bias=None, eps: float = 0.0, f
 
     p, kernels = plan_for(src.device.id, problem, force)
     acc = np.dtype(p.acc_dtype)
+    param = row_args.param_dtype(p, problem)
     sizes = row_args.buffer_bytes(p, problem)
     if sizes["output"] and out is None:
         out = cupy.empty((problem.rows, problem.row_len), np.dtype(p.out_dtype))
     shape = row_args.stats_shape(problem)
     stats = None if shape is None else cupy.empty(shape, acc)
     buffers = {"input": src, "output": out if sizes["output"] else None, "stats": stats,
-               "weight": None if weight is None else cupy.ascontiguousarray(cupy.asarray(weight), dtype=acc),
-               "bias": None if bias is None else cupy.ascontiguousarray(cupy.asarray(bias), dtype=acc)}
+               "weight": None if weight is None else cupy.ascontiguousarray(cupy.asarray(weight), dtype=param),
+               "bias": None if bias is None else cupy.ascontiguousarray(cupy.asarray(bias), dtype=param)}
     for name in ("partials", "carries"):
         buffers[name] = cupy.empty(sizes[name], np.uint8) if sizes[name] else None
     dummy = cupy.empty(2, acc)  # for the buffers the plan does not use
@@ -118,14 +119,18 @@ def _cupy_view(t, shape, dtype):
     return cupy.ndarray(shape, dtype, cupy.cuda.MemoryPointer(mem, 0))
 
 
-def _row_param_view(p, k: int, device, acc_torch):
-    """A weight / bias tensor as the kernel reads it (ACC_T, contiguous), or False when it is
-    not a plain float CUDA tensor of shape (k,) on ``device`` (the general path decides)."""
+def _row_param_ok(p, k: int, device) -> bool:
+    """None, or a plain float CUDA tensor of shape (k,) on ``device`` (else the general path
+    decides, and says what is wrong)."""
+    return p is None or (type(p).__module__ == "torch" and p.is_cuda and p.device == device and
+                         str(p.dtype) in _TORCH_FLOATS and tuple(p.shape) == (k,))
+
+
+def _row_param_view(p, acc_torch):
+    """A weight / bias tensor (``_row_param_ok``) as the kernel reads it: ``acc_torch``
+    (ACC_T, or float16 for a ``params_half`` problem), contiguous."""
     if p is None:
         return None
-    if type(p).__module__ != "torch" or not p.is_cuda or p.device != device or str(p.dtype) not in _TORCH_FLOATS \
-            or tuple(p.shape) != (k,):
-        return False
     # resolve_neg: a negated view's memory holds the unnegated values (the kernel reads memory)
     return p.detach().resolve_neg().to(acc_torch).contiguous()
 
@@ -142,13 +147,16 @@ def torch_rows(op: str, x, axis, weight=None, bias=None, eps: float = 0.0, force
     import torch
 
     k = x.shape[-1]
-    acc_torch = torch.float64 if dtype == "float64" else torch.float32
-    w = _row_param_view(weight, k, x.device, acc_torch)
-    b = _row_param_view(bias, k, x.device, acc_torch)
-    if w is False or b is False:
+    if not (_row_param_ok(weight, k, x.device) and _row_param_ok(bias, k, x.device)):
         return None
+    from ...rowops import params_are_half
+
+    half = params_are_half(x.dtype, [p for p in (weight, bias) if p is not None])
+    param_torch = torch.float16 if half else torch.float64 if dtype == "float64" else torch.float32
+    w, b = _row_param_view(weight, param_torch), _row_param_view(bias, param_torch)
     rows = x.numel() // k
-    problem = RowProblem(op=op, rows=rows, row_len=k, dtype=dtype, weight=w is not None, bias=b is not None)
+    problem = RowProblem(op=op, rows=rows, row_len=k, dtype=dtype, weight=w is not None, bias=b is not None,
+                         params_half=half)
     result = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     index = x.device.index
     handle = int(torch.cuda.current_stream(x.device).cuda_stream)
@@ -156,10 +164,10 @@ def torch_rows(op: str, x, axis, weight=None, bias=None, eps: float = 0.0, force
     if stream is None:
         stream = _streams.put((index, handle), cupy.cuda.ExternalStream(handle, index))
     np_dtype = np.dtype(dtype)
-    acc = np.dtype("float64" if dtype == "float64" else "float32")
+    param = np.dtype(str(param_torch).replace("torch.", ""))
     with cupy.cuda.Device(index), stream:
         run(problem, _cupy_view(x, (rows, k), np_dtype),
-            weight=None if w is None else _cupy_view(w, (k,), acc),
-            bias=None if b is None else _cupy_view(b, (k,), acc),
+            weight=None if w is None else _cupy_view(w, (k,), param),
+            bias=None if b is None else _cupy_view(b, (k,), param),
             eps=eps, force=force, out=_cupy_view(result, (rows, k), np_dtype))
     return result
