@@ -44,6 +44,9 @@
  *   HAS_WORD_SHUFFLE    SG_MODE 4 may be used: word_shuffle_xor over warps of 32 consecutive
  *                       work-items, NVIDIA OpenCL's inline PTX (1 | 0: CUDA has sub-group
  *                       shuffles of any type, SG_MODE 1/2)
+ *   HAS_VEC_MATH        built-in math on vector types (exp of a float16 vector) may be used
+ *                       (1 | 0: CUDA has no vector types of more than four; its lanes are
+ *                       scalar anyway)
  */
 #ifndef CL_DIALECT_CUDA_H
 #define CL_DIALECT_CUDA_H
@@ -204,6 +207,7 @@ __device__ __forceinline__ unsigned short cl_float_to_half_(float f) {
 #define HAS_QCOM_SHUFFLE 0
 #define HAS_REQD_SG_ATTRS 0
 #define HAS_WORD_SHUFFLE 0
+#define HAS_VEC_MATH 0
 
 /* N elements of T as words of min(16, N * sizeof(T)) bytes, the widest load CUDA has. */
 template <class T, int N> struct cl_vload_ {

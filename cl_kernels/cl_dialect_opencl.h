@@ -106,6 +106,7 @@
 #define HAS_QCOM_SHUFFLE 1
 #define HAS_REQD_SG_ATTRS 1
 #define HAS_WORD_SHUFFLE 1
+#define HAS_VEC_MATH 1
 
 #endif /* CL_DIALECT_OPENCL_H */
 
