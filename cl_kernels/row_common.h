@@ -145,6 +145,17 @@ inline void nsum_add(ACC_T *s, ACC_T *c, const ACC_T x) {
 }
 inline ACC_T nsum_value(const ACC_T s, const ACC_T c) { return isfinite(s) ? s + c : s; }
 
+/* Register-cached rows add their terms run by run (VEC terms plainly, ~VEC ulp). A lane of a
+ * GPU holds at most 32 elements, a few runs, and adds the run sums plainly too (the
+ * compensation's flops made an H100 compute-bound); a CPU work-item may hold a whole row of
+ * up to REG_FLOATS_CPU elements (plan_rowops.py), hundreds of runs, whose sums are added
+ * Neumaier-compensated so the row keeps the accuracy of the walked rows. */
+#if CACHE == CACHE_REG && NPER / VEC > 8
+#define RUN_SUM_ADD(s, c, x) nsum_add(&(s), &(c), (x))
+#else
+#define RUN_SUM_ADD(s, c, x) ((s) += (x))
+#endif
+
 /* Where task `task` lies: its row, the first element of its chunk, and its length (0 for a
  * team past the last task). The planner never makes an empty chunk. */
 typedef struct { ulong task, row, start, len; } task_t;

@@ -101,30 +101,40 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
 #elif CACHE == CACHE_REG
         ACC_T s2 = 0, c2 = 0;
 #if NORM != NORM_RMS
-        ACC_T s1 = 0;
+        ACC_T s1 = 0, c1 = 0;
 #endif
-        /* the row in registers: plain sums (at most NPER terms per lane, ~NPER ulp; the
-         * compensation's flops made an H100 compute-bound), and for layer_norm two passes
-         * over the registers, sum(d) then sum((d - mean_d)^2), which need no compensation
-         * for the variance's cancellation either */
+        /* the row in registers: sums run by run (RUN_SUM_ADD: plain on GPUs, at most NPER
+         * terms per lane, ~NPER ulp; compensated across the runs of a CPU's long rows), and
+         * for layer_norm two passes over the registers, sum(d) then sum((d - mean_d)^2),
+         * which need no compensation for the variance's cancellation either */
         ACC_T v[NPER];
         load_runs(v, p, t.len, vec_ok, lane, x0);  /* padding: d = 0 */
-        UNROLL_LOOP for (uint j = 0; j < NPER; ++j) {
-            const ACC_T d = v[j] - x0;
+        UNROLL_LOOP for (uint j = 0; j < NPER / VEC; ++j) {
+            ACC_T run = 0;
+            UNROLL_LOOP for (uint e = 0; e < VEC; ++e) {
+                const ACC_T d = v[j * VEC + e] - x0;
 #if NORM == NORM_RMS
-            s2 += d * d;
+                run += d * d;
 #else
-            s1 += d;
+                run += d;
+#endif
+            }
+#if NORM == NORM_RMS
+            RUN_SUM_ADD(s2, c2, run);
+#else
+            RUN_SUM_ADD(s1, c1, run);
 #endif
         }
 #if NORM != NORM_RMS
-        const ACC_T mean_reg = team_reduce(s1, K_SUM, scratch, lid, lane) / (ACC_T)row_len;
+        const ACC_T mean_reg = team_reduce(nsum_value(s1, c1), K_SUM, scratch, lid, lane) / (ACC_T)row_len;
         UNROLL_LOOP for (uint j = 0; j < NPER / VEC; ++j) {
             if (RUN_START(j) < t.len) {
+                ACC_T run = 0;
                 UNROLL_LOOP for (uint e = 0; e < VEC; ++e) {
                     const ACC_T d = (v[j * VEC + e] - x0) - mean_reg;
-                    s2 += d * d;
+                    run += d * d;
                 }
+                RUN_SUM_ADD(s2, c2, run);
             }
         }
 #endif

@@ -159,7 +159,7 @@ void softmax_rows(__global const IN_T *restrict in, const ulong in_offset,
          * the compensation's extra flops per element made an H100 compute-bound here */
         UNROLL_LOOP for (uint j = 0; j < NPER / VEC; ++j) {
             if (RUN_START(j) < t.len) {
-                s += exp_run(v + j * VEC, shift, !LOG);
+                RUN_SUM_ADD(s, comp, exp_run(v + j * VEC, shift, !LOG));
             }
         }
 #elif CACHE == CACHE_LOCAL

@@ -58,10 +58,15 @@ FLOAT_DTYPES = ("float16", "float32", "float64")
 # 32-bit registers and halve occupancy above 32 in use: keep the cache to 16 there.
 REG_FLOATS = 32
 REG_FLOATS_ARM = 16
-# CPUs: private arrays live on the stack (L1); PoCL keeps a whole group's private arrays on
+# CPUs: private arrays live on the stack (L1/L2); PoCL keeps a whole group's private arrays on
 # one thread's stack (it crashed at 32 KB x 1024 work-items), so a group's cache is capped.
-REG_FLOATS_CPU = 128
-CPU_GROUP_PRIVATE_BYTES = 64 << 10
+# Rows up to 4096 float32 are cached whole by one work-item (groups of 16: 256 KiB): read once,
+# exp'd once in VEC-wide calls (softmax.cl exp_run), where the uncached walk read them twice
+# and ran an exp per element -- float32 rows of 1000 / 4096 on this AMD host, device arrays,
+# noisy 2-core VM: softmax PoCL 0.22 -> 1.0 GB/s, Intel 0.6 -> 1.2-1.6; rms_norm PoCL 0.7-1.0
+# -> 1.4-2.1 (the limit had been 128 floats, 64 KiB a group).
+REG_FLOATS_CPU = 4096
+CPU_GROUP_PRIVATE_BYTES = 256 << 10
 # Share of local memory a row cache may take: half, so two groups stay resident per core;
 # at most 32 KiB (Mali's and Adreno's whole local memory; on Mali it is system memory).
 LOCAL_SHARE = 2

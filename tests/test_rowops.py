@@ -585,3 +585,29 @@ def test_float16_weights_read_as_they_are(cl_device, cl_queue, shape):
     # a float16 weight beside a float32 bias: both converted to float32, the same bits
     np.testing.assert_array_equal(rowops.layer_norm(x, w, wide[1], device=cl_device),
                                   rowops.layer_norm(x, *wide, device=cl_device))
+
+
+@pytest.mark.parametrize("k", [1000, 4096])  # CPUs: one work-item caches the whole row (NPER up to 4096)
+def test_long_register_rows_stay_accurate(cl_device, k):
+    """Rows of 1000 and 4096 float32, which CPU runtimes now keep whole in one work-item's
+    registers and sum run by run with compensation across runs (row_common.h RUN_SUM_ADD):
+    softmax sums of thousands of terms, rms_norm of a large offset and layer_norm of
+    1e4 + N(0, 1) within the stated bounds against float64 numpy; an alternating-magnitude
+    row keeps softmax's normaliser."""
+    rng = _rng("long-reg", k)
+    x = (rng.standard_normal((24, k)) * 4).astype(np.float32)
+    _close(rowops.softmax(x, device=cl_device), ref_softmax(x), "float32", TOL, "softmax")
+    _close(rowops.log_softmax(x, device=cl_device), ref_log_softmax(x), "float32", LOG_TOL, "log_softmax")
+    big = (1e4 + rng.standard_normal((24, k))).astype(np.float32)
+    _close(rowops.rms_norm(big, device=cl_device), ref_rms_norm(big), "float32", NORM_TOL, "rms_norm 1e4")
+    _close(rowops.layer_norm(big, device=cl_device), ref_layer_norm(big), "float32",
+           {"float32": dict(rtol=1e-4, atol=2e-4)}, "layer_norm offset 1e4")  # x itself has ulp 1e-3
+    # one term of 1 and k - 1 terms of ~1e-4: each addition to a sum near 1 rounds away part
+    # of the small term; a float32 sum element by element is off by 3.7e-5 at k = 4096
+    # (emulated), outside softmax's rtol 1e-5; run sums (6.5e-6) with compensation across
+    # the runs keep it to an ulp
+    tail = np.full((4, k), -9.2103, np.float32)
+    tail[:, 0] = 0
+    _close(rowops.softmax(tail, device=cl_device), ref_softmax(tail), "float32", TOL, "softmax 1 + small terms")
+    mean, var = rowops.moments(big, device=cl_device)
+    np.testing.assert_allclose(var, big.astype(np.float64).var(-1), rtol=1e-5)
