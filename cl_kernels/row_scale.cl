@@ -51,10 +51,11 @@ void scale_rows(__global const IN_T *restrict in, const ulong in_offset,
             amax = comb(amax, PARTIAL(t.row, j, 0), K_MAX);
         }
 #elif CACHE == CACHE_REG
+        /* the lane's runs (row_common.h RUN_START; VEC 1 on GPUs: elements lane, lane +
+         * LANES, ...), padded with 0, which no |x| exceeds */
         ACC_T v[NPER];
-        for (uint j = 0; j < NPER; ++j) {
-            const ulong i = lane + (ulong)j * LANES;
-            v[j] = i < t.len ? LOAD(p, i) : (ACC_T)0;
+        load_runs(v, p, t.len, vec_ok, lane, (ACC_T)0);
+        UNROLL_LOOP for (uint j = 0; j < NPER; ++j) {
             amax = comb(amax, fabs(v[j]), K_MAX);
         }
 #else
@@ -76,10 +77,12 @@ void scale_rows(__global const IN_T *restrict in, const ulong in_offset,
         }
 
 #if CACHE == CACHE_REG
-        for (uint j = 0; j < NPER; ++j) {
-            const ulong i = lane + (ulong)j * LANES;
-            if (i < t.len) {
-                STORE(RESULT(v[j]), q, i);
+        UNROLL_LOOP for (uint j = 0; j < NPER / VEC; ++j) {
+            if (RUN_START(j) < t.len) {
+                UNROLL_LOOP for (uint e = 0; e < VEC; ++e) {
+                    v[j * VEC + e] = RESULT(v[j * VEC + e]);  /* int8 values are exact in ACC_T */
+                }
+                store_run(v + j * VEC, q + RUN_START(j), vec_ok);
             }
         }
 #elif CACHE == CACHE_LOCAL
