@@ -91,10 +91,11 @@ VEC_RUNS_PER_LANE = {"layer_norm": 2}  # else 1; layer_norm's second team reduce
 # float32 (interleaved A/B, README).
 CPU_ROW_WG = 16
 CPU_VEC_BYTES = 64
-# ... and absmax_scale (its register runs are the same): Intel's runtime 1.9-2.2 -> 2.5-2.9 GB/s
-# on float32 rows of 128 / 1000 (interleaved runs, loaded host). Not quantize_int8: its rows
-# of 1000 lost 15 % that way on Intel's runtime (the int8 stores), PoCL no change either way.
-CPU_ROW_OPS = ("absmax_scale",)
+# ... and absmax_scale on Intel's runtime (its register runs are the same): 1.9-2.2 -> 2.5-2.9
+# GB/s on float32 rows of 128 / 1000 (interleaved runs, loaded host); PoCL lost ~10 % that
+# way (1.57-1.76 -> 1.36-1.58) and keeps its plan. Not quantize_int8: its rows of 1000 lost
+# 15 % on Intel's runtime (the int8 stores), PoCL no change either way.
+CPU_ROW_OPS = {"intel": ("absmax_scale",)}
 # Rows read from memory (cache "none", split rows) of softmax, norms and scales: runs of
 # VEC_BYTES (GPUs) or CPU_VEC_BYTES (Intel's CPU runtime) after a scalar head up to an aligned address, no
 # matter the row length (the kernels' LANE_WALK). Element loads had left long rows at the
@@ -587,11 +588,12 @@ def _row_groups(caps: DeviceCaps, needed: int) -> int:
 
 
 def _cpu_register_rows(caps: DeviceCaps, problem: RowProblem, force: RowForce, acc_bytes: int) -> bool:
-    """CPU runtimes that vectorise across work-items (Intel's, PoCL; not llvmpipe), softmax,
-    norm and absmax_scale rows short enough for one work-item's registers, nothing forced but the cache:
+    """CPU runtimes that vectorise across work-items (Intel's, PoCL; not llvmpipe), softmax and
+    norm rows (and CPU_ROW_OPS) short enough for one work-item's registers, nothing forced
+    but the cache:
     one row per work-item, groups of CPU_ROW_WG, the row loaded in 64-byte runs."""
-    if caps.device_type != "cpu" or llvmpipe_loop_limited(caps) or \
-            (FAMILIES[problem.op][0] not in VEC_FAMILIES and problem.op not in CPU_ROW_OPS):
+    family_ok = FAMILIES[problem.op][0] in VEC_FAMILIES or problem.op in CPU_ROW_OPS.get(caps.implementation, ())
+    if caps.device_type != "cpu" or llvmpipe_loop_limited(caps) or not family_ok:
         return False
     if dataclasses.replace(force, cache=None) != RowForce() or force.cache not in (None, "registers"):
         return False
