@@ -36,6 +36,8 @@
  *   VSTORE_ARRAY(n, d, p)      n elements of the private array d to p (vstoren | 16-byte
  *                              stores; p must satisfy VLOAD_ALIGNED)
  *   VSTORE_HALF_ARRAY(n, d, p) the same from a float array to half elements (rounded to even)
+ *   VSTORE_WIDE(n, d, p), VSTORE_HALF_WIDE(n, d, p)  the same (VSTORE_ARRAY | one store
+ *                              instruction per 16 bytes, where VSTORE_ARRAY's may give four)
  *   UNROLL_LOOP / NO_UNROLL   loop pragmas (nothing | #pragma unroll / unroll 1)
  *   UNROLL_DEFAULT      loads in flight per work-item when the plan gives no UNROLL (1 | 4)
  *   FIXED_SG_SIZE       the only sub-group width there is, 0 if the device picks (0 | 32)
@@ -248,7 +250,9 @@ template <int N, bool H, class T, class D> __device__ __forceinline__ void cl_vl
 #define VLOAD_ALIGNED(p, n) cl_vload_aligned_<(n)>(p)
 #define VLOAD_ARRAY(n, p, d) cl_vload_array_<(n), false>((p), (d))
 #define VLOAD_HALF_ARRAY(n, p, d) cl_vload_array_<(n), true>((p), (d))
-/* p must be aligned (cl_vload_aligned_); S is T, or float for half (H) */
+/* p must be aligned (cl_vload_aligned_); S is T, or float for half (H). nvcc 12-13 lower
+ * this union (elements in, words out) to element or 4-byte stores (st.global.v2.u16 x4 for
+ * 8 halves, st.global.f32 x4 for 4 floats); VSTORE_WIDE below gives one 16-byte store. */
 template <int N, bool H, class S, class T> __device__ __forceinline__ void cl_vstore_array_(const S *d, T *p) {
     typedef typename cl_word_<cl_vload_<T, N>::WORD>::type word_t;
     union {
@@ -262,7 +266,55 @@ template <int N, bool H, class S, class T> __device__ __forceinline__ void cl_vs
         reinterpret_cast<word_t *>(p)[j] = u.w[j];
     }
 }
+/* VSTORE_WIDE: the elements packed into 32-bit words and stored as uint4 / uint2 / uint
+ * (st.global.v4.u32 for 8 halves or 4 floats: one store instruction per 16 bytes). */
+template <class T> __device__ __forceinline__ unsigned long long cl_bits_(const T v) {
+    /* integer types (half is unsigned short): the low sizeof(T) bytes, no sign extension */
+    return sizeof(T) >= 8 ? (unsigned long long)v : (unsigned long long)v & ((1ull << (8 * sizeof(T))) - 1ull);
+}
+__device__ __forceinline__ unsigned long long cl_bits_(const float v) { return __float_as_uint(v); }
+__device__ __forceinline__ unsigned long long cl_bits_(const double v) {
+    return (unsigned long long)__double_as_longlong(v);
+}
+template <int N, bool H, class S, class T> __device__ __forceinline__ void cl_vstore_wide_(const S *d, T *p) {
+    constexpr int BYTES = cl_vload_<T, N>::BYTES;
+    constexpr int SIZE = (int)sizeof(T);
+    if constexpr (BYTES < 4) {
+        _Pragma("unroll") for (int j = 0; j < N; ++j) {
+            p[j] = H ? (T)cl_float_to_half_((float)d[j]) : (T)d[j];
+        }
+    } else {
+        unsigned int u[BYTES / 4];
+        _Pragma("unroll") for (int k = 0; k < BYTES / 4; ++k) {
+            u[k] = 0u;
+        }
+        _Pragma("unroll") for (int j = 0; j < N; ++j) {
+            const T e = H ? (T)cl_float_to_half_((float)d[j]) : (T)d[j];
+            const unsigned long long b = cl_bits_(e);
+            if constexpr (SIZE >= 4) {
+                _Pragma("unroll") for (int m = 0; m < SIZE / 4; ++m) {
+                    u[j * (SIZE / 4) + m] = (unsigned int)(b >> (32 * m));
+                }
+            } else {
+                u[j * SIZE / 4] |= (unsigned int)b << (8 * ((j * SIZE) % 4));
+            }
+        }
+        constexpr int WORD = cl_vload_<T, N>::WORD;
+        _Pragma("unroll") for (int k = 0; k < BYTES / WORD; ++k) {
+            const unsigned int *w = u + k * (WORD / 4);
+            if constexpr (WORD == 16) {
+                __stwb(reinterpret_cast<uint4 *>(p) + k, make_uint4(w[0], w[1], w[2], w[3]));
+            } else if constexpr (WORD == 8) {
+                __stwb(reinterpret_cast<uint2 *>(p) + k, make_uint2(w[0], w[1]));
+            } else {
+                __stwb(reinterpret_cast<unsigned int *>(p) + k, w[0]);
+            }
+        }
+    }
+}
 #define VSTORE_ARRAY(n, d, p) cl_vstore_array_<(n), false>((d), (p))
 #define VSTORE_HALF_ARRAY(n, d, p) cl_vstore_array_<(n), true>((d), (p))
+#define VSTORE_WIDE(n, d, p) cl_vstore_wide_<(n), false>((d), (p))
+#define VSTORE_HALF_WIDE(n, d, p) cl_vstore_wide_<(n), true>((d), (p))
 
 #endif /* CL_DIALECT_CUDA_H */

@@ -94,6 +94,9 @@
  * rounded to nearest even like vstore_half. OUT_T names p's element type. */
 #define VSTORE_ARRAY(n, d, p) CL_CAT(CL_VSTORE_ARRAY_, n)((d), (p))
 #define VSTORE_HALF_ARRAY(n, d, p) CL_CAT(CL_VSTORE_HALF_ARRAY_, n)((d), (p))
+/* VSTORE_WIDE / VSTORE_HALF_WIDE: the CUDA dialect's 16-byte stores; here VSTORE_ARRAY's */
+#define VSTORE_WIDE(n, d, p) VSTORE_ARRAY(n, d, p)
+#define VSTORE_HALF_WIDE(n, d, p) VSTORE_HALF_ARRAY(n, d, p)
 #define CL_VSTORE_ARRAY_1(d, p) ((p)[0] = (d)[0])
 #define CL_VSTORE_HALF_ARRAY_1(d, p) vstore_half((d)[0], 0, p)
 /* The compilers unroll the small fixed loops anyway; not every driver parses the pragma. */

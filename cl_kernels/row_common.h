@@ -207,8 +207,18 @@ inline task_t task_at(const ulong task, const ulong n_rows, const ulong row_len,
 #else
 #define VLOAD_IN(n, p, d) VLOAD_ARRAY(n, p, d)
 #endif
-#if OUT_HALF
+/* ROW_WIDE_STORES (the kernel file's choice, default 0): VEC-wide runs go out through
+ * VSTORE_WIDE, one 16-byte store instruction on CUDA where VSTORE_ARRAY gives four (the
+ * same on OpenCL). Measured per family on an H100 (README, "Row ops on NVIDIA"). */
+#ifndef ROW_WIDE_STORES
+#define ROW_WIDE_STORES 0
+#endif
+#if OUT_HALF && ROW_WIDE_STORES
+#define VSTORE_OUT(n, d, p) VSTORE_HALF_WIDE(n, d, p)
+#elif OUT_HALF
 #define VSTORE_OUT(n, d, p) VSTORE_HALF_ARRAY(n, d, p)
+#elif ROW_WIDE_STORES
+#define VSTORE_OUT(n, d, p) VSTORE_WIDE(n, d, p)
 #else
 #define VSTORE_OUT(n, d, p) VSTORE_ARRAY(n, d, p)
 #endif
