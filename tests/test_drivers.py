@@ -67,22 +67,28 @@ def test_rusticl_state_columns_run_at_vec_1():
 
 def test_argmax_columns_on_first_launch(found_devices):
     """On every device, in a fresh process: the first launch must be right too."""
+    failures = []
+    for found, proc in _fresh_process_per_device(found_devices, _FIRST_LAUNCH, 300):
+        out = proc.stdout.strip().splitlines()[-1:] or [""]
+        if proc.returncode != 0 or out != ["ok"]:
+            failures.append(f"{found.id}: exit {proc.returncode}: {out[0] or proc.stderr[-1500:]}")
+    assert not failures, "\n".join(failures)
+
+
+def _fresh_process_per_device(found_devices, script: str, timeout: int, **env_extra):
+    """(found device, completed process) for `script` run in a fresh interpreter per device,
+    given the device's index in opencl.all_devices() as argv[1]; skips without devices."""
     from clreduce.backends import opencl
 
     all_devices = opencl.all_devices()
     if not found_devices:
         pytest.skip("!!! no OpenCL device")
-    env = dict(os.environ)
+    env = dict(os.environ, **env_extra)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-    failures = []
     for found in found_devices:
         index = next(i for i, d in enumerate(all_devices) if d.int_ptr == found.device.int_ptr)
-        proc = subprocess.run([sys.executable, "-c", _FIRST_LAUNCH, str(index)], cwd=ROOT, env=env,
-                              capture_output=True, text=True, timeout=300)
-        out = proc.stdout.strip().splitlines()[-1:] or [""]
-        if proc.returncode != 0 or out != ["ok"]:
-            failures.append(f"{found.id}: exit {proc.returncode}: {out[0] or proc.stderr[-1500:]}")
-    assert not failures, "\n".join(failures)
+        yield found, subprocess.run([sys.executable, "-c", script, str(index)], cwd=ROOT, env=env,
+                                    capture_output=True, text=True, timeout=timeout)
 
 
 # Mesa's llvmpipe cuts every loop of a kernel once the back-edges of all its loops add up to
@@ -263,18 +269,9 @@ print("ok")
 
 def test_first_builds_print_nothing(found_devices, tmp_path):
     """A fresh process with an empty compiler cache writes nothing to stderr, on every device."""
-    from clreduce.backends import opencl
-
-    all_devices = opencl.all_devices()
-    if not found_devices:
-        pytest.skip("!!! no OpenCL device")
-    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path), PYOPENCL_NO_CACHE="1")
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     failures = []
-    for found in found_devices:
-        index = next(i for i, d in enumerate(all_devices) if d.int_ptr == found.device.int_ptr)
-        proc = subprocess.run([sys.executable, "-c", _FIRST_BUILDS, str(index)], cwd=ROOT, env=env,
-                              capture_output=True, text=True, timeout=600)
+    for found, proc in _fresh_process_per_device(found_devices, _FIRST_BUILDS, 600, XDG_CACHE_HOME=str(tmp_path),
+                                                 PYOPENCL_NO_CACHE="1"):
         if proc.returncode != 0 or proc.stdout.strip() != "ok" or proc.stderr.strip():
             failures.append(f"{found.id}: exit {proc.returncode}, stderr: {proc.stderr[-800:]!r}")
     assert not failures, "\n".join(failures)
