@@ -209,7 +209,7 @@ inline task_t task_at(const ulong task, const ulong n_rows, const ulong row_len,
 #endif
 /* ROW_WIDE_STORES (the kernel file's choice, default 0): VEC-wide runs go out through
  * VSTORE_WIDE, one 16-byte store instruction on CUDA where VSTORE_ARRAY gives four (the
- * same on OpenCL). Measured per family on an H100 (README, "Row ops on NVIDIA"). */
+ * same on OpenCL). Measured per family on an H100 (benchmarks/rowops_wide_stores_h100_2026-11-25). */
 #ifndef ROW_WIDE_STORES
 #define ROW_WIDE_STORES 0
 #endif
