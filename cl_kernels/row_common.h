@@ -313,21 +313,31 @@ inline walk_t walk_of(__global const IN_T *p, const ulong len) {
  * is its index when `body` runs; with WRITE 1, x is then stored to q[i] (VEC-wide where
  * q + head is aligned for it, else element by element). A macro: the body is each
  * kernel's own statement. */
-#define LANE_WALK(w, p, WRITE, q, i, x, body) do {                                           \
+#define LANE_WALK(w, p, WRITE, q, i, x, body)                                                 \
+    LANE_WALK_RUNS(w, p, WRITE, q, d_, ELEMENTS_OF_RUN(d_, i, x, body), i, x, body)
+#define ELEMENTS_OF_RUN(d, i, x, body)                                                        \
+    UNROLL_LOOP for (uint e_ = 0; e_ < VEC; ++e_) {                                           \
+        const ulong i = i0_ + e_;                                                             \
+        ACC_T x = (d)[e_];                                                                    \
+        (void)i;                                                                              \
+        body;                                                                                 \
+        (d)[e_] = x;                                                                          \
+    }
+/* The same walk with one statement per run: `run_body` sees the run's VEC elements in the
+ * ACC_T array `d` (stored back to q with WRITE 1; its first index is i0_), the head and tail
+ * elements go through `body` one by one. For bodies with a vector form (softmax.cl's
+ * WALK_RUNS: PoCL runs built-ins such as exp on vectors several times faster than on
+ * scalars). */
+#define LANE_WALK_RUNS(w, p, WRITE, q, d, run_body, i, x, body) do {                          \
         const int q_ok_ = WRITE && VLOAD_ALIGNED((q) + (w).head, VEC);                        \
         for (ulong r_ = lane; r_ < (w).runs; r_ += LANES) {                                   \
-            ACC_T d_[VEC];                                                                    \
+            ACC_T d[VEC];                                                                     \
             const ulong i0_ = (w).head + r_ * VEC;                                            \
-            load_run((p) + i0_, 1, d_);                                                       \
-            UNROLL_LOOP for (uint e_ = 0; e_ < VEC; ++e_) {                                   \
-                const ulong i = i0_ + e_;                                                     \
-                ACC_T x = d_[e_];                                                             \
-                (void)i;                                                                      \
-                body;                                                                         \
-                d_[e_] = x;                                                                   \
-            }                                                                                 \
+            (void)i0_;                                                                        \
+            load_run((p) + i0_, 1, d);                                                        \
+            run_body;                                                                         \
             if (WRITE) {                                                                      \
-                store_run(d_, (q) + i0_, q_ok_);                                              \
+                store_run(d, (q) + i0_, q_ok_);                                               \
             }                                                                                 \
         }                                                                                     \
         for (ulong k_ = lane; k_ < (w).odd; k_ += LANES) {                                    \

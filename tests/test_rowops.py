@@ -114,6 +114,35 @@ def test_softmax_inf_nan_follow_scipy(cl_device, op):
     assert np.isnan(rowops.softmax(np.full((2, 5), -np.inf, np.float32), device=cl_device)).all()
 
 
+def _long_special_rows(k: int) -> dict[str, np.ndarray]:
+    """Rows of k elements with the specials inside vector runs and in the scalar tail."""
+    rows = {name: np.resize(np.array(r, np.float64), k) for name, r in ADVERSARIAL.items()}
+    rows["rising (max moves every run)"] = np.linspace(-60.0, 60.0, k)
+    rows["-inf prefix"] = np.where(np.arange(k) < 40, -np.inf, np.linspace(-3.0, 3.0, k))
+    rows["+inf in the tail"] = np.where(np.arange(k) == k - 1, np.inf, np.linspace(-3.0, 3.0, k))
+    rows["nan in the tail"] = np.where(np.arange(k) == k - 2, np.nan, np.linspace(-3.0, 3.0, k))
+    return rows
+
+
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+def test_softmax_specials_in_runs_of_long_rows(cl_device, op):
+    """Rows read from memory go run by run through vector exp on CPU runtimes (softmax.cl,
+    WALK_RUNS): the specials must keep scipy's rules when they sit inside a run (K = 139: 8
+    runs of 16 and a tail of 11 on CPUs; 34 runs of 4 and a tail of 3 on GPUs), when the max
+    moves in every run, and in split rows."""
+    fn, ref = getattr(rowops, op), (ref_softmax if op == "softmax" else ref_log_softmax)
+    tol = TOL if op == "softmax" else LOG_TOL
+    rows = _long_special_rows(139)
+    for dtype in ("float32", "float16"):
+        x = np.array([r for r in rows.values() if dtype == "float32" or np.all(np.abs(r[np.isfinite(r)]) < 65505)],
+                     dtype=dtype)
+        want = ref(x)
+        for force in (None, RowForce(cache="none"), RowForce(cache="none", split=2)):
+            got = fn(x, device=cl_device, force=force)
+            np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=f"{op} {dtype} {force} NaN positions")
+            _close(got, want, dtype, tol, f"{op} {dtype} {force}")
+
+
 @pytest.mark.parametrize("axis", [0, 1, -3])
 def test_softmax_any_axis(cl_device, axis):
     x = _rng("axis", axis).standard_normal((4, 5, 6)).astype(np.float32)
