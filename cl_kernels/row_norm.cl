@@ -45,6 +45,12 @@
 
 /* what a task's trip declares (row_common.h, TASK_START): moments writes no row, and its
  * PHASE 2 only folds partials */
+#ifndef WALK_RUNS
+#error "WALK_RUNS (1: rows read from memory add their moments run by run, CPU plans) is required"
+#endif
+#if WALK_RUNS && !(VEC > 1 && CACHE == 2)
+#error "WALK_RUNS needs VEC > 1 and CACHE 2"
+#endif
 #define ROW_WRITES (PHASE != 1 && NORM != NORM_MOMENTS)
 #define ROW_WALKS (CACHE != 0 && !(PHASE == 2 && NORM == NORM_MOMENTS))
 /* 16-byte stores on CUDA for rms_norm (float16 65536 x 4096: 2475 -> 2500-2585 GB/s on an
@@ -76,6 +82,23 @@ inline void moments_add(ACC_T *s1, ACC_T *c1, ACC_T *s2, ACC_T *c2, const ACC_T 
     nsum_add(s1, c1, d);
     nsum_add(s2, c2, d * d);
 }
+
+#if WALK_RUNS
+/* A run of VEC elements into the compensated sums: plain sums over the run (~VEC ulp, no
+ * branch, so CPU compilers keep it in vector registers), then one compensated add each, as
+ * the CPU register rows do (RUN_SUM_ADD). The element-wise compensated walk held PoCL's
+ * norms of long rows at 0.4-0.7 GB/s. */
+inline void moments_add_run(ACC_T *s1, ACC_T *c1, ACC_T *s2, ACC_T *c2, const ACC_T *d, const ACC_T x0) {
+    ACC_T r1 = 0, r2 = 0;
+    UNROLL_LOOP for (uint k = 0; k < VEC; ++k) {
+        const ACC_T e = d[k] - x0;
+        r1 += e;
+        r2 += e * e;
+    }
+    nsum_add(s1, c1, r1);
+    nsum_add(s2, c2, r2);
+}
+#endif
 
 __kernel SG_ATTR KERNEL_WG_SIZE(WG_SIZE)
 void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
@@ -144,7 +167,12 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
 #endif
 #else
         ACC_T s1 = 0, c1 = 0, s2 = 0, c2 = 0;
+#if WALK_RUNS
+        LANE_WALK_RUNS(w, p, 0, out, d, moments_add_run(&s1, &c1, &s2, &c2, d, x0), i, x,
+                       moments_add(&s1, &c1, &s2, &c2, x - x0));
+#else
         LANE_WALK(w, p, 0, out, i, x, CACHE_PUT(i, x); moments_add(&s1, &c1, &s2, &c2, x - x0));
+#endif
 #endif
         const ACC_T sum2 = team_reduce(nsum_value(s2, c2), K_SUM, scratch, lid, lane);
 #if (NORM != NORM_RMS && !(CACHE == CACHE_REG && PHASE == 0)) || PHASE == 1

@@ -101,6 +101,9 @@ CPU_ROW_OPS = {"intel": ("absmax_scale",)}
 # matter the row length (the kernels' LANE_WALK). Element loads had left long rows at the
 # speed of scalar code. Not on llvmpipe: its loop limiter counts the inner loop of a run.
 WALK_FAMILIES = ("softmax.cl", "row_norm.cl", "row_scale.cl")
+# Families whose walks on CPU runtimes take a run at a time (WALK_RUNS): softmax.cl through
+# vector exp, row_norm.cl with plain run sums (PoCL: 3x on long rows, README)
+WALK_RUNS_FAMILIES = ("softmax.cl", "row_norm.cl")
 # GPUs: work-groups per compute unit before the grid stride takes over (plan.py's 64 for
 # the reductions).
 GPU_GROUPS_PER_CU = 64
@@ -554,8 +557,8 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
         }
         if vec > 1 and caps.backend == "opencl" and caps.implementation == "nvidia":
             defines["ALIGNED_VLOAD"] = 1  # NVIDIA's OpenCL makes vloadn element loads (plan.py)
-        if kernel_file == "softmax.cl":
-            # CPU runtimes take rows read from memory run by run through vector exp (softmax.cl)
+        if kernel_file in WALK_RUNS_FAMILIES:
+            # CPU runtimes take rows read from memory run by run (vector exp, run sums)
             defines["WALK_RUNS"] = int(cpu and cache == "none" and vec > 1 and caps.backend == "opencl")
         if kernel_file == "row_norm.cl":
             defines.update({"HAS_WEIGHT": int(problem.weight), "HAS_BIAS": int(problem.bias),
@@ -612,11 +615,12 @@ def _walk_vec(caps: DeviceCaps, problem: RowProblem, force: RowForce) -> int:
         return force.vec
     if FAMILIES[problem.op][0] not in WALK_FAMILIES or llvmpipe_loop_limited(caps):
         return 1
-    if caps.device_type == "cpu" and caps.implementation != "intel" and FAMILIES[problem.op][0] != "softmax.cl":
+    if caps.device_type == "cpu" and caps.implementation != "intel" and FAMILIES[problem.op][0] not in WALK_RUNS_FAMILIES:
         # PoCL (a row per work-item, groups of 256 vectorised across work-items) was no faster
         # with runs: 1.0-1.7x the element walk's time in 6 interleaved A/Bs on a loaded 2-core
         # VM, where Intel's runtime took 0.57-1.13x (benchmarks/rowops_cpu_walk_2026-11-23).
-        # softmax.cl is the exception: its runs go through vector exp (WALK_RUNS)
+        # softmax.cl and row_norm.cl are the exception: their runs go through vector exp and
+        # plain run sums (WALK_RUNS)
         return 1
     vec_bytes = CPU_VEC_BYTES if caps.device_type == "cpu" else VEC_BYTES
     return max(1, min(VEC_MAX, vec_bytes // np.dtype(problem.dtype).itemsize))

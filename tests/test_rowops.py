@@ -270,6 +270,30 @@ def test_exact_ties_round_to_even(cl_device):
     np.testing.assert_array_equal(q, [[127, 0, 2, 2, 0, -2, -2, 3]])
 
 
+def test_norm_specials_in_runs_of_long_rows(cl_device):
+    """Rows read from memory add their moments run by run on CPU runtimes (row_norm.cl,
+    WALK_RUNS): NaN, +-inf inside a run or in the tail, a rising row and a 1e4 offset give
+    numpy's formulas (K = 139: 8 runs of 16 and a tail of 11 on CPUs), whole and split."""
+    rows = _long_special_rows(139)
+    rows = {name: r for name, r in rows.items() if np.all(np.abs(r[np.isfinite(r)]) < 1e20)}
+    rows["offset 1e4"] = 1e4 + np.cos(np.arange(139.0))
+    x = np.array(list(rows.values()), np.float32)
+    w = np.linspace(0.5, 1.5, 139).astype(np.float32)
+    for force in (None, RowForce(cache="none"), RowForce(cache="none", split=2)):
+        with np.errstate(invalid="ignore", over="ignore"):
+            for got, want, what in ((rowops.rms_norm(x, w, device=cl_device, force=force), ref_rms_norm(x, w), "rms"),
+                                    (rowops.layer_norm(x, w, device=cl_device, force=force), ref_layer_norm(x, w),
+                                     "layer")):
+                np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=f"{what} {force} NaN positions")
+                _close(got, want, "float32", {"float32": dict(rtol=1e-4, atol=2e-4)}, f"{what} {force}")
+            mean, var = rowops.moments(x, device=cl_device, force=force)
+            x64 = x.astype(np.float64)
+            np.testing.assert_array_equal(np.isnan(var), np.isnan(x64.var(-1)), err_msg=f"moments {force}")
+            fin = np.isfinite(x64).all(-1)
+            np.testing.assert_allclose(var[fin], x64.var(-1)[fin], rtol=1e-5, err_msg=f"moments {force}")
+            np.testing.assert_allclose(mean[fin], x64.mean(-1)[fin], rtol=1e-6, err_msg=f"moments {force}")
+
+
 def test_zero_rows_and_nonfinite_rows(cl_device):
     x = np.array([[0.0] * 5, [1.0, -2.0, 0.0, 4.0, 0.5], [1.0, np.nan, 0.0, 2.0, 3.0],
                   [1.0, np.inf, 0.0, -2.0, 3.0]], np.float32)
