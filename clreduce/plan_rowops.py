@@ -102,8 +102,9 @@ CPU_ROW_OPS = {"intel": ("absmax_scale",)}
 # speed of scalar code. Not on llvmpipe: its loop limiter counts the inner loop of a run.
 WALK_FAMILIES = ("softmax.cl", "row_norm.cl", "row_scale.cl")
 # Families whose walks on CPU runtimes take a run at a time (WALK_RUNS): softmax.cl through
-# vector exp, row_norm.cl with plain run sums (PoCL: 3x on long rows, README)
-WALK_RUNS_FAMILIES = ("softmax.cl", "row_norm.cl")
+# vector exp, row_norm.cl with plain run sums, row_scale.cl through vector fabs / rint
+# (PoCL: 2-3x on long rows, README)
+WALK_RUNS_FAMILIES = ("softmax.cl", "row_norm.cl", "row_scale.cl")
 # GPUs: work-groups per compute unit before the grid stride takes over (plan.py's 64 for
 # the reductions).
 GPU_GROUPS_PER_CU = 64
@@ -609,18 +610,21 @@ def _cpu_register_rows(caps: DeviceCaps, problem: RowProblem, force: RowForce, a
 
 def _walk_vec(caps: DeviceCaps, problem: RowProblem, force: RowForce) -> int:
     """Elements per run of a row read from memory (cache "none", split rows): 16 bytes on
-    GPUs, 64 on Intel's CPU runtime, any row length (a scalar head and tail take the rest); 1 on
-    PoCL, llvmpipe and for scans (row_scan.cl has its own tiles)."""
+    GPUs, 64 on Intel's CPU runtime, any row length (a scalar head and tail take the rest); on
+    PoCL 64 for WALK_RUNS_FAMILIES but absmax_scale, else 1; 1 on llvmpipe and for scans
+    (row_scan.cl has its own tiles)."""
     if force.vec is not None:
         return force.vec
     if FAMILIES[problem.op][0] not in WALK_FAMILIES or llvmpipe_loop_limited(caps):
         return 1
-    if caps.device_type == "cpu" and caps.implementation != "intel" and FAMILIES[problem.op][0] not in WALK_RUNS_FAMILIES:
+    runs_pay = FAMILIES[problem.op][0] in WALK_RUNS_FAMILIES and problem.op != "absmax_scale"
+    if caps.device_type == "cpu" and caps.implementation != "intel" and not runs_pay:
         # PoCL (a row per work-item, groups of 256 vectorised across work-items) was no faster
         # with runs: 1.0-1.7x the element walk's time in 6 interleaved A/Bs on a loaded 2-core
         # VM, where Intel's runtime took 0.57-1.13x (benchmarks/rowops_cpu_walk_2026-11-23).
-        # softmax.cl and row_norm.cl are the exception: their runs go through vector exp and
-        # plain run sums (WALK_RUNS)
+        # WALK_RUNS_FAMILIES are the exception: their runs go through vector built-ins (but
+        # absmax_scale, a compare and a divide per element: 1.45-1.53 -> 1.30 GB/s with runs
+        # at 16000 x 1000, level at 244 x 65536)
         return 1
     vec_bytes = CPU_VEC_BYTES if caps.device_type == "cpu" else VEC_BYTES
     return max(1, min(VEC_MAX, vec_bytes // np.dtype(problem.dtype).itemsize))

@@ -270,6 +270,28 @@ def test_exact_ties_round_to_even(cl_device):
     np.testing.assert_array_equal(q, [[127, 0, 2, 2, 0, -2, -2, 3]])
 
 
+def test_scale_specials_in_runs_of_long_rows(cl_device):
+    """Rows read from memory go run by run through vector fabs / rint on CPU runtimes
+    (row_scale.cl, WALK_RUNS): NaN and inf inside a run or in the tail, a zero row and exact
+    ties (scale 1) give ref_quantize's values and x / amax, whole and split (K = 139)."""
+    rows = _long_special_rows(139)
+    rows["zeros"] = np.zeros(139)
+    rows["ties"] = np.resize([127.0, 0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 3.49], 139)
+    x = np.array(list(rows.values()), np.float32)
+    want_q, _, want_s = ref_quantize(x)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        amax = np.abs(x).max(-1, keepdims=True)
+        want_y = np.where(amax == 0, 0, x / amax)
+    for force in (None, RowForce(cache="none"), RowForce(cache="none", split=2)):
+        q, sc = rowops.quantize_int8(x, device=cl_device, force=force)
+        np.testing.assert_array_equal(q, want_q, err_msg=f"quantize {force}")
+        np.testing.assert_array_equal(sc, want_s, err_msg=f"scales {force}")
+        y, am = rowops.absmax_scale(x, device=cl_device, force=force)
+        np.testing.assert_array_equal(am, amax[:, 0], err_msg=f"absmax {force}")
+        np.testing.assert_array_equal(np.isnan(y), np.isnan(want_y), err_msg=f"absmax_scale {force} NaN positions")
+        np.testing.assert_allclose(y, want_y, rtol=1e-7, atol=0, err_msg=f"absmax_scale {force}")
+
+
 def test_norm_specials_in_runs_of_long_rows(cl_device):
     """Rows read from memory add their moments run by run on CPU runtimes (row_norm.cl,
     WALK_RUNS): NaN, +-inf inside a run or in the tail, a rising row and a 1e4 offset give
