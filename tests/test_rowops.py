@@ -289,7 +289,7 @@ def test_scale_specials_in_runs_of_long_rows(cl_device):
         y, am = rowops.absmax_scale(x, device=cl_device, force=force)
         np.testing.assert_array_equal(am, amax[:, 0], err_msg=f"absmax {force}")
         np.testing.assert_array_equal(np.isnan(y), np.isnan(want_y), err_msg=f"absmax_scale {force} NaN positions")
-        np.testing.assert_allclose(y, want_y, rtol=1e-7, atol=0, err_msg=f"absmax_scale {force}")
+        _close(y, want_y, "float32", TOL, f"absmax_scale {force}")  # OpenCL's x / amax: 2.5 ulp
 
 
 def test_norm_specials_in_runs_of_long_rows(cl_device):
@@ -313,7 +313,9 @@ def test_norm_specials_in_runs_of_long_rows(cl_device):
             np.testing.assert_array_equal(np.isnan(var), np.isnan(x64.var(-1)), err_msg=f"moments {force}")
             fin = np.isfinite(x64).all(-1)
             np.testing.assert_allclose(var[fin], x64.var(-1)[fin], rtol=1e-5, err_msg=f"moments {force}")
-            np.testing.assert_allclose(mean[fin], x64.mean(-1)[fin], rtol=1e-6, err_msg=f"moments {force}")
+            # the rising row's mean is 0: each row's error is measured against its magnitude
+            bound = 1e-6 * np.abs(x64[fin]).max(-1)
+            assert (np.abs(mean[fin] - x64[fin].mean(-1)) <= bound).all(), f"moments {force}: {mean[fin]}"
 
 
 def test_zero_rows_and_nonfinite_rows(cl_device):
