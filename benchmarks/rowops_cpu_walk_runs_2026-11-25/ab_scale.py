@@ -1,0 +1,18 @@
+import time, sys, numpy as np, pyopencl as cl, pyopencl.array as cla
+import clreduce
+from clreduce.backends import opencl
+name = sys.argv[3]
+dev = [d for d in opencl.all_devices() if name in d.platform.name][0]
+ctx = cl.Context([dev]); q = cl.CommandQueue(ctx)
+for op in sys.argv[1].split(","):
+    for s in sys.argv[2].split(","):
+        r, k = map(int, s.split("x"))
+        x = np.random.default_rng(0).standard_normal((r, k)).astype(np.float32)
+        xd = cla.to_device(q, x)
+        fn = getattr(clreduce, op)
+        fn(xd, queue=q); q.finish()
+        ts = []
+        for _ in range(5):
+            t = time.perf_counter(); fn(xd, queue=q); q.finish(); ts.append(time.perf_counter() - t)
+        nb = x.nbytes + (x.nbytes // 4 if op == "quantize_int8" else x.nbytes)
+        print(name[:5], op, s, f"{nb/np.median(ts)/1e9:.2f}", flush=True)
