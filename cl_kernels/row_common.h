@@ -7,7 +7,8 @@
  * where the include stands (the program is one string, so the source hash and the program
  * caches see this file too, and no include path is needed at build time).
  *
- * Required macros: those of team_common.h, and CACHE, NPER, LOCAL_LEN, SPLIT, PHASE, VEC.
+ * Required macros: those of team_common.h, and CACHE, NPER, LOCAL_LEN, SPLIT, PHASE, VEC,
+ * WALK_RUNS.
  *
  * Tasks. A task is one row (SPLIT 1) or one of SPLIT chunks of chunk_len elements of a row
  * (task t: row t / SPLIT, chunk t % SPLIT). Teams walk the n_rows * SPLIT tasks with a grid
@@ -48,6 +49,12 @@
 #endif
 #ifndef VEC
 #error "VEC (elements per load of a run; 1 = element loads) is required"
+#endif
+#ifndef WALK_RUNS
+#error "WALK_RUNS (1: rows read from memory go run by run through each family's vector body, CPU plans) is required"
+#endif
+#if WALK_RUNS && !(HAS_VEC_MATH && VEC > 1 && CACHE == CACHE_NONE)
+#error "WALK_RUNS needs vector math (the OpenCL dialect), VEC > 1 and CACHE 2"
 #endif
 #if VEC != 1 && VEC != 2 && VEC != 4 && VEC != 8 && VEC != 16
 #error "VEC must be 1, 2, 4, 8 or 16"

@@ -45,12 +45,6 @@
 
 /* what a task's trip declares (row_common.h, TASK_START): moments writes no row, and its
  * PHASE 2 only folds partials */
-#ifndef WALK_RUNS
-#error "WALK_RUNS (1: rows read from memory add their moments run by run, CPU plans) is required"
-#endif
-#if WALK_RUNS && !(VEC > 1 && CACHE == 2)
-#error "WALK_RUNS needs VEC > 1 and CACHE 2"
-#endif
 #define ROW_WRITES (PHASE != 1 && NORM != NORM_MOMENTS)
 #define ROW_WALKS (CACHE != 0 && !(PHASE == 2 && NORM == NORM_MOMENTS))
 /* 16-byte stores on CUDA for rms_norm (float16 65536 x 4096: 2475 -> 2500-2585 GB/s on an

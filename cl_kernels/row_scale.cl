@@ -20,12 +20,6 @@
 #ifndef QUANT
 #error "QUANT (0 absmax_scale, 1 int8 quantize) is required"
 #endif
-#ifndef WALK_RUNS
-#error "WALK_RUNS (1: rows read from memory go run by run through vector built-ins, CPU plans) is required"
-#endif
-#if WALK_RUNS && !(HAS_VEC_MATH && VEC > 1 && CACHE == 2)
-#error "WALK_RUNS needs vector math (the OpenCL dialect), VEC > 1 and CACHE 2"
-#endif
 
 /* what a task's trip declares (row_common.h, TASK_START) */
 #define ROW_WRITES (PHASE != 1)

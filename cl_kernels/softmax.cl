@@ -36,12 +36,6 @@
 #endif
 
 /* what a task's trip declares (row_common.h, TASK_START) */
-#ifndef WALK_RUNS
-#error "WALK_RUNS (1: rows read from memory go run by run through vector exp, CPU plans) is required"
-#endif
-#if WALK_RUNS && !(HAS_VEC_MATH && VEC > 1 && CACHE == 2)
-#error "WALK_RUNS needs vector math (the OpenCL dialect), VEC > 1 and CACHE 2"
-#endif
 #define ROW_WRITES (PHASE != 1)
 #define ROW_WALKS (CACHE != 0)
 /* 16-byte stores on CUDA: float16 648720 x 128 went from 2615 to 2760 GB/s on an H100 */

@@ -101,10 +101,6 @@ CPU_ROW_OPS = {"intel": ("absmax_scale",)}
 # matter the row length (the kernels' LANE_WALK). Element loads had left long rows at the
 # speed of scalar code. Not on llvmpipe: its loop limiter counts the inner loop of a run.
 WALK_FAMILIES = ("softmax.cl", "row_norm.cl", "row_scale.cl")
-# Families whose walks on CPU runtimes take a run at a time (WALK_RUNS): softmax.cl through
-# vector exp, row_norm.cl with plain run sums, row_scale.cl through vector fabs / rint
-# (PoCL: 2-3x on long rows, README)
-WALK_RUNS_FAMILIES = ("softmax.cl", "row_norm.cl", "row_scale.cl")
 # GPUs: work-groups per compute unit before the grid stride takes over (plan.py's 64 for
 # the reductions).
 GPU_GROUPS_PER_CU = 64
@@ -558,8 +554,9 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
         }
         if vec > 1 and caps.backend == "opencl" and caps.implementation == "nvidia":
             defines["ALIGNED_VLOAD"] = 1  # NVIDIA's OpenCL makes vloadn element loads (plan.py)
-        if kernel_file in WALK_RUNS_FAMILIES:
-            # CPU runtimes take rows read from memory run by run (vector exp, run sums)
+        if kernel_file in WALK_FAMILIES:
+            # CPU runtimes take rows read from memory a run at a time through vector built-ins
+            # (softmax exp, norm run sums, quantize rint: PoCL 2-3x on long rows, README)
             defines["WALK_RUNS"] = int(cpu and cache == "none" and vec > 1 and caps.backend == "opencl")
         if kernel_file == "row_norm.cl":
             defines.update({"HAS_WEIGHT": int(problem.weight), "HAS_BIAS": int(problem.bias),
@@ -611,20 +608,19 @@ def _cpu_register_rows(caps: DeviceCaps, problem: RowProblem, force: RowForce, a
 def _walk_vec(caps: DeviceCaps, problem: RowProblem, force: RowForce) -> int:
     """Elements per run of a row read from memory (cache "none", split rows): 16 bytes on
     GPUs, 64 on Intel's CPU runtime, any row length (a scalar head and tail take the rest); on
-    PoCL 64 for WALK_RUNS_FAMILIES but absmax_scale, else 1; 1 on llvmpipe and for scans
+    PoCL 64 but for absmax_scale; 1 on llvmpipe and for scans
     (row_scan.cl has its own tiles)."""
     if force.vec is not None:
         return force.vec
     if FAMILIES[problem.op][0] not in WALK_FAMILIES or llvmpipe_loop_limited(caps):
         return 1
-    runs_pay = FAMILIES[problem.op][0] in WALK_RUNS_FAMILIES and problem.op != "absmax_scale"
-    if caps.device_type == "cpu" and caps.implementation != "intel" and not runs_pay:
+    if caps.device_type == "cpu" and caps.implementation != "intel" and problem.op == "absmax_scale":
         # PoCL (a row per work-item, groups of 256 vectorised across work-items) was no faster
         # with runs: 1.0-1.7x the element walk's time in 6 interleaved A/Bs on a loaded 2-core
         # VM, where Intel's runtime took 0.57-1.13x (benchmarks/rowops_cpu_walk_2026-11-23).
-        # WALK_RUNS_FAMILIES are the exception: their runs go through vector built-ins (but
-        # absmax_scale, a compare and a divide per element: 1.45-1.53 -> 1.30 GB/s with runs
-        # at 16000 x 1000, level at 244 x 65536)
+        # With their runs through vector built-ins (WALK_RUNS) the other ops gained 2-3x;
+        # absmax_scale, a compare and a divide per element, still lost (1.45-1.53 -> 1.30
+        # GB/s at 16000 x 1000, level at 244 x 65536)
         return 1
     vec_bytes = CPU_VEC_BYTES if caps.device_type == "cpu" else VEC_BYTES
     return max(1, min(VEC_MAX, vec_bytes // np.dtype(problem.dtype).itemsize))
