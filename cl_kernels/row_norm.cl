@@ -47,7 +47,7 @@
  * PHASE 2 only folds partials */
 #define ROW_WRITES (PHASE != 1 && NORM != NORM_MOMENTS)
 #define ROW_WALKS (CACHE != 0 && !(PHASE == 2 && NORM == NORM_MOMENTS))
-/* 16-byte stores on CUDA for rms_norm (float16 65536 x 4096: 2475 -> 2500-2585 GB/s on an
+/* 16-byte stores on CUDA for rms_norm (float16 65536 x 4096: 2492 -> 2503-2522 GB/s on an
  * H100); layer_norm float16 lost 6 % with them (648720 x 128: 2420 -> 2285, same register
  * count; cause not found) and keeps VSTORE_ARRAY */
 #define ROW_WIDE_STORES (NORM == NORM_RMS)
