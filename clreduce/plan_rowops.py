@@ -83,7 +83,27 @@ PER_LANE = 4
 VEC_FAMILIES = ("softmax.cl", "row_norm.cl")
 VEC_BYTES = 16
 VEC_MAX = 16
-VEC_RUNS_PER_LANE = {"layer_norm": 2}  # else 1; layer_norm's second team reduce favours fewer lanes (H100)
+# layer_norm takes at least this many elements per lane (its second team reduce favours
+# fewer lanes): float32 rows of 128 run 16 lanes of 8, not 32 of 4. It had been two runs per
+# lane, 8 lanes of 16 halves for float16 rows of 128; with registers capped (CUDA_RESIDENT
+# below) 16 lanes of 8 halves ran at 2493 GB/s on an H100 against 2414 for 8 lanes of 16.
+# And its team stays in one sub-group where the row fits the registers of one (across
+# sub-groups each of its two team reduces is a barrier round trip through local memory):
+# float16 8192x1000 ran at 1653-1761 GB/s with 64 lanes, 1949-1969 with 32 (H100).
+MIN_ELEMS_PER_LANE = {"layer_norm": 8}
+ONE_SUBGROUP_TEAMS = ("layer_norm",)
+# CUDA, float16 softmax and norm rows cached in registers: __launch_bounds__(wg, MIN_BLOCKS)
+# makes nvcc fit each thread in regs_per_sm / (MIN_BLOCKS * wg) registers, so that share of
+# the SM's threads stays resident. Left alone nvcc gave float16 layer_norm rows of 128 64
+# registers (half the H100's threads resident). Resident share asked for, by NPER (elements
+# cached per lane): <= 8 all; <= 16 all for softmax and rms_norm, three quarters for
+# layer_norm (at 32 registers its two passes over the registers spilled: 2414 -> 1970 GB/s);
+# longer, no cap (not measured). float32 rows, whose 16-byte loads carry half as many
+# elements, gained nothing (within 2 % either way), so they keep nvcc's choice. H100, public call on torch tensors, GB/s before -> after, two alternating runs
+# (benchmarks/rowops_occupancy_h100_2026-11-25): float16 65536x4096 softmax 2350 -> 2853,
+# rms_norm 2496 -> 2823, layer_norm 2395 -> 2505; 648720x128 softmax 2754 -> 2853,
+# log_softmax 2567 -> 2827, rms_norm 2790 -> 2859, layer_norm 2416 -> 2546.
+CUDA_RESIDENT = ((8, {None: 1.0}), (16, {"layer_norm": 0.75, None: 1.0}))
 # CPUs (Intel's runtime, PoCL): softmax / norm rows that fit one work-item's private array
 # run one row per work-item in groups of CPU_ROW_WG, read in runs of CPU_VEC_BYTES. The team
 # plans (Intel: 4 lanes a row in groups of 256; PoCL: a row per work-item in groups of 256,
@@ -476,7 +496,12 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
         if lanes < 1 or lanes & (lanes - 1) or lanes > wg:
             raise ValueError(f"lanes={lanes} must be a power of two <= the work-group size {wg}")
     elif vec > 1:
-        lanes = max(1, min(lanes_cap, _pow2_floor(_ceil_div(k // vec, VEC_RUNS_PER_LANE.get(problem.op, 1)))))
+        runs_per_lane = max(1, MIN_ELEMS_PER_LANE.get(problem.op, 1) // vec)
+        lanes = max(1, min(lanes_cap, _pow2_floor(_ceil_div(k // vec, runs_per_lane))))
+        runs = k // vec
+        if (problem.op in ONE_SUBGROUP_TEAMS and sg_size and lanes > sg_size
+                and _ceil_div(runs, sg_size) * vec <= budget_reg):
+            lanes = sg_size
     else:
         lanes = max(1, min(lanes_cap, _pow2_floor(_ceil_div(k, PER_LANE))))
         if force.cache in (None, "registers") and _ceil_div(k, lanes) > budget_reg:
@@ -558,6 +583,9 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
             # CPU runtimes take rows read from memory a run at a time through vector built-ins
             # (softmax exp, norm run sums, quantize rint: PoCL 2-3x on long rows, README)
             defines["WALK_RUNS"] = int(cpu and cache == "none" and vec > 1 and caps.backend == "opencl")
+        min_blocks = cuda_min_blocks(caps, problem, cache, nper, wg)
+        if min_blocks > 1:
+            defines["MIN_BLOCKS"] = min_blocks
         if kernel_file == "row_norm.cl":
             defines.update({"HAS_WEIGHT": int(problem.weight), "HAS_BIAS": int(problem.bias),
                             "PARAM_HALF": int(problem.params_half)})
@@ -581,6 +609,21 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
                    out_dtype=out, kernel_file=kernel_file, entry=entry, defines=pairs, options=options,
                    global_size=passes[-1].global_size, local_size=wg, scalars=scalars, split=split,
                    passes=tuple(passes), vec=vec)
+
+
+def cuda_min_blocks(caps: DeviceCaps, problem: RowProblem, cache: str, nper: int, wg: int) -> int:
+    """``MIN_BLOCKS`` of a row launch (groups of ``wg`` per SM that nvcc fits registers for,
+    CUDA_RESIDENT); 1 (no cap) off CUDA, off float16 register-cached softmax / norm rows, and
+    for NPER past the table."""
+    if (caps.backend != "cuda" or cache != "registers" or problem.dtype != "float16"
+            or FAMILIES[problem.op][0] not in VEC_FAMILIES):
+        return 1
+    from .backends.cuda.probe import device_extras  # pure: reads caps.notes
+    for most, shares in CUDA_RESIDENT:
+        if nper <= most:
+            share = shares.get(problem.op, shares[None])
+            return max(1, int(device_extras(caps)["threads_per_sm"] * share) // wg)
+    return 1
 
 
 def _row_groups(caps: DeviceCaps, needed: int) -> int:

@@ -13,6 +13,7 @@ and the bad-input table.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import shutil
 import subprocess
@@ -284,6 +285,35 @@ def test_mid_length_rows_plan_vector_runs():
     p = plan_row(H100, RowProblem("softmax", 442_368, 128, "float32"))
     assert (p.vec, p.lanes) == (4, 32)
     assert plan_row(H100, RowProblem("softmax", 100, 33, "float16")).vec == 1
+
+
+# (op, dtype, shape) -> (lanes, NPER, MIN_BLOCKS or None), planned for an H100
+REGISTER_CAP_CASES = [
+    ("softmax", "float16", (648_720, 128), (16, 8, "8")),       # NPER <= 8: every thread resident (32 registers)
+    ("rms_norm", "float16", (65_536, 4096), (256, 16, "8")),    # NPER 16, softmax / rms_norm: still all
+    ("layer_norm", "float16", (65_536, 4096), (256, 16, "6")),  # NPER 16, layer_norm: three quarters (40)
+    ("layer_norm", "float16", (648_720, 128), (16, 8, "8")),    # 8 elements a lane, not two runs of 8
+    ("layer_norm", "float32", (442_368, 128), (16, 8, None)),   # float32: nvcc's own register count
+    ("layer_norm", "float16", (8192, 1000), (32, 32, None)),    # one warp a row (64 lanes would need a
+                                                                #   barrier per reduce); NPER 32: no cap
+    ("softmax", "float16", (4096, 65_536), (256, 1, None)),     # rows read from memory: no cap
+]
+
+
+@pytest.mark.parametrize("op,dtype,shape,want", REGISTER_CAP_CASES)
+def test_float16_register_rows_ask_for_resident_threads(op, dtype, shape, want):
+    """CUDA_RESIDENT: float16 softmax / norm rows in registers cap nvcc's registers through
+    MIN_BLOCKS (launch bounds) so more of the SM's threads stay resident; on a T4 (1024
+    threads per SM) the same share asks for half as many groups; OpenCL plans never carry it."""
+    w = op != "softmax"
+    problem = RowProblem(op, *shape, dtype, weight=w, bias=op == "layer_norm", params_half=w and dtype == "float16")
+    p = plan_row(H100, problem)
+    assert (p.lanes, p.nper, dict(p.defines).get("MIN_BLOCKS")) == want
+    if want[2] is not None:
+        t4 = dict(plan_row(T4, problem).defines)
+        assert int(t4["MIN_BLOCKS"]) * p.wg_size <= 1024
+        opencl = dataclasses.replace(H100, backend="opencl", implementation="nvidia")
+        assert "MIN_BLOCKS" not in dict(plan_row(opencl, problem).defines)
 
 
 @gpu
