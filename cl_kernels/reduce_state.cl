@@ -476,7 +476,8 @@ inline state_t st_shuffle_xor(state_t s, uint m) {
 #if OPK == OPK_SCALAR
     s.a = shuffle_xor(s.a, m);
 #elif OPK == OPK_WELFORD
-    s.mean = shuffle_xor(s.mean, m); s.m2 = shuffle_xor(s.m2, m); s.c = shuffle_xor(s.c, m); s.n = shuffle_u64(s.n, m);
+    /* c is 0 here: st_butterfly folds it into m2 first */
+    s.mean = shuffle_xor(s.mean, m); s.m2 = shuffle_xor(s.m2, m); s.n = shuffle_u64(s.n, m);
 #elif OPK == OPK_ARG
     s.v = shuffle_xor(s.v, m); s.i = shuffle_u64(s.i, m);
 #elif OPK == OPK_WIDE
@@ -486,11 +487,37 @@ inline state_t st_shuffle_xor(state_t s, uint m) {
 #endif
     return s;
 }
+#if OPK == OPK_WELFORD
+/* A butterfly is a tree of log2(width) merges, whose roundings add up like a pairwise sum's
+ * (the compensation is for a lane's long chain of merges): each state's correction c is
+ * folded into m2 once and the tree merges plainly, without c's shuffle and TwoSum. On an
+ * H100 they had cost float32 var / std of 1048576x32 (teams of 4 lanes) 3.5 / 4.5 % against
+ * d81e80a (before the compensation); now 0.2 / 1 % (benchmarks/var_tree_h100_2026-11-25). */
+inline state_t st_merge_tree(state_t x, state_t y) {
+    if (y.n == 0) return x;
+    if (x.n == 0) return y;
+    const ulong n = x.n + y.n;
+    const ACC_T d = y.mean - x.mean;
+    const ACC_T wy = (ACC_T)y.n / (ACC_T)n;
+    x.mean = x.mean + d * wy;
+    x.m2 = x.m2 + y.m2 + d * d * (ACC_T)x.n * wy;
+    x.n = n;
+    return x;
+}
+#endif
 inline state_t st_butterfly(state_t s, const uint width) {
+#if OPK == OPK_WELFORD
+    s.m2 += s.c;  /* c is 0 where m2 is not finite (st_add_m2) */
+    s.c = 0;
+#define ST_TREE_MERGE st_merge_tree
+#else
+#define ST_TREE_MERGE st_merge
+#endif
     UNROLL_LOOP
     for (uint m = width >> 1; m > 0; m >>= 1) {
-        s = st_merge(s, st_shuffle_xor(s, m));
+        s = ST_TREE_MERGE(s, st_shuffle_xor(s, m));
     }
+#undef ST_TREE_MERGE
     return s;
 }
 #endif
