@@ -147,6 +147,38 @@ def test_one_lane_wide_block_as_accurate_as_numpy(cl_device, op):
         pytest.skip("no wide-block plan runs on this device")
 
 
+# Team strategies of float16 var rows (reduce_state.cl lane_partial: each lane loads its
+# pilot, then blocks of VEC * UNROLL); strategy -> the team shape it gives a row of 512
+FLOAT16_BLOCK_STRATEGIES = {
+    "rows_per_sg": "a few lanes per row, several rows per sub-group",
+    "sg_per_row": "a sub-group per row: butterfly over the whole sub-group",
+    "wg_per_row": "a work-group per row: sub-group partials through local memory",
+}
+
+
+@pytest.mark.parametrize("offset", [0.0, 1000.0, 30000.0])  # large mean, small spread: the pilot's case
+@pytest.mark.parametrize("strategy", sorted(FLOAT16_BLOCK_STRATEGIES))
+def test_float16_var_blocks_as_accurate_as_numpy(cl_device, strategy, offset):
+    """var of float16 rows accumulated into a float32 result (dtype=float32, so no float16
+    rounding hides an error), on each team strategy, as accurate as numpy's float32 var of
+    the same values (the float16 cases elsewhere compare in float16 ulp, which hide a float32
+    error). With the pilot load removed from lane_partial, 8 of the 12 cases with an offset
+    failed on Intel and PoCL (mutation check)."""
+    rng = np.random.default_rng(5)
+    x = (offset + 4 * rng.standard_normal((256, 512))).astype(np.float16)
+    try:
+        got = clreduce.var(x, axis=-1, dtype=np.float32, device=cl_device,
+                           force={"strategy": strategy, "vec": 8})
+    except UnsupportedOnDevice as exc:
+        pytest.skip(f"{strategy} not runnable here: {exc}")
+    ref = np.var(x.astype(np.longdouble), axis=-1).astype(np.float64)
+    numpy_got = np.var(x.astype(np.float32), axis=-1).astype(np.float64)
+    ulp = np.spacing(ref.astype(np.float32)).astype(np.float64)
+    err = (np.abs(np.asarray(got, np.float64) - ref) / ulp).max()
+    numpy_err = (np.abs(numpy_got - ref) / ulp).max()
+    assert err <= numpy_err + NUMPY_SLACK_ULP, f"{strategy} offset {offset}: {err:.2f} ulp > numpy's {numpy_err:.2f}"
+
+
 def _hard_variants(caps) -> list:
     """The default run's forced variants: the issue's sequential plan (one lane walks the
     row), a split, and where the device has them the widest built-in sub-group reduce over a
