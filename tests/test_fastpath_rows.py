@@ -169,6 +169,50 @@ def test_learned_row_calls_answer_as_the_full_path(cl_device, cl_queue, kind, mo
             _same(f(x, **kwargs, **where), slow)
 
 
+# Results of at least cl_host.ZERO_COPY_MIN_BYTES (16 KB): on devices that share host memory
+# the learned numpy call has the kernels write them in place (cl_host.output_buffer)
+BIG_ROW_CASES = [
+    ("softmax", (64, 256), "float32", {}),                              # one result, 64 KB
+    ("layer_norm", (64, 256), "float32", {"weight": _data(256, seed=3), "bias": _data(256, seed=4)}),
+    ("quantize_int8", (64, 256), "float32", {}),                         # int8 values 16 KB + small scales
+    ("moments", (2, 8192), "float32", {}),                               # statistics only (small)
+    ("cumsum", (8, 4096), "int32", {"axis": -1}),                        # int64 result, 256 KB
+]
+
+
+def test_learned_numpy_calls_write_results_in_place(cl_device, monkeypatch):
+    """The learned numpy call writes its large results straight into the numpy arrays it
+    returns where the device shares host memory (every device this suite runs on: CPUs), and
+    answers bit for bit as the full path; each call's arrays are its own."""
+    from clreduce.backends import cl_host
+
+    wrapped = []
+    real = cl_host.output_buffer
+
+    def counting(ctx, device, host):
+        buf = real(ctx, device, host)
+        wrapped.append(buf is not None)
+        return buf
+
+    monkeypatch.setattr(cl_host, "output_buffer", counting)
+    shares = cl_host.shares_host_memory(cl_device)
+    for i, (op, shape, dtype, kwargs) in enumerate(BIG_ROW_CASES):
+        f = getattr(clreduce, op)
+        x = _data(shape, dtype, seed=20 + i)
+        with monkeypatch.context() as m:
+            m.setenv("CLREDUCE_FAST_PATH", "0")
+            slow = f(x, device=cl_device, **kwargs)
+        f(x, device=cl_device, **kwargs)  # full path; learns
+        del wrapped[:]
+        second = f(x, device=cl_device, **kwargs)
+        third = f(x + 1 if dtype != "float32" else x * 2, device=cl_device, **kwargs)
+        _same(second, slow)  # not overwritten by the third call
+        big = [r.nbytes >= cl_host.ZERO_COPY_MIN_BYTES for r in (second if isinstance(second, tuple) else (second,))]
+        assert sum(wrapped) == (2 * sum(big) if shares else 0), (op, wrapped, big)
+        for a, b in zip(*(r if isinstance(r, tuple) else (r,) for r in (second, third))):
+            assert not np.shares_memory(a, b)
+
+
 def test_eps_weight_dtype_and_out_learn_separately(cl_device, cl_queue):
     x = _data((5, 40), seed=1)
     w32 = _data(40, seed=2)

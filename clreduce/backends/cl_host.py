@@ -85,6 +85,43 @@ def input_buffer(ctx: cl.Context, device: cl.Device, src: np.ndarray) -> tuple[c
     return cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=src), 0, False
 
 
+def output_array(shape: tuple, dtype) -> np.ndarray:
+    """An empty C-contiguous numpy array for a result that ``output_buffer`` may wrap in
+    place: it starts on a page boundary and its allocation reaches the next multiple of
+    SIZE_MULTIPLE bytes (Intel's runtime writes in place only then, cf. ``input_buffer``).
+    A view of a slightly larger allocation, as numpy's own aligned-allocation idiom."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if nbytes < ZERO_COPY_MIN_BYTES:
+        return np.empty(shape, dtype)
+    total = -(-nbytes // SIZE_MULTIPLE) * SIZE_MULTIPLE
+    raw = np.empty(total + PAGE, np.uint8)
+    lead = (-raw.ctypes.data) % PAGE
+    return raw[lead:lead + nbytes].view(dtype).reshape(shape)
+
+
+def output_buffer(ctx: cl.Context, device: cl.Device, host: np.ndarray) -> cl.Buffer | None:
+    """``host`` (from ``output_array``) wrapped for the kernels to write in place, where the
+    device shares host memory (the results' read-back copy had been up to a third of a row
+    op's call on CPU devices); None where it should be a device buffer and a copy. The
+    caller reads it through ``read_output`` and releases it."""
+    if not (host.nbytes >= ZERO_COPY_MIN_BYTES and host.flags.c_contiguous and shares_host_memory(device)
+            and config.zero_copy() and host.ctypes.data % PAGE == 0):
+        return None
+    total = -(-host.nbytes // SIZE_MULTIPLE) * SIZE_MULTIPLE
+    region = (ctypes.c_char * total).from_address(host.ctypes.data)
+    return cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY | cl.mem_flags.USE_HOST_PTR, hostbuf=region)
+
+
+def read_output(queue: cl.CommandQueue, buf: cl.Buffer, host: np.ndarray, wait_for) -> None:
+    """Make a wrapped result's writes visible in ``host`` (blocking): map it for reading,
+    which OpenCL requires of a USE_HOST_PTR buffer (a runtime may have kept a device-side
+    copy; on CPU runtimes with the pointer used in place the map is free), then unmap."""
+    mapped, _ = cl.enqueue_map_buffer(queue, buf, cl.map_flags.READ, 0, (host.nbytes,), np.uint8,
+                                      wait_for=wait_for, is_blocking=True)
+    mapped.base.release(queue).wait()
+
+
 def base_order(array: np.ndarray, axes: tuple[int, ...]) -> tuple[np.ndarray, tuple[int, ...]]:
     """``(view, axes)``: a C-contiguous view of ``array`` with its axes permuted, and the
     reduced ``axes`` renumbered for it, when ``array`` is a transpose of a C-contiguous

@@ -4,7 +4,8 @@
 A launcher replays one learned call: allocate the outputs (rows, statistics) and a split
 plan's partials, bind the input, weight and bias, enqueue the plan's passes, and hand back
 pyopencl arrays on the call's queue (pyopencl's fast constructor) or, for numpy input,
-numpy arrays read back with blocking copies (the input wrapped in place or copied by
+numpy arrays: written in place where the device shares host memory (``cl_host.output_buffer``),
+else read back with copies (the input wrapped in place or copied by
 ``cl_host.input_buffer``, exactly as the full path does). The kernel arguments come from
 ``row_args.kernel_args``, the list the full path binds too; the scalars (sizes, ``eps``)
 and the unused buffer slots (NULL: the plan's kernels never touch them) are set once per
@@ -123,10 +124,13 @@ class RowLauncher:
                 cl_args.unbind(kernel, (i for i, _ in bound))
         return event
 
-    def _buffers(self, ctx, queue, weight, bias) -> dict:
+    def _buffers(self, ctx, queue, weight, bias, given: dict | None = None) -> dict:
+        """Fresh buffers for the results and scratch, but those ``given`` (wrapped results)."""
         sizes = self.sizes
         buffers = {name: cl.Buffer(ctx, _RW, sizes[name]) for name in ("output", "stats", "partials", "carries")
-                   if sizes[name]}
+                   if sizes[name] and not (given and name in given)}
+        if given:
+            buffers.update(given)
         return self._bind_params(buffers, queue, weight, bias)
 
     def _bind_params(self, buffers: dict, queue, weight, bias) -> dict:
@@ -182,23 +186,35 @@ class RowLauncher:
         return self._assemble(arrays)
 
     def host(self, x, weight, bias, queue):
-        """A numpy array in, numpy arrays out (waited on)."""
+        """A numpy array in, numpy arrays out (waited on). Where the device shares host memory,
+        the kernels write the numpy results in place (``cl_host.output_buffer``), as they
+        read the input; elsewhere the results are read back with copies."""
         if self.queue is not None:
             queue, ctx, device = self.queue, self.ctx, self.cl_device
         else:
             ctx, device = queue.context, queue.device
         in_buf, in_offset, wrapped = host_buffers.input_buffer(ctx, device, x)
+        hosts = [host_buffers.output_array(shape, dtype) for _, shape, dtype in self.outputs]
+        given = {}
         try:
-            buffers = self._buffers(ctx, queue, weight, bias)
+            for host, (name, _, _) in zip(hosts, self.outputs):
+                if host.nbytes == self.sizes[name]:
+                    buf = host_buffers.output_buffer(ctx, device, host)
+                    if buf is not None:
+                        given[name] = buf
+            buffers = self._buffers(ctx, queue, weight, bias, given)
             buffers["input"] = in_buf
             event = self._enqueue(queue, buffers, in_offset)
-            results = []
-            for i, (name, shape, dtype) in enumerate(self.outputs):
-                host = np.empty(shape, dtype)
-                # the last read blocks: then the kernels are done and the wrapped input can go
-                cl.enqueue_copy(queue, host, buffers[name], wait_for=(event,), is_blocking=i == len(self.outputs) - 1)
-                results.append(host)
+            copies = [cl.enqueue_copy(queue, host, buffers[name], wait_for=(event,), is_blocking=False)
+                      for host, (name, _, _) in zip(hosts, self.outputs) if name not in given]
+            for host, (name, _, _) in zip(hosts, self.outputs):
+                if name in given:
+                    host_buffers.read_output(queue, given[name], host, (event,))
+            # then the kernels are done and the wrapped input can go
+            cl.wait_for_events(copies or [event])
         finally:
             if wrapped:
                 in_buf.release()
-        return self._assemble(results)
+            for buf in given.values():
+                buf.release()
+        return self._assemble(hosts)
