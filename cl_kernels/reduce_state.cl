@@ -249,18 +249,25 @@ inline state_t st_push(state_t s, ACC_T v, ulong k) {
     s.mean += d / (ACC_T)s.n;
     return st_add_m2(s, d * (v - s.mean));
 }
-inline state_t st_merge(state_t x, state_t y) {
+/* Chan et al.'s merge; `compensated` (a constant at every call, so the branch folds): m2
+ * through st_add_m2 (st_merge), or plainly (st_merge_tree, the butterflies) */
+inline state_t chan_merge(state_t x, state_t y, const bool compensated) {
     if (y.n == 0) return x;
     if (x.n == 0) return y;
     const ulong n = x.n + y.n;
     const ACC_T d = y.mean - x.mean;
     const ACC_T wy = (ACC_T)y.n / (ACC_T)n;
     x.mean = x.mean + d * wy;
-    x.c += y.c;
-    x = st_add_m2(x, y.m2 + d * d * (ACC_T)x.n * wy);
+    if (compensated) {
+        x.c += y.c;
+        x = st_add_m2(x, y.m2 + d * d * (ACC_T)x.n * wy);
+    } else {
+        x.m2 = x.m2 + y.m2 + d * d * (ACC_T)x.n * wy;
+    }
     x.n = n;
     return x;
 }
+inline state_t st_merge(state_t x, state_t y) { return chan_merge(x, y, true); }
 /* n loaded values as one (mean, m2, n) state, two-pass inside the block: one divide per
  * block instead of one per element. Up to BLOCK_SEQ_MAX values, each pass is one running sum;
  * longer blocks sum into BLOCK_WAYS interleaved partials added pairwise. Why: one running sum
@@ -493,17 +500,7 @@ inline state_t st_shuffle_xor(state_t s, uint m) {
  * folded into m2 once and the tree merges plainly, without c's shuffle and TwoSum. On an
  * H100 they had cost float32 var / std of 1048576x32 (teams of 4 lanes) 3.5 / 4.5 % against
  * d81e80a (before the compensation); now 0.2 / 1 % (benchmarks/var_tree_h100_2026-11-25). */
-inline state_t st_merge_tree(state_t x, state_t y) {
-    if (y.n == 0) return x;
-    if (x.n == 0) return y;
-    const ulong n = x.n + y.n;
-    const ACC_T d = y.mean - x.mean;
-    const ACC_T wy = (ACC_T)y.n / (ACC_T)n;
-    x.mean = x.mean + d * wy;
-    x.m2 = x.m2 + y.m2 + d * d * (ACC_T)x.n * wy;
-    x.n = n;
-    return x;
-}
+inline state_t st_merge_tree(state_t x, state_t y) { return chan_merge(x, y, false); }
 #endif
 inline state_t st_butterfly(state_t s, const uint width) {
 #if OPK == OPK_WELFORD
