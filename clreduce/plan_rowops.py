@@ -99,7 +99,8 @@ ONE_SUBGROUP_TEAMS = ("layer_norm",)
 # cached per lane): <= 8 all; <= 16 all for softmax and rms_norm, three quarters for
 # layer_norm (at 32 registers its two passes over the registers spilled: 2414 -> 1970 GB/s);
 # longer, no cap (not measured). float32 rows, whose 16-byte loads carry half as many
-# elements, gained nothing (within 2 % either way), so they keep nvcc's choice. H100, public call on torch tensors, GB/s before -> after, two alternating runs
+# elements, gained nothing (within 2 % either way), so they keep nvcc's choice. H100, public
+# call on torch tensors, GB/s before -> after, two alternating runs
 # (benchmarks/rowops_occupancy_h100_2026-11-25): float16 65536x4096 softmax 2350 -> 2853,
 # rms_norm 2496 -> 2823, layer_norm 2395 -> 2505; 648720x128 softmax 2754 -> 2853,
 # log_softmax 2567 -> 2827, rms_norm 2790 -> 2859, layer_norm 2416 -> 2546.
@@ -496,9 +497,9 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
         if lanes < 1 or lanes & (lanes - 1) or lanes > wg:
             raise ValueError(f"lanes={lanes} must be a power of two <= the work-group size {wg}")
     elif vec > 1:
-        runs_per_lane = max(1, MIN_ELEMS_PER_LANE.get(problem.op, 1) // vec)
-        lanes = max(1, min(lanes_cap, _pow2_floor(_ceil_div(k // vec, runs_per_lane))))
         runs = k // vec
+        runs_per_lane = max(1, MIN_ELEMS_PER_LANE.get(problem.op, 1) // vec)
+        lanes = max(1, min(lanes_cap, _pow2_floor(_ceil_div(runs, runs_per_lane))))
         if (problem.op in ONE_SUBGROUP_TEAMS and sg_size and lanes > sg_size
                 and _ceil_div(runs, sg_size) * vec <= budget_reg):
             lanes = sg_size
