@@ -34,6 +34,11 @@ ZERO_COPY_MIN_BYTES = 16 * 1024
 _shared: dict[int, bool] = {}
 
 
+def _wrapped_bytes(nbytes: int) -> int:
+    """Bytes a wrapped region spans: ``nbytes`` up to the next multiple of SIZE_MULTIPLE."""
+    return -(-nbytes // SIZE_MULTIPLE) * SIZE_MULTIPLE
+
+
 class InputTooLarge(MemoryError):
     """An input exceeds one device allocation and cannot be cut into pieces that fit."""
 
@@ -79,7 +84,7 @@ def input_buffer(ctx: cl.Context, device: cl.Device, src: np.ndarray) -> tuple[c
         addr = src.ctypes.data
         lead = addr % PAGE
         if lead % src.itemsize == 0:
-            total = -(-(lead + src.nbytes) // SIZE_MULTIPLE) * SIZE_MULTIPLE
+            total = _wrapped_bytes(lead + src.nbytes)
             region = (ctypes.c_char * total).from_address(addr - lead)
             return cl.Buffer(ctx, mf.READ_ONLY | mf.USE_HOST_PTR, hostbuf=region), lead // src.itemsize, True
     return cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=src), 0, False
@@ -94,8 +99,7 @@ def output_array(shape: tuple, dtype) -> np.ndarray:
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     if nbytes < ZERO_COPY_MIN_BYTES:
         return np.empty(shape, dtype)
-    total = -(-nbytes // SIZE_MULTIPLE) * SIZE_MULTIPLE
-    raw = np.empty(total + PAGE, np.uint8)
+    raw = np.empty(_wrapped_bytes(nbytes) + PAGE, np.uint8)
     lead = (-raw.ctypes.data) % PAGE
     return raw[lead:lead + nbytes].view(dtype).reshape(shape)
 
@@ -108,8 +112,7 @@ def output_buffer(ctx: cl.Context, device: cl.Device, host: np.ndarray) -> cl.Bu
     if not (host.nbytes >= ZERO_COPY_MIN_BYTES and host.flags.c_contiguous and shares_host_memory(device)
             and config.zero_copy() and host.ctypes.data % PAGE == 0):
         return None
-    total = -(-host.nbytes // SIZE_MULTIPLE) * SIZE_MULTIPLE
-    region = (ctypes.c_char * total).from_address(host.ctypes.data)
+    region = (ctypes.c_char * _wrapped_bytes(host.nbytes)).from_address(host.ctypes.data)
     return cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY | cl.mem_flags.USE_HOST_PTR, hostbuf=region)
 
 
