@@ -11,9 +11,11 @@
  *   storage: vload_half / vstore_half convert with cvt.f32.f16 / cvt.rn.f16.f32);
  *   get_local_id get_group_id get_num_groups get_local_size get_global_id get_global_size
  *   (1-D: dimension 0 only); barrier; the sub-group built-ins on the warp: get_sub_group_*,
- *   sub_group_shuffle_xor (__shfl_xor_sync), sub_group_any, sub_group_reduce_add/max/min
+ *   sub_group_shuffle_xor (__shfl_xor_sync), sub_group_broadcast (__shfl_sync),
+ *   sub_group_any, sub_group_reduce_add/max/min
  *   (__reduce_*_sync for 32-bit integers on sm_80+, an xor butterfly otherwise);
- *   isnan isfinite isinf fabs fmax fmin max min clamp select rint rsqrt (exp log log1p sqrt:
+ *   isnan isfinite isinf fabs fmax fmin max min clamp select rint rsqrt as_uint as_int
+ *   as_float (32-bit scalars) (exp log log1p sqrt:
  *   CUDA's own float/double overloads); sub_group_scan_exclusive_add (shuffle-up steps);
  *   INFINITY NAN INT_MIN INT_MAX UINT_MAX LONG_MIN LONG_MAX ULONG_MAX (OpenCL's long is
  *   64-bit everywhere); LOCAL_PTR, the qualifier of a local-memory pointer parameter, is empty
@@ -49,6 +51,16 @@
  *   HAS_VEC_MATH        built-in math on vector types (exp of a float16 vector) may be used
  *                       (1 | 0: CUDA has no vector types of more than four; its lanes are
  *                       scalar anyway)
+ *   HAS_GROUP_PROGRESS  a work-group may spin on flags that earlier work-groups (by TICKET
+ *                       order) set (0: OpenCL promises no progress between work-groups | 1)
+ *   TICKET(p)           atomic increment of the uint at p, returning the old value
+ *                       (atomic_inc | atomicAdd)
+ *   PUBLISH_FLAG(p, v)  store the uint flag v at p after this work-item's earlier writes
+ *                       (a fence and a volatile store | st.release.gpu)
+ *   OBSERVE_FLAG(p)     load the uint flag at p before this work-item's later reads
+ *                       (a volatile load and a fence | ld.acquire.gpu); both meaningful
+ *                       only where HAS_GROUP_PROGRESS
+ *   POLL_PAUSE()        back off between two polls of a flag (nothing | __nanosleep)
  */
 #ifndef CL_DIALECT_CUDA_H
 #define CL_DIALECT_CUDA_H
@@ -118,6 +130,9 @@ template <class T> __device__ __forceinline__ T sub_group_scan_exclusive_add(T v
     const T before = __shfl_up_sync(CL_FULL_MASK_, v, 1);
     return lane == 0 ? (T)0 : before;
 }
+template <class T> __device__ __forceinline__ T sub_group_broadcast(T v, uint l) {
+    return __shfl_sync(CL_FULL_MASK_, v, (int)l);
+}
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 /* one instruction for 32-bit integers */
 template <> __device__ __forceinline__ int sub_group_reduce_add<int>(int v) { return __reduce_add_sync(CL_FULL_MASK_, v); }
 template <> __device__ __forceinline__ int sub_group_reduce_max<int>(int v) { return __reduce_max_sync(CL_FULL_MASK_, v); }
@@ -165,6 +180,16 @@ __device__ __forceinline__ double cl_rsqrt_(double x) { return ::rsqrt(x); }
 #define max(a, b) cl_max_((a), (b))
 #define min(a, b) cl_min_((a), (b))
 #define select(a, b, c) ((c) ? (b) : (a)) /* scalar select */
+/* as_type reinterpretation of 32-bit scalars (OpenCL's as_uint / as_int / as_float) */
+template <class D, class S> __device__ __forceinline__ D cl_bitcast_(const S s) {
+    static_assert(sizeof(D) == sizeof(S), "as_type needs equal sizes");
+    D d;
+    memcpy(&d, &s, sizeof(D));
+    return d;
+}
+#define as_uint(x) cl_bitcast_<uint>(x)
+#define as_int(x) cl_bitcast_<int>(x)
+#define as_float(x) cl_bitcast_<float>(x)
 
 /* ---- constants the planner's IDENTITY values name -------------------------------------- */
 #undef INFINITY
@@ -210,6 +235,29 @@ __device__ __forceinline__ unsigned short cl_float_to_half_(float f) {
 #define HAS_REQD_SG_ATTRS 0
 #define HAS_WORD_SHUFFLE 0
 #define HAS_VEC_MATH 0
+/* Work-groups may wait on earlier ones (row_scan.cl's decoupled look-back): a block that took
+ * a ticket from TICKET has started, and CUDA runs a started block to its end, so a block
+ * spinning on the flags of lower tickets waits on blocks that are running or done.
+ * PUBLISH_FLAG is a release store (the thread's earlier writes are visible to whoever sees the
+ * flag), OBSERVE_FLAG an acquire load (sm_70+). They replace __threadfence() around plain
+ * flags: its membar.gl (a sequentially consistent fence) held the look-back to ~40 % of an
+ * H200's copy. */
+#define HAS_GROUP_PROGRESS 1
+#define TICKET(p) atomicAdd((p), 1u)
+__device__ __forceinline__ void cl_publish_flag_(uint *p, uint v) {
+    asm volatile("st.release.gpu.global.u32 [%0], %1;" : : "l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ uint cl_observe_flag_(const uint *p) {
+    uint v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+#define PUBLISH_FLAG(p, v) cl_publish_flag_((p), (v))
+#define OBSERVE_FLAG(p) cl_observe_flag_(p)
+#ifndef POLL_PAUSE_NS
+#define POLL_PAUSE_NS 100
+#endif
+#define POLL_PAUSE() __nanosleep(POLL_PAUSE_NS)
 
 /* N elements of T as words of min(16, N * sizeof(T)) bytes, the widest load CUDA has. */
 template <class T, int N> struct cl_vload_ {

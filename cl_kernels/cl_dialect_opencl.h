@@ -110,6 +110,20 @@
 #define HAS_REQD_SG_ATTRS 1
 #define HAS_WORD_SHUFFLE 1
 #define HAS_VEC_MATH 1
+/* OpenCL (1.2 and 3.0) promises no forward progress between work-groups: a work-group that
+ * spins on another's flag may wait forever (Mali and Adreno run groups in waves). The
+ * decoupled look-back of row_scan.cl #errors here; TICKET, PUBLISH_FLAG, OBSERVE_FLAG and POLL_PAUSE are spelled out
+ * only so the vocabulary is the same on both APIs. */
+#define HAS_GROUP_PROGRESS 0
+#define TICKET(p) atomic_inc(p)
+#define PUBLISH_FLAG(p, v) do { mem_fence(CLK_GLOBAL_MEM_FENCE); *(volatile __global uint *)(p) = (v); } while (0)
+#define OBSERVE_FLAG(p) cl_observe_flag_(p)
+#define POLL_PAUSE()
+inline uint cl_observe_flag_(const __global uint *p) {
+    const uint v = *(const volatile __global uint *)p;
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    return v;
+}
 
 #endif /* CL_DIALECT_OPENCL_H */
 

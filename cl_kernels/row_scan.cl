@@ -21,10 +21,24 @@
  *   PHASE 0  each task scans its chunk starting from carries[task - 1] (chunk > 0)
  * With SPLIT 1, PHASE 0 scans whole rows (chunk_len = row_len) and `carries` is unused.
  *
+ * Long rows on CUDA (decoupled look-back, one read of the input; HAS_GROUP_PROGRESS only):
+ *   PHASE 3  zeroes the first row_len words of `out` (the look-back's counter and flags)
+ *   PHASE 2  one work-group per tile of LB_TILE = ROUNDS * WG_SIZE * ITEMS elements of a row,
+ *            in ticket order; `carries` is the workspace (lookback_workspace below)
+ * A PHASE 2 tile scans itself, publishes its total, and takes its prefix from the tiles
+ * before it. Tiles form groups of 32 along a row; a group's prefix is the previous group's
+ * prefix plus that group's total (a sequential chain over groups), a tile's prefix inside
+ * its group is a fixed butterfly of the totals before it. Whichever published values a tile
+ * finds, the sums it forms are those of this fixed order: the result does not depend on the
+ * timing (a look-back that adds whatever it finds, as CUB's, rounds differently per run).
+ * The chain is over groups of 32 tiles, so the look-back stays short: the values of one
+ * window of 32 groups, then a sequential fold of at most 32 of them.
+ *
  * SCAN: 0 sum, 1 prod, 2 logaddexp (float only). Integer inputs accumulate in 64 bits
  * (ACC_T long/ulong: exact, wrapping like numpy); half input accumulates in float.
  *
- * Required macros: those of team_common.h, and ITEMS, SCAN, SPLIT, PHASE.
+ * Required macros: those of team_common.h, and ITEMS, SCAN, SPLIT, PHASE; ROUNDS for
+ * PHASE 2 and 3.
  */
 
 /* team_common.h: sub-group modes, API checks, shuffle, LOAD/STORE, lanes and teams */
@@ -51,6 +65,26 @@
 #endif
 #if PHASE == 1 && SPLIT < 2
 #error "chunk totals (PHASE 1) only for split rows"
+#endif
+#if PHASE < 0 || PHASE > 3
+#error "PHASE must be 0 (scan), 1 (chunk totals), 2 (look-back scan) or 3 (clear the look-back's flags)"
+#endif
+#if PHASE >= 2
+#if !HAS_GROUP_PROGRESS
+#error "the look-back (PHASE 2) makes work-groups wait on earlier ones: OpenCL promises no such progress"
+#endif
+#if !defined(ROUNDS) /* required by these phases only (#ifndef + #error marks what every phase needs) */
+#error "ROUNDS (sub-group-wide runs of ITEMS a lane holds per look-back tile) is required"
+#endif
+#if SPLIT != 1
+#error "the look-back tiles the rows itself: SPLIT must be 1"
+#endif
+#if SG_MODE == SG_LOCAL || LANES != SG_SIZE || SG_SIZE != 32
+#error "a look-back tile is scanned one 32-wide sub-group at a time (LANES == SG_SIZE == 32)"
+#endif
+#if ROUNDS * (WG_SIZE / SG_SIZE) > SG_SIZE
+#error "one sub-group scans a look-back tile's ROUNDS * WG_SIZE / SG_SIZE segment totals"
+#endif
 #endif
 
 #if (WG_SIZE & (WG_SIZE - 1)) != 0
@@ -163,7 +197,7 @@ inline void load_items(__global const IN_T *p, const ulong first, const ulong le
         }
     }
 }
-#if PHASE == 0
+#if PHASE != 1
 inline void store_items(const ACC_T *d, __global OUT_T *q, const ulong first, const ulong len) {
     if (first + ITEMS <= len && VLOAD_ALIGNED(q + first, ITEMS)) {
         SCAN_VSTORE(d, q + first);
@@ -177,12 +211,199 @@ inline void store_items(const ACC_T *d, __global OUT_T *q, const ulong first, co
 }
 #endif
 
+#if PHASE >= 2
+/* ---- the decoupled look-back ---------------------------------------------------------------- */
+#define LB_SEGS (ROUNDS * (WG_SIZE / SG_SIZE))  /* sub-group-wide runs of a tile, in row order */
+#define LB_TILE ((ulong)LB_SEGS * SG_SIZE * ITEMS)
+#define LB_GROUP 32                              /* tiles per group: one sub-group's lanes */
+#define LB_TILES_PER_ROW(row_len) (((row_len) + LB_TILE - 1) / LB_TILE)
+#define LB_GROUPS_PER_ROW(row_len) ((LB_TILES_PER_ROW(row_len) + LB_GROUP - 1) / LB_GROUP)
+
+/* Published values live in slots: one per tile (its total), then one per group for its total
+ * and one for its inclusive prefix. The workspace (`carries`), in 32-bit words: 4 for the
+ * ticket counter, then the slots -- PHASE 3 zeroes all of that -- and, for 8-byte ACC_T, the
+ * values from the next 8-byte boundary. clreduce/plan_rowops.py (lookback_workspace) computes
+ * the same sizes.
+ * A 4-byte ACC_T shares one 64-bit word with its ready bit, written and read whole: a reader
+ * gets the value in the load that sees it ready (one trip to L2, no fence). An 8-byte ACC_T
+ * has a flag word beside it: the value, then the flag with release order; the flag with
+ * acquire order, then the value. */
+#if ACC_BYTES == 4
+#define LB_SLOT_WORDS 2
+inline void lb_publish(__global uint *slots, __global ACC_T *values, const ulong i, const ACC_T v) {
+    ((volatile __global ulong *)slots)[i] = ((ulong)as_uint(v) << 32) | 1ul;
+}
+inline bool lb_peek(__global uint *slots, __global ACC_T *values, const ulong i, ACC_T *v) {
+    const ulong w = ((volatile __global ulong *)slots)[i];
+    *v = CAT(as_, ACC_T)((uint)(w >> 32));
+    return (w & 1ul) != 0;
+}
+#else
+#define LB_SLOT_WORDS 1
+inline void lb_publish(__global uint *slots, __global ACC_T *values, const ulong i, const ACC_T v) {
+    values[i] = v;
+    PUBLISH_FLAG(slots + i, 1u);
+}
+inline bool lb_peek(__global uint *slots, __global ACC_T *values, const ulong i, ACC_T *v) {
+    if (OBSERVE_FLAG(slots + i) == 0u) {
+        return false;
+    }
+    *v = ((volatile __global ACC_T *)values)[i];
+    return true;
+}
+#endif
+
+inline void lookback_scan(__global const IN_T *restrict in, __global OUT_T *restrict out, const ulong n_rows,
+                          const ulong row_len, __global uint *ws, LOCAL_PTR uint *ticket, LOCAL_PTR ACC_T *seg,
+                          LOCAL_PTR ACC_T *tile_prefix)
+{
+    const uint lid = get_local_id(0);
+    const uint lane = get_sub_group_local_id();
+    const uint sub = get_sub_group_id();
+    const ulong tpr = LB_TILES_PER_ROW(row_len), gpr = LB_GROUPS_PER_ROW(row_len);
+    const ulong n_tiles = n_rows * tpr, n_groups = n_rows * gpr;
+    const ulong n_slots = n_tiles + 2 * n_groups;
+    __global uint *slots = ws + 4;
+    const ulong slot_words = 4 + n_slots * LB_SLOT_WORDS;
+    __global ACC_T *values = (__global ACC_T *)(ws + (slot_words + 1) / 2 * 2);
+
+    /* tickets in the order work-groups start: every lower ticket's group has started */
+    if (lid == 0) {
+        *ticket = TICKET(ws);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const ulong tile = *ticket;
+    const ulong row = tile / tpr, pos = tile % tpr;
+    const ulong group = pos / LB_GROUP;
+    const uint in_group = (uint)(pos % LB_GROUP);
+    const ulong start = pos * LB_TILE;
+    const ulong len = min(LB_TILE, row_len - start);
+    __global const IN_T *p = in + row * row_len + start;
+    __global OUT_T *q = out + row * row_len + start;
+
+    /* each sub-group scans ROUNDS runs of SG_SIZE * ITEMS elements; run s = r * subs + sub.
+     * Every load is issued before the first shuffle: with loads and shuffles interleaved nvcc
+     * kept one load in flight per thread, and an H200 ran this kernel at 38 % of copy. */
+    ACC_T v[ROUNDS][ITEMS];
+    ACC_T excl[ROUNDS];
+    UNROLL_LOOP for (uint r = 0; r < ROUNDS; ++r) {
+        load_items(p, ((ulong)(r * (WG_SIZE / SG_SIZE) + sub) * SG_SIZE + lane) * ITEMS, len, v[r]);
+    }
+    UNROLL_LOOP for (uint r = 0; r < ROUNDS; ++r) {
+        ACC_T run = IDENT;
+        UNROLL_LOOP for (uint j = 0; j < ITEMS; ++j) {
+            run = OP(run, v[r][j]);
+            v[r][j] = run;
+        }
+        ACC_T total;
+        excl[r] = team_prefix(run, &total, seg, lid, lane);
+        if (lane == 0) {
+            seg[r * (WG_SIZE / SG_SIZE) + sub] = total;
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+    if (sub == 0) {
+        /* the runs' exclusive prefixes and the tile's total */
+        ACC_T total;
+        const ACC_T seg_excl = team_prefix(lane < LB_SEGS ? seg[lane] : IDENT, &total, seg, lid, lane);
+        if (lane < LB_SEGS) {
+            seg[lane] = seg_excl;
+        }
+        if (lane == 0) {
+            lb_publish(slots, values, tile, total);
+        }
+        const ulong first_tile = tile - in_group;
+        const ulong gid = row * gpr + group;
+        const bool last = in_group == LB_GROUP - 1;
+        /* lane l < in_group: the total of tile l of this group */
+        ACC_T mine = lane == in_group ? total : IDENT;
+        bool have = lane >= in_group;
+        ACC_T before, group_sum;
+        if (last) {
+            /* the group's total first: the next group's tiles wait on it */
+            while (sub_group_any(!have)) {
+                if (!have) {
+                    have = lb_peek(slots, values, first_tile + lane, &mine);
+                }
+                POLL_PAUSE();
+            }
+            before = team_prefix(mine, &group_sum, seg, lid, lane);
+            if (lane == 0) {
+                lb_publish(slots, values, n_tiles + gid, group_sum);
+            }
+        }
+        /* the group's prefix: lane l looks at group h = group - 32 + l (groups before the row:
+         * a known prefix of IDENT). Wait until some group of the window has its prefix and
+         * every later one its total, then fold forward from the last prefix, in group order. */
+        const long h = (long)group - LB_GROUP + (long)lane;
+        bool have_prefix = h < 0, have_total = h < 0;
+        ACC_T group_pre = IDENT, group_tot = IDENT;
+        int known;
+        for (;;) {
+            if (!have) {
+                have = lb_peek(slots, values, first_tile + lane, &mine);
+            }
+            if (!have_prefix) {
+                have_prefix = lb_peek(slots, values, n_tiles + n_groups + row * gpr + h, &group_pre);
+            }
+            if (!have_total) {
+                have_total = lb_peek(slots, values, n_tiles + row * gpr + h, &group_tot);
+            }
+            known = sub_group_reduce_max(have_prefix ? (int)lane : -1);
+            if (known >= 0 && !sub_group_any(!have || ((int)lane > known && !have_total))) {
+                break;
+            }
+            POLL_PAUSE();
+        }
+        if (!last) {
+            before = team_prefix(mine, &group_sum, seg, lid, lane);
+        }
+        const ACC_T value = (int)lane == known ? group_pre : group_tot;
+        ACC_T prefix = sub_group_broadcast(value, (uint)known);
+        for (uint l = (uint)known + 1; l < LB_GROUP; ++l) {
+            prefix = OP(prefix, sub_group_broadcast(value, l));
+        }
+        if (last && lane == 0) {
+            lb_publish(slots, values, n_tiles + n_groups + gid, OP(prefix, group_sum));
+        }
+        if (lane == in_group) {
+            *tile_prefix = OP(prefix, before);
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+    const ACC_T tile_pre = *tile_prefix;
+    UNROLL_LOOP for (uint r = 0; r < ROUNDS; ++r) {
+        const ulong first = ((ulong)(r * (WG_SIZE / SG_SIZE) + sub) * SG_SIZE + lane) * ITEMS;
+        const ACC_T pre = OP(OP(tile_pre, seg[r * (WG_SIZE / SG_SIZE) + sub]), excl[r]);
+        UNROLL_LOOP for (uint j = 0; j < ITEMS; ++j) {
+            v[r][j] = OP(pre, v[r][j]);
+        }
+        store_items(v[r], q, first, len);
+    }
+}
+#endif
+
 __kernel SG_ATTR KERNEL_WG_SIZE(WG_SIZE)
 void scan_rows(__global const IN_T *restrict in, const ulong in_offset,
                __global OUT_T *restrict out, const ulong out_offset,
                const ulong n_rows, const ulong row_len, const ulong chunk_len,
-               __global const ACC_T *restrict carries)
+               __global ACC_T *restrict carries)
 {
+#if PHASE == 3
+    /* the look-back's counter and flags: row_len words of `out` */
+    __global uint *words = (__global uint *)(out + out_offset);
+    for (ulong i = get_global_id(0); i < row_len; i += get_global_size(0)) {
+        words[i] = 0u;
+    }
+#elif PHASE == 2
+    __local uint ticket;
+    __local ACC_T seg[LB_SEGS];
+    __local ACC_T tile_prefix;
+    lookback_scan(in + in_offset, out + out_offset, n_rows, row_len, (__global uint *)carries, &ticket, seg,
+                  &tile_prefix);
+#else
     __local ACC_T scratch[PREFIX_SCRATCH_LEN];
     const uint lid = get_local_id(0);
     const uint lane = LANE_ID();
@@ -233,4 +454,5 @@ void scan_rows(__global const IN_T *restrict in, const ulong in_offset,
         }
 #endif
     }
+#endif
 }

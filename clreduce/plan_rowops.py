@@ -219,6 +219,7 @@ class RowForce:
     wg_size: int | None = None
     split: int | None = None  # chunks per row (two launches; scans: reduce-then-scan)
     vec: int | None = None  # elements per load of a register-cached softmax / norm row
+    lookback: bool | None = None  # scans on CUDA: the one-pass decoupled look-back (or not)
 
 
 @dataclass(frozen=True)
@@ -264,6 +265,7 @@ class RowPlan:
     split: int = 1
     passes: tuple[RowPass, ...] = ()  # the launches in order (one unless split)
     vec: int = 1  # elements per load of a register-cached row (VEC)
+    lookback_tile: int = 0  # scans: elements per look-back tile (0: no look-back)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -314,6 +316,36 @@ SCAN_SPLIT_MIN_ROW = 1 << 15
 SCAN_SPLIT_MIN_CHUNK = 1 << 13
 # CPUs: a work-group runs on one core; small groups of one-work-item rows spread over cores.
 SCAN_CPU_WG = 16
+# The decoupled look-back (CUDA only: it needs blocks that wait on earlier blocks to make
+# progress, which OpenCL does not promise). Where the planner would split a few long rows,
+# reduce-then-scan reads the input twice (an H100's float16 cumsum of one 2**28 row: 43 % of
+# copy); the look-back reads it once. A tile is a block of LOOKBACK_WG threads, each holding
+# runs of 16 bytes of input, LOOKBACK_ACC_BYTES of accumulators in all (int8 input into int64
+# sums: one run; float32: eight).
+LOOKBACK_WG = 256
+LOOKBACK_ACC_BYTES = 128
+# Float accumulators, by input element size: (threads per block, share of the SM's threads
+# kept resident through MIN_BLOCKS). A block waits a trip or two to L2 for its prefix with its
+# tile in registers, so the tiles in flight per SM set the speed. Sweep on an H200, float32 /
+# float16, one row of 2**28, GB/s of a 4200 GB/s copy (benchmarks/cumsum_lookback_h200_2026-11-26):
+# 256 threads x 4 runs uncapped 1818 / 1164; at 4 blocks 2115 / 1878; 128 x 8 at 6 blocks
+# 2592 / 1768; 128 x 4 at 8 blocks 2087 / 1764.
+LOOKBACK_FLOAT = {4: (128, 0.375), 2: (256, 0.5)}
+LOOKBACK_GROUP = 32  # tiles per group of the look-back's chain (row_scan.cl LB_GROUP)
+
+
+def lookback_workspace(rows: int, row_len: int, tile: int, acc_bytes: int) -> tuple[int, int]:
+    """(32-bit words PHASE 3 clears, bytes) of the look-back's workspace, as row_scan.cl lays
+    it out: a 4-word counter, then a slot per tile and two per group (a total, an inclusive
+    prefix) -- a 64-bit word each (value and ready bit) for 4-byte accumulators, else a flag
+    word each and the 8-byte values after them."""
+    tiles = _ceil_div(row_len, tile)
+    slots = rows * tiles + 2 * rows * _ceil_div(tiles, LOOKBACK_GROUP)
+    if acc_bytes == 4:
+        words = 4 + 2 * slots
+        return words, 4 * words
+    words = 4 + slots
+    return words, (words + 1) // 2 * 8 + slots * acc_bytes
 
 
 def scan_tile_trips(items: int, lanes: int) -> int:
@@ -388,6 +420,22 @@ def plan_scan(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = No
         # split in two (4x: the input read twice) and 2523 GB/s unsplit (one warp per row)
         want_tasks = max(1, caps.compute_units) * teams * 2
         split = max(1, min(_ceil_div(want_tasks, problem.rows), _ceil_div(k, SCAN_SPLIT_MIN_CHUNK)))
+    lookback = force.lookback
+    if lookback is None:
+        lookback = _lookback_ok(caps) and force.split is None and split > 1 and sg_mode != "local" \
+            and lanes == sg_size
+    elif lookback:
+        if not _lookback_ok(caps):
+            raise UnsupportedOnDevice("the look-back scan needs CUDA on sm_70 or newer (release / acquire "
+                                      "flags, __nanosleep): OpenCL promises no progress between work-groups")
+        if force.split not in (None, 1):
+            raise ValueError(f"split={force.split} and lookback=True exclude each other (the look-back "
+                             "tiles the row itself)")
+        if sg_mode == "local" or lanes != sg_size:
+            raise UnsupportedOnDevice(f"the look-back scans with whole sub-groups: lanes={lanes}, "
+                                      f"sub-group mode {sg_mode!r}")
+    if lookback:
+        return _plan_lookback(caps, problem, force, sg_mode, sg_size, reqd, items)
     tile = lanes * items
     if llvmpipe_loop_limited(caps):
         # a tile runs ITEMS loads, ITEMS stores and the team prefix; see LLVMPIPE_LOOP_LIMIT
@@ -435,6 +483,66 @@ def plan_scan(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = No
                    global_size=passes[-1].global_size, local_size=wg,
                    scalars=(("n_rows", "u64", problem.rows), ("row_len", "u64", k), ("chunk_len", "u64", chunk)),
                    split=split, passes=passes)
+
+
+def _lookback_ok(caps: DeviceCaps) -> bool:
+    """The look-back runs here: CUDA (blocks that wait on earlier blocks progress) on sm_70+."""
+    if caps.backend != "cuda":
+        return False
+    from .backends.cuda.probe import device_extras  # pure: reads caps.notes
+    return device_extras(caps).get("cc", 0) >= 70
+
+
+def _plan_lookback(caps: DeviceCaps, problem: RowProblem, force: RowForce, sg_mode: str, sg_size: int,
+                   reqd: str, items: int) -> RowPlan:
+    """The look-back scan (row_scan.cl PHASE 2) after a pass that clears its flags (PHASE 3)."""
+    acc = acc_dtype_of(problem.op, problem.dtype)
+    out = out_dtype_of(problem.op, problem.dtype)
+    acc_bytes = np.dtype(acc).itemsize
+    wg, share = LOOKBACK_WG, None
+    if acc == "float32" and np.dtype(problem.dtype).itemsize in LOOKBACK_FLOAT:
+        wg, share = LOOKBACK_FLOAT[np.dtype(problem.dtype).itemsize]
+    if force.wg_size is not None:
+        wg, share = force.wg_size, None
+    wg = min(wg, caps.max_work_group_size)
+    if wg % sg_size:
+        raise UnsupportedOnDevice(f"the look-back needs whole sub-groups of {sg_size} in at most "
+                                  f"{caps.max_work_group_size} threads: wg_size={wg}")
+    # one sub-group scans the runs' totals: at most sg_size runs in a tile
+    rounds = max(1, min(LOOKBACK_ACC_BYTES // (items * acc_bytes), sg_size // (wg // sg_size)))
+    min_blocks = 1
+    if share is not None:
+        from .backends.cuda.probe import device_extras  # pure: reads caps.notes
+        min_blocks = max(1, int(device_extras(caps)["threads_per_sm"] * share) // wg)
+    tile = rounds * wg * items
+    k = problem.row_len
+    words, _ = lookback_workspace(problem.rows, k, tile, acc_bytes)
+    kernel_file, entry, extra = FAMILIES[problem.op]
+
+    def defines_for(phase):
+        d = {"IN_T": CL_TYPE[problem.dtype], "OUT_T": CL_TYPE[out], "ACC_T": CL_TYPE[acc],
+             "ACC_BYTES": acc_bytes, "ACC_IS_FLOAT": int(acc.startswith("float")),
+             "IN_HALF": int(problem.dtype == "float16"), "OUT_HALF": int(out == "float16"), "WG_SIZE": wg,
+             "LANES": sg_size, "SG_MODE": _SG_MODE_MACRO[sg_mode], "SG_SIZE": sg_size,
+             "REQD_SG": _REQD_MACRO[reqd], "ITEMS": items, "SPLIT": 1, "PHASE": phase, "ROUNDS": rounds, **extra}
+        if min_blocks > 1 and phase == 2:
+            d["MIN_BLOCKS"] = min_blocks
+        pairs = tuple(sorted((name, str(value)) for name, value in d.items()))
+        return pairs, build_options(pairs, caps.cl_std)
+
+    clear, main = defines_for(3), defines_for(2)
+    tiles = problem.rows * _ceil_div(k, tile)
+    clear_groups = max(1, min(_ceil_div(words, wg), 4 * max(1, caps.compute_units)))
+    passes = (RowPass(options=clear[1], global_size=clear_groups * wg, local_size=wg, reads="partials",
+                      writes="partials", n_rows=1, row_len=words, chunk_len=words, defines=clear[0]),
+              RowPass(options=main[1], global_size=tiles * wg, local_size=wg, reads="input", writes="output",
+                      n_rows=problem.rows, row_len=k, chunk_len=tile, defines=main[0]))
+    return RowPlan(op=problem.op, cache="none", sg_mode=sg_mode, sg_size=sg_size, reqd_sg=reqd, wg_size=wg,
+                   lanes=sg_size, nper=items, local_len=1, local_mem_bytes=(rounds * wg // sg_size + 1) * acc_bytes + 4,
+                   acc_dtype=acc, out_dtype=out, kernel_file=kernel_file, entry=entry, defines=main[0],
+                   options=main[1], global_size=passes[-1].global_size, local_size=wg,
+                   scalars=(("n_rows", "u64", problem.rows), ("row_len", "u64", k), ("chunk_len", "u64", tile)),
+                   split=1, passes=passes, lookback_tile=tile)
 
 
 def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = None) -> RowPlan:
@@ -745,7 +853,7 @@ def row_variants(caps: DeviceCaps, problem: RowProblem) -> list[RowForce]:
 
     Cache x sub-group mode (builtin, shuffle, local where the device has them) x every
     width x lanes in (1, a sub-group's width, the whole work-group), and each uncached one
-    also split in three chunks; impossible ones (a row too long for registers, ...) are
+    also split in three chunks (scans on CUDA: also the look-back); impossible ones (a row too long for registers, ...) are
     left out.
     """
     modes = (["builtin"] if caps.subgroup_reduce_builtins else []) + (
@@ -765,6 +873,8 @@ def row_variants(caps: DeviceCaps, problem: RowProblem) -> list[RowForce]:
                     candidates = [force]
                     if problem.row_len >= 3 and (problem.op in SCAN_OPS or cache == "none"):
                         candidates.append(dataclasses.replace(force, split=3))  # partials, then the rows
+                    if problem.op in SCAN_OPS and caps.backend == "cuda":
+                        candidates.append(dataclasses.replace(force, lookback=True))  # one pass, tiles
                     for candidate in candidates:
                         try:
                             plan_row(caps, problem, candidate)

@@ -30,7 +30,9 @@ from clreduce.backends import get_backend
 from clreduce.backends.cuda import probe as cuda_probe
 from clreduce.backends.cuda.launch import cuda_source, nvrtc_options
 from clreduce.plan import UnsupportedOnDevice
-from clreduce.plan_rowops import FAMILIES, SCAN_OPS, RowForce, RowProblem, plan_row, row_variants
+from clreduce.backends import row_args
+from clreduce.plan_rowops import (FAMILIES, LOOKBACK_ACC_BYTES, SCAN_OPS, RowForce, RowProblem, lookback_workspace,
+                                  plan_row, row_variants)
 
 try:
     from numpy.exceptions import AxisError
@@ -58,9 +60,39 @@ def test_cuda_row_plans_use_warps(caps, op):
             assert d["SG_MODE"] == "0" or d["SG_SIZE"] == "32"
             assert launch.local_size <= 1024 and launch.global_size % launch.local_size == 0
         if k == 1 << 24:
-            assert p.split > 1
+            # few long rows: scans take the one-pass look-back, the other families split
+            assert p.lookback_tile > 0 and p.split == 1 if op in SCAN_OPS else p.split > 1
         if k == 128 and op not in SCAN_OPS and op != "moments":
             assert p.cache == "registers" and p.lanes <= 32
+
+
+def test_lookback_scan_plans_are_cuda_only():
+    """Few long rows scan with the look-back on CUDA: a pass that clears the workspace's flags,
+    then one block per tile; the workspace the launchers allocate is the one row_scan.cl lays
+    out. OpenCL promises no progress between work-groups: a forced look-back is refused there."""
+    for dtype, items in (("float16", 8), ("float32", 4), ("int32", 4), ("float64", 2), ("int8", 16)):
+        problem = RowProblem("cumsum", 3, 5_000_001, dtype)
+        p = plan_row(H100, problem)
+        clear, scan = p.passes
+        assert (dict(clear.defines)["PHASE"], dict(scan.defines)["PHASE"]) == ("3", "2")
+        rounds = int(dict(scan.defines)["ROUNDS"])
+        assert p.lookback_tile == rounds * p.wg_size * items and p.split == 1
+        assert rounds * items * np.dtype(p.acc_dtype).itemsize <= LOOKBACK_ACC_BYTES  # registers per thread
+        tiles = 3 * -(-problem.row_len // p.lookback_tile)
+        assert scan.global_size == tiles * scan.local_size
+        words, nbytes = lookback_workspace(3, problem.row_len, p.lookback_tile, np.dtype(p.acc_dtype).itemsize)
+        assert clear.row_len == words and row_args.buffer_bytes(p, problem)["partials"] == nbytes
+        assert row_args.kernel_args(p, problem)[1][-1] == "partials"  # the workspace, as `carries`
+        off = plan_row(H100, problem, RowForce(lookback=False))
+        assert off.lookback_tile == 0 and off.split > 1  # reduce-then-scan, as OpenCL devices run it
+    pascal = cuda_probe.caps_from_properties(dict(cuda_probe.H100_SXM_PROPERTIES, major=6, minor=0))
+    assert plan_row(pascal, RowProblem("cumsum", 1, 1 << 24, "float32")).lookback_tile == 0  # no ld.acquire
+    opencl_caps = dataclasses.replace(H100, backend="opencl")
+    assert plan_row(opencl_caps, RowProblem("cumsum", 1, 1 << 24, "float32")).lookback_tile == 0
+    with pytest.raises(UnsupportedOnDevice, match="no progress between work-groups"):
+        plan_row(opencl_caps, RowProblem("cumsum", 1, 1 << 24, "float32"), RowForce(lookback=True))
+    with pytest.raises(ValueError, match="exclude each other"):
+        plan_row(H100, RowProblem("cumsum", 1, 1 << 24, "float32"), RowForce(lookback=True, split=4))
 
 
 @pytest.mark.slow  # CI step 5 (tools/compile_cuda_ptx.py) compiles every planned row-op variant
@@ -141,6 +173,41 @@ def test_integer_scans_exact(dtype):
         for axis in (-1, 0):
             got = getattr(rowops, op)(cp.asarray(x), axis=axis).get()
             np.testing.assert_array_equal(got, getattr(np, op)(x, axis=axis), err_msg=f"{op} {dtype} {axis}")
+
+
+@gpu
+@pytest.mark.parametrize("dtype", ["int32", "float32", "float16"])
+def test_lookback_scans_of_long_rows(dtype):
+    """The planner's look-back on few long rows: exact for integers (a wrong prefix anywhere
+    shows), within the stated bound for floats, and the same bits on every run (the fold
+    order is fixed, whichever tiles had published). 9000017 elements are more than 32 groups
+    of tiles (the window moves along the row) with a ragged last tile; 3 rows of 1500001
+    keep each row's chain to itself (float16 rows have mean 0: their sums stay below 65504).
+    The second call takes the learned launcher."""
+    cp = _cp()
+    caps = cuda_probe.probe_device(cp.cuda.Device().id)
+    for rows, k in ((1, 9_000_017), (3, 1_500_001)):
+        assert plan_row(caps, RowProblem("cumsum", rows, k, dtype)).lookback_tile > 0
+        rng = _rng("lookback", dtype, rows, k)
+        x = rng.integers(-(2**31), 2**31, (rows, k), dtype=np.int32) if dtype == "int32" else \
+            (rng.standard_normal((rows, k)) + (0.25 if dtype == "float32" else 0)).astype(dtype)
+        xd = cp.asarray(x)
+        first = rowops.cumsum(xd, axis=-1).get()
+        for _ in range(3):
+            again = rowops.cumsum(xd, axis=-1).get()
+            assert first.tobytes() == again.tobytes(), f"{dtype} {rows}x{k}: runs differ"
+        if dtype == "int32":
+            np.testing.assert_array_equal(first, np.cumsum(x, axis=-1))
+        else:
+            _assert_cumsum_bound(first, x, -1, f"look-back cumsum {dtype} {rows}x{k}")
+        if dtype == "float32":
+            near_one = (1 + 1e-7 * rng.standard_normal((rows, k))).astype(np.float32)
+            got = rowops.cumprod(cp.asarray(near_one), axis=-1, force=RowForce(lookback=True)).get()
+            np.testing.assert_allclose(got, np.cumprod(near_one.astype(np.float64), -1), rtol=(k + 1) * U32,
+                                       err_msg=f"look-back cumprod {rows}x{k}")
+            got = rowops.logcumsumexp(xd, axis=-1, force=RowForce(lookback=True)).get()
+            want = np.logaddexp.accumulate(x.astype(np.float64), -1)
+            np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5, err_msg=f"look-back logcumsumexp {rows}x{k}")
 
 
 @gpu

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..plan_rowops import RowPlan, RowProblem
+from ..plan_rowops import RowPlan, RowProblem, lookback_workspace
 
 BUFFERS = ("input", "output", "weight", "bias", "stats", "partials", "carries")
 IN_OFFSET = "in_offset"
@@ -28,7 +28,7 @@ def kernel_args(p: RowPlan, problem: RowProblem, eps: float = 0.0) -> tuple[tupl
         # scan_rows(in, in_offset, out, out_offset, n_rows, row_len, chunk_len, carries)
         return tuple((launch.reads, IN_OFFSET if launch.reads == "input" else _ZERO, launch.writes, _ZERO,
                       np.uint64(launch.n_rows), np.uint64(launch.row_len), np.uint64(launch.chunk_len),
-                      "carries" if p.split > 1 else launch.writes)
+                      "partials" if p.lookback_tile else "carries" if p.split > 1 else launch.writes)
                      for launch in p.passes)
     # (in, in_offset, out, out_offset, [weight, bias, stats | scales], partials, n_rows, row_len,
     # chunk_len[, eps]): every pass takes the same list (PHASE tells it partials from rows)
@@ -52,13 +52,16 @@ def param_dtype(p: RowPlan, problem: RowProblem) -> np.dtype:
 def buffer_bytes(p: RowPlan, problem: RowProblem) -> dict[str, int]:
     """Bytes of each buffer a launch allocates (0: the plan does not use it): the rows out
     (not for moments), per-row statistics (moments: mean and var; scales: amax or scale),
-    and a split plan's partials (and a split scan's carries)."""
+    and a split plan's partials (and a split scan's carries; a look-back scan's workspace is
+    its partials)."""
     acc = np.dtype(p.acc_dtype).itemsize
     rows = problem.rows
     sizes = {"output": 0 if problem.op == "moments" else rows * problem.row_len * np.dtype(p.out_dtype).itemsize,
              "stats": 2 * rows * acc if problem.op == "moments" else rows * acc if p.kernel_file == "row_scale.cl"
              else 0, "partials": 0, "carries": 0}
-    if p.split > 1:
+    if p.lookback_tile:
+        sizes["partials"] = lookback_workspace(rows, problem.row_len, p.lookback_tile, acc)[1]
+    elif p.split > 1:
         if p.kernel_file == "row_scan.cl":
             sizes["partials"] = sizes["carries"] = rows * p.split * acc
         else:
