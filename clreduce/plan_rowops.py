@@ -329,8 +329,9 @@ LOOKBACK_ACC_BYTES = 128
 # tile in registers, so the tiles in flight per SM set the speed. Sweep on an H200, float32 /
 # float16, one row of 2**28, GB/s of a 4200 GB/s copy (benchmarks/cumsum_lookback_h200_2026-11-26):
 # 256 threads x 4 runs uncapped 1818 / 1164; at 4 blocks 2115 / 1878; 128 x 8 at 6 blocks
-# 2592 / 1768; 128 x 4 at 8 blocks 2087 / 1764.
-LOOKBACK_FLOAT = {4: (128, 0.375), 2: (256, 0.5)}
+# 2592 / 1768; 128 x 4 at 8 blocks 2087 / 1764. On an H100 (copy 3000), float32 128 x 8 at
+# 6 / 7 / 8 blocks: 2156 / 2226 / 2215 (sweep_h100.txt there).
+LOOKBACK_FLOAT = {4: (128, 0.4375), 2: (256, 0.5)}
 LOOKBACK_GROUP = 32  # tiles per group of the look-back's chain (row_scan.cl LB_GROUP)
 
 
