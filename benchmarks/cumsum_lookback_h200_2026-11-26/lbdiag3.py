@@ -3,20 +3,7 @@ import cupy as cp
 from clreduce import rowops, plan_rowops, fastpath
 from clreduce.backends.cuda import rowops as cr
 from clreduce.plan_rowops import RowForce
-orig = cr.get_kernel
-MB = [None]
-def patched(dev, f, e, defines):
-    d = tuple(defines)
-    if dict(d).get("PHASE") == "2" and MB[0]:
-        d = tuple(x for x in d if x[0] != "MIN_BLOCKS") + (("MIN_BLOCKS", str(MB[0])),)
-    return orig(dev, f, e, d)
-cr.get_kernel = patched
-def gpu_time(fn, n=10):
-    fn(); cp.cuda.Device().synchronize()
-    s, e = cp.cuda.Event(), cp.cuda.Event(); s.record()
-    for _ in range(n): fn()
-    e.record(); e.synchronize()
-    return cp.cuda.get_elapsed_time(s, e) / 1e3 / n
+from lbtime import EXTRA, gpu_time
 combos = {"float32": [(128, 8, 6), (128, 8, 7), (128, 8, 8), (64, 16, 12), (64, 16, 10), (256, 4, 4), (256, 4, 5), (128, 4, 10)],
           "float16": [(256, 4, 4), (256, 4, 5), (256, 4, 6), (128, 4, 8), (128, 4, 10), (128, 8, 5), (64, 8, 12), (64, 16, 6)]}
 for dtype, items in (("float32", 4), ("float16", 8)):
@@ -25,11 +12,11 @@ for dtype, items in (("float32", 4), ("float16", 8)):
         out = cp.empty_like(x)
         copy = gpu_time(lambda: cp.copyto(out, x))
         line = [f"{dtype} {rows}x{k} copy {2 * x.nbytes / copy / 1e9:.0f}"]
-        MB[0] = None; cr._plans.clear(); fastpath.clear()
+        EXTRA["MIN_BLOCKS"] = None; cr._plans.clear(); fastpath.clear()
         t = gpu_time(lambda: rowops.cumsum(x, axis=-1))
         line.append(f"plan {2 * x.nbytes / t / 1e9:.0f}")
         for wg, rounds, mb in combos[dtype]:
-            MB[0] = mb; plan_rowops.LOOKBACK_ACC_BYTES = rounds * items * 4; cr._plans.clear(); fastpath.clear()
+            EXTRA["MIN_BLOCKS"] = mb; plan_rowops.LOOKBACK_ACC_BYTES = rounds * items * 4; cr._plans.clear(); fastpath.clear()
             f = RowForce(lookback=True, wg_size=wg)
             t = gpu_time(lambda: rowops.cumsum(x, axis=-1, force=f))
             p, _ = cr.plan_for(0, plan_rowops.RowProblem("cumsum", rows, k, dtype), f)
