@@ -498,3 +498,39 @@ def test_pooled_row_results_stay_right_and_never_alias(cl_device, cl_queue, monk
             np.testing.assert_array_equal(got, ref)
     assert cl_pool.stats()["reused"] > before  # the pool did serve later calls
     opencl.clear_caches()
+
+
+def test_cpu_devices_pool_large_row_results_only(cl_device, cl_queue, monkeypatch):
+    """CPU devices run cl_pool in its "large" mode: a learned row op on a pyopencl array takes
+    results of cl_pool.LARGE_MIN_BYTES and more from the pool (a fresh buffer faults in its
+    pages: 64 MB softmax results cost Intel's runtime 55 ms a call against 28 reused), and a
+    dropped one serves the next call; smaller results are plain buffers, never tracked. Held
+    results keep their values across the calls that reuse the dropped ones."""
+    from clreduce.backends import cl_pool, opencl
+
+    if not cl_queue.device.type & cl.device_type.CPU:
+        pytest.skip("a GPU runs the pool in its reuse mode (test_pooled_row_results_...)")
+    assert cl_pool.mode_for(cl_queue.context, cl_queue) == "large"
+    monkeypatch.setattr(cl_pool, "LARGE_MIN_BYTES", 64 << 10)  # small arrays stand in for large ones
+    opencl.clear_caches()
+    small = [_data((4, 300), seed=40 + s) for s in range(2)]  # 4.7 KB results: plain
+    large = [_data((64, 300), seed=50 + s) for s in range(3)]  # 75 KB results: pooled
+    for x in small:
+        for _ in range(3):
+            np.testing.assert_array_equal(clreduce.softmax(cla.to_device(cl_queue, x)).get(),
+                                          clreduce.softmax(x, device=cl_device))
+    assert cl_pool.stats()["slots"] == 0
+    want = [clreduce.softmax(x, device=cl_device) for x in large]
+    held, before = [], cl_pool.stats()["reused"]
+    for rnd in range(3):
+        for i, x in enumerate(large):
+            r = clreduce.softmax(cla.to_device(cl_queue, x))
+            if rnd == 0 and i == 1:
+                held.append(r)  # kept while later calls reuse the dropped ones
+            else:
+                np.testing.assert_array_equal(r.get(), want[i])
+                del r
+    np.testing.assert_array_equal(held[0].get(), want[1])
+    assert 0 < cl_pool.stats()["slots"] <= cl_pool.MAX_SLOTS
+    assert cl_pool.stats()["reused"] > before
+    opencl.clear_caches()

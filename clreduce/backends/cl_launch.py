@@ -165,7 +165,7 @@ class _Launcher:
             return fastpath.STALE
         queue = where.get("queue") or a.queue
         ctx = a.context
-        if (cl_pool.mode_override or self.pool_mode) == "off":  # CPU devices: a release never waits
+        if not cl_pool.pooled(cl_pool.mode_override or self.pool_mode, self.out_nbytes):
             try:
                 out = cl.Buffer(ctx, _RW, self.out_nbytes)
                 partials = cl.Buffer(ctx, _RW, self.partials_bytes) if self.partials_bytes else None
@@ -174,9 +174,9 @@ class _Launcher:
             except (cl.Error, MemoryError) as exc:
                 raise self._error(exc, queue) from exc
             return self.make_array(out, ctx, queue, event)
-        # GPUs: output and partials from cl_pool. On NVIDIA, releasing a buffer whose kernel
-        # has not finished (a dropped result, the partials at the end of this call) waits
-        # for the GPU, which serialised back-to-back calls
+        # GPUs (and large results on CPU devices): output and partials from cl_pool. On NVIDIA,
+        # releasing a buffer whose kernel has not finished (a dropped result, the partials at
+        # the end of this call) waits for the GPU, which serialised back-to-back calls
         out = partials = None
         try:
             out = cl_pool.output(ctx, queue, self.out_nbytes)

@@ -82,9 +82,10 @@ class RowLauncher:
         self.per_thread = {}  # thread id -> [[kernel, input offset last set] per pass]
         self.shared = None  # the kernels of threads past _MAX_THREADS, used under ``lock``
         self.lock = threading.Lock()
-        # device arrays on GPUs: results and scratch from cl_pool, as the reductions' launcher
-        # does (cl_launch; cl_pool's module doc says why: NVIDIA's release of a buffer whose
-        # kernel is pending waits for the GPU)
+        # device arrays on GPUs, and large results on CPU devices: results and scratch from
+        # cl_pool, as the reductions' launcher does (cl_launch; cl_pool's module doc says why:
+        # NVIDIA's release of a buffer whose kernel is pending waits for the GPU; a CPU
+        # device's fresh buffer faults in its pages)
         self.pool_mode = cl_pool.mode_for(queue.context, queue) if per_call_queue else "off"
         self.unbind = cl_args.retains_buffers(queue.context, queue.device)  # rusticl: see cl_args
 
@@ -154,13 +155,14 @@ class RowLauncher:
         """A pyopencl array in, pyopencl arrays out on the call's queue (not waited on)."""
         queue = queue or x.queue
         ctx = x.context
-        if (cl_pool.mode_override or self.pool_mode) == "off":  # CPU devices: a release never waits
+        sizes = self.sizes
+        if not cl_pool.pooled(cl_pool.mode_override or self.pool_mode, sizes["output"] + sizes["stats"]):
             buffers = self._buffers(ctx, queue, weight, bias)
             buffers["input"] = x.base_data
             event = self._enqueue(queue, buffers, x.offset // self.itemsize)
             return self._assemble([make(buffers[name], ctx, queue, event)
                                    for make, (name, _, _) in zip(self.makers, self.outputs)])
-        sizes, results, scratch = self.sizes, {}, {}
+        results, scratch = {}, {}
         try:
             for name in ("output", "stats"):
                 if sizes[name]:
