@@ -28,10 +28,11 @@ CLREDUCE_TUNE_DIR          folder of the tune cache (default: the user cache dir
                            ``clreduce/tune``, from platformdirs)
 CLREDUCE_FAST_PATH         ``0`` turns off the per-call fast path (every call validates and plans
                            again: A/B timing, or a way around a suspected fast-path bug)
-CLREDUCE_CL_POOL           ``0`` turns off the OpenCL buffer pool on GPUs (backends/cl_pool.py):
-                           every learned call gets fresh output buffers, as on CPU devices --
-                           for code that reads results on several queues and drops them
-                           before those reads finish (slower on NVIDIA: a release waits there)
+CLREDUCE_CL_POOL           ``0`` turns off the OpenCL buffer pool (backends/cl_pool.py: GPUs,
+                           and results of 4 MB and more on CPU devices): every learned call
+                           gets fresh output buffers -- for code that reads results on several
+                           queues and drops them before those reads finish (slower: on NVIDIA
+                           a release waits, on CPUs a fresh buffer's pages fault in)
 =========================  ===================================================================
 """
 
