@@ -407,7 +407,7 @@ def plan_scan(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = No
     local_bytes = wg * acc_bytes if sg_mode == "local" and lanes > 1 else 0
     if local_bytes > caps.local_mem_size:
         raise UnsupportedOnDevice(f"{local_bytes} B of local memory exceeds {caps.name!r}'s {caps.local_mem_size} B")
-    kernel_file, entry, extra = FAMILIES[problem.op]
+    kernel_file, entry, _ = FAMILIES[problem.op]
     out = out_dtype_of(problem.op, problem.dtype)
     teams = wg // lanes
     split = 1
@@ -452,13 +452,8 @@ def plan_scan(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = No
         split = _ceil_div(k, chunk)
 
     def defines_for(in_dtype, out_dtype, mode, size, req, n_lanes, sp, phase):
-        d = {"IN_T": CL_TYPE[in_dtype], "OUT_T": CL_TYPE[out_dtype], "ACC_T": CL_TYPE[acc], "ACC_BYTES": acc_bytes,
-             "ACC_IS_FLOAT": int(acc.startswith("float")), "IN_HALF": int(in_dtype == "float16"),
-             "OUT_HALF": int(out_dtype == "float16"), "WG_SIZE": wg, "LANES": n_lanes,
-             "SG_MODE": _SG_MODE_MACRO[mode], "SG_SIZE": size or 0, "REQD_SG": _REQD_MACRO[req], "ITEMS": items,
-             "SPLIT": sp, "PHASE": phase, **extra}
-        pairs = tuple(sorted((name, str(value)) for name, value in d.items()))
-        return pairs, build_options(pairs, caps.cl_std if mode != "local" else None)
+        return _scan_defines(caps, problem.op, acc, in_dtype, out_dtype, wg, mode, size, req, n_lanes, items, sp,
+                             phase)
 
     def launch(pairs_options, reads, writes, rows, row_len, chunk_len, n_lanes, sp):
         tasks, teams_ = rows * sp, wg // n_lanes
@@ -486,6 +481,20 @@ def plan_scan(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = No
                    split=split, passes=passes)
 
 
+def _scan_defines(caps: DeviceCaps, op: str, acc: str, in_dtype: str, out_dtype: str, wg: int, mode: str,
+                  sg_size: int | None, reqd: str, lanes: int, items: int, split: int, phase: int,
+                  **more) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
+    """(-D pairs, build options) of one row_scan.cl launch; ``more``: macros only some phases
+    take (the look-back's ROUNDS and MIN_BLOCKS)."""
+    d = {"IN_T": CL_TYPE[in_dtype], "OUT_T": CL_TYPE[out_dtype], "ACC_T": CL_TYPE[acc],
+         "ACC_BYTES": np.dtype(acc).itemsize, "ACC_IS_FLOAT": int(acc.startswith("float")),
+         "IN_HALF": int(in_dtype == "float16"), "OUT_HALF": int(out_dtype == "float16"), "WG_SIZE": wg,
+         "LANES": lanes, "SG_MODE": _SG_MODE_MACRO[mode], "SG_SIZE": sg_size or 0, "REQD_SG": _REQD_MACRO[reqd],
+         "ITEMS": items, "SPLIT": split, "PHASE": phase, **FAMILIES[op][2], **more}
+    pairs = tuple(sorted((name, str(value)) for name, value in d.items()))
+    return pairs, build_options(pairs, caps.cl_std if mode != "local" else None)
+
+
 def _lookback_ok(caps: DeviceCaps) -> bool:
     """The look-back runs here: CUDA (blocks that wait on earlier blocks progress) on sm_70+."""
     if caps.backend != "cuda":
@@ -511,37 +520,25 @@ def _plan_lookback(caps: DeviceCaps, problem: RowProblem, force: RowForce, sg_mo
                                   f"{caps.max_work_group_size} threads: wg_size={wg}")
     # one sub-group scans the runs' totals: at most sg_size runs in a tile
     rounds = max(1, min(LOOKBACK_ACC_BYTES // (items * acc_bytes), sg_size // (wg // sg_size)))
-    min_blocks = 1
-    if share is not None:
-        from .backends.cuda.probe import device_extras  # pure: reads caps.notes
-        min_blocks = max(1, int(device_extras(caps)["threads_per_sm"] * share) // wg)
+    min_blocks = 1 if share is None else _resident_blocks(caps, share, wg)
     tile = rounds * wg * items
     k = problem.row_len
     words, _ = lookback_workspace(problem.rows, k, tile, acc_bytes)
-    kernel_file, entry, extra = FAMILIES[problem.op]
-
-    def defines_for(phase):
-        d = {"IN_T": CL_TYPE[problem.dtype], "OUT_T": CL_TYPE[out], "ACC_T": CL_TYPE[acc],
-             "ACC_BYTES": acc_bytes, "ACC_IS_FLOAT": int(acc.startswith("float")),
-             "IN_HALF": int(problem.dtype == "float16"), "OUT_HALF": int(out == "float16"), "WG_SIZE": wg,
-             "LANES": sg_size, "SG_MODE": _SG_MODE_MACRO[sg_mode], "SG_SIZE": sg_size,
-             "REQD_SG": _REQD_MACRO[reqd], "ITEMS": items, "SPLIT": 1, "PHASE": phase, "ROUNDS": rounds, **extra}
-        if min_blocks > 1 and phase == 2:
-            d["MIN_BLOCKS"] = min_blocks
-        pairs = tuple(sorted((name, str(value)) for name, value in d.items()))
-        return pairs, build_options(pairs, caps.cl_std)
-
-    clear, main = defines_for(3), defines_for(2)
+    kernel_file, entry, _ = FAMILIES[problem.op]
+    common = (caps, problem.op, acc, problem.dtype, out, wg, sg_mode, sg_size, reqd, sg_size, items, 1)
+    clear = _scan_defines(*common, 3, ROUNDS=rounds)
+    main = _scan_defines(*common, 2, ROUNDS=rounds, **({"MIN_BLOCKS": min_blocks} if min_blocks > 1 else {}))
     tiles = problem.rows * _ceil_div(k, tile)
     clear_groups = max(1, min(_ceil_div(words, wg), 4 * max(1, caps.compute_units)))
     passes = (RowPass(options=clear[1], global_size=clear_groups * wg, local_size=wg, reads="partials",
                       writes="partials", n_rows=1, row_len=words, chunk_len=words, defines=clear[0]),
               RowPass(options=main[1], global_size=tiles * wg, local_size=wg, reads="input", writes="output",
                       n_rows=problem.rows, row_len=k, chunk_len=tile, defines=main[0]))
+    local_bytes = (rounds * wg // sg_size + 1) * acc_bytes + 4  # the runs' totals, the tile's prefix, the ticket
     return RowPlan(op=problem.op, cache="none", sg_mode=sg_mode, sg_size=sg_size, reqd_sg=reqd, wg_size=wg,
-                   lanes=sg_size, nper=items, local_len=1, local_mem_bytes=(rounds * wg // sg_size + 1) * acc_bytes + 4,
-                   acc_dtype=acc, out_dtype=out, kernel_file=kernel_file, entry=entry, defines=main[0],
-                   options=main[1], global_size=passes[-1].global_size, local_size=wg,
+                   lanes=sg_size, nper=items, local_len=1, local_mem_bytes=local_bytes, acc_dtype=acc,
+                   out_dtype=out, kernel_file=kernel_file, entry=entry, defines=main[0], options=main[1],
+                   global_size=passes[-1].global_size, local_size=wg,
                    scalars=(("n_rows", "u64", problem.rows), ("row_len", "u64", k), ("chunk_len", "u64", tile)),
                    split=1, passes=passes, lookback_tile=tile)
 
@@ -728,12 +725,16 @@ def cuda_min_blocks(caps: DeviceCaps, problem: RowProblem, cache: str, nper: int
     if (caps.backend != "cuda" or cache != "registers" or problem.dtype != "float16"
             or FAMILIES[problem.op][0] not in VEC_FAMILIES):
         return 1
-    from .backends.cuda.probe import device_extras  # pure: reads caps.notes
     for most, shares in CUDA_RESIDENT:
         if nper <= most:
-            share = shares.get(problem.op, shares[None])
-            return max(1, int(device_extras(caps)["threads_per_sm"] * share) // wg)
+            return _resident_blocks(caps, shares.get(problem.op, shares[None]), wg)
     return 1
+
+
+def _resident_blocks(caps: DeviceCaps, share: float, wg: int) -> int:
+    """``MIN_BLOCKS`` that keeps ``share`` of a CUDA SM's threads resident in groups of ``wg``."""
+    from .backends.cuda.probe import device_extras  # pure: reads caps.notes
+    return max(1, int(device_extras(caps)["threads_per_sm"] * share) // wg)
 
 
 def _row_groups(caps: DeviceCaps, needed: int) -> int:
@@ -854,8 +855,8 @@ def row_variants(caps: DeviceCaps, problem: RowProblem) -> list[RowForce]:
 
     Cache x sub-group mode (builtin, shuffle, local where the device has them) x every
     width x lanes in (1, a sub-group's width, the whole work-group), and each uncached one
-    also split in three chunks (scans on CUDA: also the look-back); impossible ones (a row too long for registers, ...) are
-    left out.
+    also split in three chunks (scans on CUDA: also the look-back); impossible ones (a row too
+    long for registers, ...) are left out.
     """
     modes = (["builtin"] if caps.subgroup_reduce_builtins else []) + (
         ["shuffle"] if _shuffle_mode(caps) else []) + ["local"]
