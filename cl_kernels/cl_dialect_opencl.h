@@ -112,8 +112,8 @@
 #define HAS_VEC_MATH 1
 /* OpenCL (1.2 and 3.0) promises no forward progress between work-groups: a work-group that
  * spins on another's flag may wait forever (Mali and Adreno run groups in waves). The
- * decoupled look-back of row_scan.cl #errors here; TICKET, PUBLISH_FLAG, OBSERVE_FLAG and POLL_PAUSE are spelled out
- * only so the vocabulary is the same on both APIs. */
+ * decoupled look-back of row_scan.cl #errors here; TICKET, PUBLISH_FLAG, OBSERVE_FLAG and
+ * POLL_PAUSE are spelled out only so the vocabulary is the same on both APIs. */
 #define HAS_GROUP_PROGRESS 0
 #define TICKET(p) atomic_inc(p)
 #define PUBLISH_FLAG(p, v) do { mem_fence(CLK_GLOBAL_MEM_FENCE); *(volatile __global uint *)(p) = (v); } while (0)

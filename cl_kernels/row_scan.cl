@@ -211,6 +211,22 @@ inline void store_items(const ACC_T *d, __global OUT_T *q, const ulong first, co
 }
 #endif
 
+/* A lane's ITEMS elements become their running values; returns the lane's total. */
+inline ACC_T scan_items(ACC_T *d) {
+    ACC_T run = IDENT;
+    UNROLL_LOOP for (uint j = 0; j < ITEMS; ++j) {
+        run = OP(run, d[j]);
+        d[j] = run;
+    }
+    return run;
+}
+/* the prefix of everything before the lane, added to each running value */
+inline void add_prefix(const ACC_T pre, ACC_T *d) {
+    UNROLL_LOOP for (uint j = 0; j < ITEMS; ++j) {
+        d[j] = OP(pre, d[j]);
+    }
+}
+
 #if PHASE >= 2
 /* ---- the decoupled look-back ---------------------------------------------------------------- */
 #define LB_SEGS (ROUNDS * (WG_SIZE / SG_SIZE))  /* sub-group-wide runs of a tile, in row order */
@@ -284,17 +300,15 @@ inline void lookback_scan(__global const IN_T *restrict in, __global OUT_T *rest
     /* each sub-group scans ROUNDS runs of SG_SIZE * ITEMS elements; run s = r * subs + sub.
      * Every load is issued before the first shuffle: with loads and shuffles interleaved nvcc
      * kept one load in flight per thread, and an H200 ran this kernel at 38 % of copy. */
+    /* where this lane's ITEMS elements of run r start in the tile */
+#define LB_FIRST(r) (((ulong)((r) * (WG_SIZE / SG_SIZE) + sub) * SG_SIZE + lane) * ITEMS)
     ACC_T v[ROUNDS][ITEMS];
     ACC_T excl[ROUNDS];
     UNROLL_LOOP for (uint r = 0; r < ROUNDS; ++r) {
-        load_items(p, ((ulong)(r * (WG_SIZE / SG_SIZE) + sub) * SG_SIZE + lane) * ITEMS, len, v[r]);
+        load_items(p, LB_FIRST(r), len, v[r]);
     }
     UNROLL_LOOP for (uint r = 0; r < ROUNDS; ++r) {
-        ACC_T run = IDENT;
-        UNROLL_LOOP for (uint j = 0; j < ITEMS; ++j) {
-            run = OP(run, v[r][j]);
-            v[r][j] = run;
-        }
+        const ACC_T run = scan_items(v[r]);
         ACC_T total;
         excl[r] = team_prefix(run, &total, seg, lid, lane);
         if (lane == 0) {
@@ -375,13 +389,10 @@ inline void lookback_scan(__global const IN_T *restrict in, __global OUT_T *rest
 
     const ACC_T tile_pre = *tile_prefix;
     UNROLL_LOOP for (uint r = 0; r < ROUNDS; ++r) {
-        const ulong first = ((ulong)(r * (WG_SIZE / SG_SIZE) + sub) * SG_SIZE + lane) * ITEMS;
-        const ACC_T pre = OP(OP(tile_pre, seg[r * (WG_SIZE / SG_SIZE) + sub]), excl[r]);
-        UNROLL_LOOP for (uint j = 0; j < ITEMS; ++j) {
-            v[r][j] = OP(pre, v[r][j]);
-        }
-        store_items(v[r], q, first, len);
+        add_prefix(OP(OP(tile_pre, seg[r * (WG_SIZE / SG_SIZE) + sub]), excl[r]), v[r]);
+        store_items(v[r], q, LB_FIRST(r), len);
     }
+#undef LB_FIRST
 }
 #endif
 
@@ -432,18 +443,11 @@ void scan_rows(__global const IN_T *restrict in, const ulong in_offset,
             const ulong first = t0 + (ulong)lane * ITEMS;
             ACC_T v[ITEMS];   /* the lane's elements, then its running values */
             load_items(p, first, len, v);
-            ACC_T run = IDENT;
-            UNROLL_LOOP for (uint j = 0; j < ITEMS; ++j) {
-                run = OP(run, v[j]);
-                v[j] = run;
-            }
+            const ACC_T run = scan_items(v);
             ACC_T total;
             const ACC_T excl = team_prefix(run, &total, scratch, lid, lane);
 #if PHASE == 0
-            const ACC_T pre = OP(carry, excl);
-            UNROLL_LOOP for (uint j = 0; j < ITEMS; ++j) {
-                v[j] = OP(pre, v[j]);
-            }
+            add_prefix(OP(carry, excl), v);
             store_items(v, q, first, len);
 #endif
             carry = OP(carry, total);
