@@ -38,8 +38,9 @@ _RW = cl.mem_flags.READ_WRITE
 class RowLauncher:
     """One learned row-op signature on OpenCL (see the module doc)."""
 
-    __slots__ = ("plan_key", "plan_entry", "steps", "sizes", "acc", "present", "outputs", "makers", "itemsize",
-                 "queue", "ctx", "cl_device", "two", "stats_shape", "per_thread", "shared", "lock", "pool_mode", "unbind", "param_dtype")
+    __slots__ = ("plan_key", "plan_entry", "steps", "sizes", "result_bytes", "acc", "present", "outputs", "makers",
+                 "itemsize", "queue", "ctx", "cl_device", "two", "stats_shape", "per_thread", "shared", "lock",
+                 "pool_mode", "unbind", "param_dtype")
 
     def __init__(self, queue: cl.CommandQueue, per_call_queue: bool, problem, force, eps: float, rows_shape: tuple,
                  stats_shape: tuple):
@@ -47,6 +48,7 @@ class RowLauncher:
         self.plan_key = (queue.context.int_ptr, queue.device.int_ptr, problem, force)  # as plan_for keys it
         plan, kernels = self.plan_entry
         self.sizes = sizes = row_args.buffer_bytes(plan, problem)
+        self.result_bytes = sizes["output"] + sizes["stats"]  # what cl_pool.pooled weighs
         self.acc = np.dtype(plan.acc_dtype)
         self.param_dtype = row_args.param_dtype(plan, problem)
         present = {"input", "output", "weight", "bias", "stats", "partials", "carries"}
@@ -155,14 +157,13 @@ class RowLauncher:
         """A pyopencl array in, pyopencl arrays out on the call's queue (not waited on)."""
         queue = queue or x.queue
         ctx = x.context
-        sizes = self.sizes
-        if not cl_pool.pooled(cl_pool.mode_override or self.pool_mode, sizes["output"] + sizes["stats"]):
+        if not cl_pool.pooled(cl_pool.mode_override or self.pool_mode, self.result_bytes):
             buffers = self._buffers(ctx, queue, weight, bias)
             buffers["input"] = x.base_data
             event = self._enqueue(queue, buffers, x.offset // self.itemsize)
             return self._assemble([make(buffers[name], ctx, queue, event)
                                    for make, (name, _, _) in zip(self.makers, self.outputs)])
-        results, scratch = {}, {}
+        sizes, results, scratch = self.sizes, {}, {}
         try:
             for name in ("output", "stats"):
                 if sizes[name]:
