@@ -521,11 +521,44 @@ inline state_t st_butterfly(state_t s, const uint width) {
 
 #define TEAMS (WG_SIZE / LANES)
 
+/* LANE_PILOTS: var/std of float16 rows whose team of lanes merges by a sub-group butterfly
+ * lets each lane shift by the first element it loads itself (lane_partial) and moves the
+ * states to the row's pilot (lane 0's) afterwards; elsewhere every lane shifts by the row's
+ * first element. H100, kernel time against d81e80a (benchmarks/var_lane_pilots_h100_2026-11-26):
+ * float16 442368x128 (4 lanes) 0.91 with every lane loading the row's first element, 0.985-0.99
+ * with lane pilots; float32 1048576x32 (4 lanes of 8 elements) 0.998 loading it, 0.93-0.95 with
+ * lane pilots (the two shuffles cost more than a load the lanes share), so float32 loads it.
+ * Float shifts only (SHIFT_MODE 0: a moved mean is one more rounding, which integer shifts were
+ * made exact to avoid). */
+#if OPK == OPK_WELFORD && SHIFT_MODE == 0 && IN_HALF && !IN_STATES && LANES > 1 && LANES <= SG_SIZE && \
+    SG_MODE != SG_LOCAL
+#define LANE_PILOTS 1
+/* Lane 0's pilot to every lane of its team, by xor shuffles (the one shuffle every
+ * sub-group mode has): at step m a lane with bit m set takes its partner's value, so after
+ * log2(LANES) steps lane l holds lane (l & ~(LANES - 1))'s. Then each lane's mean, relative
+ * to its own pilot, is moved to the row's: (x - p) + (p - p0). Called where the whole
+ * sub-group is converged (before the butterfly). */
+inline state_t team_to_row_pilot(state_t st, const ACC_T pilot, const uint lane) {
+    ACC_T row_pilot = pilot;
+    UNROLL_LOOP
+    for (uint m = 1; m < LANES; m <<= 1) {
+        const ACC_T other = shuffle_xor(row_pilot, m);
+        if (lane & m) row_pilot = other;
+    }
+    if (st.n > 0) st.mean += pilot - row_pilot;
+    return st;
+}
+#else
+#define LANE_PILOTS 0
+#endif
+
 /* One lane's share of elements [0, len) of a row chunk starting at element `start`: a scalar
  * head up to VLOAD_ALIGNED (none on OpenCL), lane-strided VEC-element loads, a scalar tail.
  * Indices pushed into arg states are the elements' own, whatever the order of loads. */
-inline state_t lane_partial(IN_PTR p, const ulong start, const ulong len, const uint lane, IN_PTR row) {
+inline state_t lane_partial(IN_PTR p, const ulong start, const ulong len, const uint lane, IN_PTR row,
+                            ACC_T *used_pilot) {
     state_t st = st_identity();
+    *used_pilot = 0;
 #if IN_STATES
     NO_UNROLL
     for (ulong i = lane; i < len; i += LANES) st = st_merge(st, p[i]);
@@ -537,10 +570,15 @@ inline state_t lane_partial(IN_PTR p, const ulong start, const ulong len, const 
     /* var/std: the row's pilot (TO_ACC). With one lane per row, a lane whose first vector
      * starts at the row's first element takes it from that vector (TAKE_PILOT) instead of
      * loading it again: on an H100 that second load cost float16 1048576x32 var 7 % (0.922 of
-     * d81e80a's speed; 0.996 without it). Teams of several lanes load it in every lane as
-     * before: with lane 0 taking it, float16 442368x128 (lanes 4) ran at 0.90 of d81e80a and
-     * main was not timed there (benchmarks/var_pilot_cuda_h100_2026-11-23.md). */
+     * d81e80a's speed; 0.996 without it). In a float16 butterfly team (LANE_PILOTS) every other
+     * lane takes the first element of its own first vector instead, and the team moves its
+     * states to the row's pilot before merging (team_to_row_pilot). A lane with no whole vector
+     * (or a split chunk's lane 0) loads the row's first element, as every lane does elsewhere. */
+#if LANE_PILOTS
+    bool take = head == 0 && full > (ulong)lane * VEC && (lane != 0 || start == 0);
+#else
     bool take = LANES == 1 && start == 0 && head == 0 && full > 0;
+#endif
     RAW_T pilot = 0;
     if (!take) pilot = LOAD_RAW(row);
 #define TAKE_PILOT(raw) if (take) { pilot = (raw)[0]; take = false; }
@@ -594,6 +632,9 @@ inline state_t lane_partial(IN_PTR p, const ulong start, const ulong len, const 
     NO_UNROLL
     for (ulong i = full + lane; i < rest; i += LANES) st = st_push(st, LOAD_ACC(q + i, pilot), start + head + i);
 #undef TAKE_PILOT
+#if OPK == OPK_WELFORD
+    *used_pilot = (ACC_T)pilot;
+#endif
 #endif
     return st;
 }
@@ -627,14 +668,20 @@ void reduce_rows_state(IN_PTR in, const ulong in_offset, OUT_PTR out, const ulon
     for (ulong base = (ulong)get_group_id(0) * TEAMS; base < n_tasks; base += task_stride) {
         const ulong task = base + team;
         state_t st = st_identity();
+        ACC_T pilot = 0;   /* the shift lane_partial used (var/std) */
         if (task < n_tasks) {
             const ulong row = task / SPLIT;
             const ulong start = (task % SPLIT) * chunk_len;
             const ulong stop = min(start + chunk_len, row_len);
             /* start < row_len: the planner never makes an empty chunk */
             st = lane_partial(in + in_offset + row * row_stride + start, start, stop - start, lane,
-                              in + in_offset + row * row_stride);
+                              in + in_offset + row * row_stride, &pilot);
         }
+#if LANE_PILOTS
+        st = team_to_row_pilot(st, pilot, lane);
+#else
+        (void)pilot;
+#endif
 
 #if LANES > 1 && SG_MODE == SG_LOCAL
         scratch[lid] = st;
