@@ -61,6 +61,13 @@
  *                       (a volatile load and a fence | ld.acquire.gpu); both meaningful
  *                       only where HAS_GROUP_PROGRESS
  *   POLL_PAUSE()        back off between two polls of a flag (nothing | __nanosleep)
+ *   STAGE_COPY16(d, p)  copy the 16 bytes at global p (16-byte aligned) to local d, perhaps
+ *                       in the background (a plain copy | cp.async.cg on sm_80+)
+ *   STAGE_COMMIT()      close this work-item's batch of STAGE_COPY16s (nothing | commit_group)
+ *   STAGE_WAIT(n)       wait until at most n of this work-item's batches are in flight; its
+ *                       own copies are then readable by it (nothing | cp.async.wait_group n)
+ *   HAS_STAGE_COPY      STAGE_COPY16 runs in the background (0 | 1 on sm_80+)
+ *   LOCAL_VLOAD_ARRAY(n, p, d), LOCAL_VLOAD_HALF_ARRAY(n, p, d)  VLOAD_ARRAY from local memory
  */
 #ifndef CL_DIALECT_CUDA_H
 #define CL_DIALECT_CUDA_H
@@ -258,6 +265,23 @@ __device__ __forceinline__ uint cl_observe_flag_(const uint *p) {
 #define POLL_PAUSE_NS 100
 #endif
 #define POLL_PAUSE() __nanosleep(POLL_PAUSE_NS)
+/* Copies that land in shared memory without passing through registers (sm_80+): a block
+ * can keep its next tiles' loads in flight while it waits (row_scan.cl's look-back). */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define HAS_STAGE_COPY 1
+__device__ __forceinline__ void cl_stage_copy16_(void *d, const void *p) {
+    const unsigned s = (unsigned)__cvta_generic_to_shared(d);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" : : "r"(s), "l"(p) : "memory");
+}
+#define STAGE_COPY16(d, p) cl_stage_copy16_((d), (p))
+#define STAGE_COMMIT() asm volatile("cp.async.commit_group;" : : : "memory")
+#define STAGE_WAIT(n) asm volatile("cp.async.wait_group %0;" : : "n"(n) : "memory")
+#else
+#define HAS_STAGE_COPY 0
+#define STAGE_COPY16(d, p) (*reinterpret_cast<uint4 *>(d) = *reinterpret_cast<const uint4 *>(p))
+#define STAGE_COMMIT()
+#define STAGE_WAIT(n)
+#endif
 
 /* N elements of T as words of min(16, N * sizeof(T)) bytes, the widest load CUDA has. */
 template <class T, int N> struct cl_vload_ {
@@ -294,6 +318,22 @@ template <int N, bool H, class T, class D> __device__ __forceinline__ void cl_vl
         d[j] = H ? (D)cl_half_to_float_((unsigned short)u.e[j]) : (D)u.e[j];
     }
 }
+/* the same from local (shared) memory: plain loads, no read-only cache */
+template <int N, bool H, class T, class D> __device__ __forceinline__ void cl_local_vload_array_(const T *p, D *d) {
+    typedef typename cl_word_<cl_vload_<T, N>::WORD>::type word_t;
+    union {
+        word_t w[cl_vload_<T, N>::WORDS];
+        T e[N];
+    } u;
+    _Pragma("unroll") for (int j = 0; j < cl_vload_<T, N>::WORDS; ++j) {
+        u.w[j] = reinterpret_cast<const word_t *>(p)[j];
+    }
+    _Pragma("unroll") for (int j = 0; j < N; ++j) {
+        d[j] = H ? (D)cl_half_to_float_((unsigned short)u.e[j]) : (D)u.e[j];
+    }
+}
+#define LOCAL_VLOAD_ARRAY(n, p, d) cl_local_vload_array_<(n), false>((p), (d))
+#define LOCAL_VLOAD_HALF_ARRAY(n, p, d) cl_local_vload_array_<(n), true>((p), (d))
 #define VLOAD_HEAD(p, n) cl_vload_head_<(n)>(p)
 #define VLOAD_ALIGNED(p, n) cl_vload_aligned_<(n)>(p)
 #define VLOAD_ARRAY(n, p, d) cl_vload_array_<(n), false>((p), (d))

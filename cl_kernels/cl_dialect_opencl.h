@@ -124,6 +124,14 @@ inline uint cl_observe_flag_(const __global uint *p) {
     mem_fence(CLK_GLOBAL_MEM_FENCE);
     return v;
 }
+/* Background copies to local memory (the CUDA dialect's cp.async) are plain copies here:
+ * STAGE_WAIT has nothing to wait for. Spelled out for the same reason as the flags above. */
+#define HAS_STAGE_COPY 0
+#define STAGE_COPY16(d, p) (*(__local uint4 *)(d) = *(__global const uint4 *)(p))
+#define STAGE_COMMIT()
+#define STAGE_WAIT(n)
+#define LOCAL_VLOAD_ARRAY(n, p, d) do { for (int j_ = 0; j_ < (n); ++j_) (d)[j_] = (p)[j_]; } while (0)
+#define LOCAL_VLOAD_HALF_ARRAY(n, p, d) do { for (int j_ = 0; j_ < (n); ++j_) (d)[j_] = vload_half(j_, p); } while (0)
 
 #endif /* CL_DIALECT_OPENCL_H */
 

@@ -33,6 +33,14 @@
  * timing (a look-back that adds whatever it finds, as CUB's, rounds differently per run).
  * The chain is over groups of 32 tiles, so the look-back stays short: the values of one
  * window of 32 groups, then a sequential fold of at most 32 of them.
+ * LB_AHEAD 1 (optional, default 0; sm_80+): blocks stay and take tile after tile. While the
+ * first sub-group waits for a tile's prefix, the second takes the block's next ticket, copies
+ * that tile into local memory (STAGE_COPY16, no registers held), adds it up and publishes its
+ * total at once: the loads overlap the wait, and a tile's total never waits on the look-back
+ * of the tile its block ran before. The tile is read from its copy twice (run totals, then
+ * running values), so no thread holds it in registers. A block takes its tickets in
+ * increasing order and finishes them in that order, so the lowest unfinished tile never
+ * waits on a later one.
  *
  * SCAN: 0 sum, 1 prod, 2 logaddexp (float only). Integer inputs accumulate in 64 bits
  * (ACC_T long/ulong: exact, wrapping like numpy); half input accumulates in float.
@@ -85,6 +93,12 @@
 #if ROUNDS * (WG_SIZE / SG_SIZE) > SG_SIZE
 #error "one sub-group scans a look-back tile's ROUNDS * WG_SIZE / SG_SIZE segment totals"
 #endif
+#endif
+#ifndef LB_AHEAD
+#define LB_AHEAD 0
+#endif
+#if LB_AHEAD && (PHASE != 2 || WG_SIZE < 2 * SG_SIZE)
+#error "LB_AHEAD: a look-back (PHASE 2) block of two sub-groups or more"
 #endif
 
 #if (WG_SIZE & (WG_SIZE - 1)) != 0
@@ -179,7 +193,13 @@ inline ACC_T team_prefix(const ACC_T t, ACC_T *total, LOCAL_PTR ACC_T *scratch, 
 #define SCAN_RAW_T IN_T
 #define SCAN_VLOAD(p, d) VLOAD_ARRAY(ITEMS, p, d)
 #endif
-#if OUT_HALF
+/* The look-back stores through VSTORE_WIDE: with VSTORE_ARRAY nvcc split its first run's
+ * 16-byte store into four (st.global.f32 x4, st.global.v2.u16 x4 in its PTX) */
+#if OUT_HALF && PHASE == 2
+#define SCAN_VSTORE(d, q) VSTORE_HALF_WIDE(ITEMS, d, q)
+#elif PHASE == 2
+#define SCAN_VSTORE(d, q) VSTORE_WIDE(ITEMS, d, q)
+#elif OUT_HALF
 #define SCAN_VSTORE(d, q) VSTORE_HALF_ARRAY(ITEMS, d, q)
 #else
 #define SCAN_VSTORE(d, q) VSTORE_ARRAY(ITEMS, d, q)
@@ -269,9 +289,80 @@ inline bool lb_peek(__global uint *slots, __global ACC_T *values, const ulong i,
 }
 #endif
 
+/* where this lane's ITEMS elements of run r start in a tile: each sub-group scans ROUNDS
+ * runs of SG_SIZE * ITEMS elements, run r * subs + sub */
+#define LB_FIRST(r) (((ulong)((r) * (WG_SIZE / SG_SIZE) + sub) * SG_SIZE + lane) * ITEMS)
+
+#if LB_AHEAD
+/* A lane's ITEMS elements at `first` of a tile: from the tile's local copy where the whole
+ * aligned 16-byte run was copied (lb_fetch_ahead), else from memory. */
+typedef char lb_ahead_runs_are_16_bytes[(ITEMS * sizeof(IN_T) == 16) ? 1 : -1];
+#define LB_COPIED(p, first, len) ((first) + ITEMS <= (len) && VLOAD_ALIGNED((p) + (first), ITEMS))
+inline void lb_load(__global const IN_T *p, LOCAL_PTR const IN_T *copy, const ulong first, const ulong len,
+                    ACC_T *d) {
+    if (LB_COPIED(p, first, len)) {
+        SCAN_RAW_T raw[ITEMS];
+#if IN_HALF
+        LOCAL_VLOAD_HALF_ARRAY(ITEMS, copy + first, raw);
+#else
+        LOCAL_VLOAD_ARRAY(ITEMS, copy + first, raw);
+#endif
+        UNROLL_LOOP for (uint j = 0; j < ITEMS; ++j) {
+            d[j] = (ACC_T)raw[j];
+        }
+    } else {
+        load_items(p, first, len, d);
+    }
+}
+/* One sub-group: the block's next ticket into *next, that tile's runs into `copy`, and its
+ * total published (and into *next_total). Lane l takes runs l, l + SG_SIZE, ...; the total is
+ * those runs' totals folded in a fixed order, then across lanes (team_prefix): the same bits
+ * on every run (the ops are commutative, so any fixed order is the tile's total). The
+ * caller's barrier makes all three visible to the block. */
+inline void lb_fetch_ahead(__global const IN_T *in, const ulong row_len, const ulong tpr, const ulong n_tiles,
+                           __global uint *ws, __global uint *slots, __global ACC_T *values, LOCAL_PTR IN_T *copy,
+                           LOCAL_PTR uint *next, LOCAL_PTR ACC_T *next_total, LOCAL_PTR ACC_T *scratch,
+                           const uint lid, const uint lane) {
+    uint t = 0;
+    if (lane == 0) {
+        t = TICKET(ws);
+        *next = t;
+    }
+    t = sub_group_broadcast(t, 0u);
+    if (t >= n_tiles) {
+        return;
+    }
+    const ulong start = (t % tpr) * LB_TILE;
+    const ulong len = min(LB_TILE, row_len - start);
+    __global const IN_T *p = in + (t / tpr) * row_len + start;
+    NO_UNROLL for (uint m = 0; m < LB_SEGS; ++m) {
+        const ulong first = ((ulong)m * SG_SIZE + lane) * ITEMS;
+        if (LB_COPIED(p, first, len)) {
+            STAGE_COPY16(copy + first, p + first);
+        }
+    }
+    STAGE_COMMIT();
+    STAGE_WAIT(0);
+    /* two runs a step (LB_SEGS is even: two sub-groups or more), halving the chain of adds */
+    ACC_T sum = IDENT;
+    NO_UNROLL for (uint m = 0; m < LB_SEGS; m += 2) {
+        ACC_T d0[ITEMS], d1[ITEMS];
+        lb_load(p, copy, ((ulong)m * SG_SIZE + lane) * ITEMS, len, d0);
+        lb_load(p, copy, ((ulong)(m + 1) * SG_SIZE + lane) * ITEMS, len, d1);
+        sum = OP(sum, OP(scan_items(d0), scan_items(d1)));
+    }
+    ACC_T total;
+    (void)team_prefix(sum, &total, scratch, lid, lane);
+    if (lane == 0) {
+        lb_publish(slots, values, t, total);
+        *next_total = total;
+    }
+}
+#endif
+
 inline void lookback_scan(__global const IN_T *restrict in, __global OUT_T *restrict out, const ulong n_rows,
-                          const ulong row_len, __global uint *ws, LOCAL_PTR uint *ticket, LOCAL_PTR ACC_T *seg,
-                          LOCAL_PTR ACC_T *tile_prefix)
+                          const ulong row_len, __global uint *ws, LOCAL_PTR uint *ticket, LOCAL_PTR ACC_T *segs,
+                          LOCAL_PTR ACC_T *tile_prefix, LOCAL_PTR ACC_T *tile_total, LOCAL_PTR IN_T *copy)
 {
     const uint lid = get_local_id(0);
     const uint lane = get_sub_group_local_id();
@@ -283,117 +374,167 @@ inline void lookback_scan(__global const IN_T *restrict in, __global OUT_T *rest
     const ulong slot_words = 4 + n_slots * LB_SLOT_WORDS;
     __global ACC_T *values = (__global ACC_T *)(ws + (slot_words + 1) / 2 * 2);
 
-    /* tickets in the order work-groups start: every lower ticket's group has started */
+    /* tickets in the order work-groups take them: every lower ticket's group has started */
+#if LB_AHEAD
+    if (sub == 1) {
+        lb_fetch_ahead(in, row_len, tpr, n_tiles, ws, slots, values, copy, ticket, tile_total, segs, lid, lane);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    /* `segs` alternates between two buffers: a sub-group may write the next tile's run totals
+     * while another still reads this tile's */
+    NO_UNROLL
+    for (uint it = 0;; ++it) {
+        const ulong tile = *ticket;
+        if (tile >= n_tiles) {
+            break;
+        }
+        const ACC_T total_ahead = *tile_total;
+        LOCAL_PTR ACC_T *seg = segs + (it & 1u) * LB_SEGS;
+#else
+    (void)tile_total;
+    (void)copy;
     if (lid == 0) {
         *ticket = TICKET(ws);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    const ulong tile = *ticket;
-    const ulong row = tile / tpr, pos = tile % tpr;
-    const ulong group = pos / LB_GROUP;
-    const uint in_group = (uint)(pos % LB_GROUP);
-    const ulong start = pos * LB_TILE;
-    const ulong len = min(LB_TILE, row_len - start);
-    __global const IN_T *p = in + row * row_len + start;
-    __global OUT_T *q = out + row * row_len + start;
+    {
+        const ulong tile = *ticket;
+        LOCAL_PTR ACC_T *seg = segs;
+#endif
+        const ulong row = tile / tpr, pos = tile % tpr;
+        const ulong group = pos / LB_GROUP;
+        const uint in_group = (uint)(pos % LB_GROUP);
+        const ulong start = pos * LB_TILE;
+        const ulong len = min(LB_TILE, row_len - start);
+        __global const IN_T *p = in + row * row_len + start;
+        __global OUT_T *q = out + row * row_len + start;
 
-    /* each sub-group scans ROUNDS runs of SG_SIZE * ITEMS elements; run s = r * subs + sub.
-     * Every load is issued before the first shuffle: with loads and shuffles interleaved nvcc
-     * kept one load in flight per thread, and an H200 ran this kernel at 38 % of copy. */
-    /* where this lane's ITEMS elements of run r start in the tile */
-#define LB_FIRST(r) (((ulong)((r) * (WG_SIZE / SG_SIZE) + sub) * SG_SIZE + lane) * ITEMS)
-    ACC_T v[ROUNDS][ITEMS];
-    ACC_T excl[ROUNDS];
-    UNROLL_LOOP for (uint r = 0; r < ROUNDS; ++r) {
-        load_items(p, LB_FIRST(r), len, v[r]);
-    }
-    UNROLL_LOOP for (uint r = 0; r < ROUNDS; ++r) {
-        const ACC_T run = scan_items(v[r]);
-        ACC_T total;
-        excl[r] = team_prefix(run, &total, seg, lid, lane);
-        if (lane == 0) {
-            seg[r * (WG_SIZE / SG_SIZE) + sub] = total;
+        ACC_T excl[ROUNDS];
+#if LB_AHEAD
+        /* The tile stays in its copy (read twice, never held in registers): each run's total
+         * now, its running values after the prefix is known. The copy alternates between two
+         * buffers: the next tile lands in the other one while this one is read. */
+        LOCAL_PTR IN_T *tile_copy = copy + (it & 1u) * LB_TILE;
+        UNROLL_LOOP for (uint r = 0; r < ROUNDS; ++r) {
+            ACC_T d[ITEMS];
+            lb_load(p, tile_copy, LB_FIRST(r), len, d);
+            const ACC_T run = scan_items(d);
+#else
+        /* Every load is issued before the first shuffle: with loads and shuffles interleaved
+         * nvcc kept one load in flight per thread, and an H200 ran this kernel at 38 % of copy. */
+        ACC_T v[ROUNDS][ITEMS];
+        UNROLL_LOOP for (uint r = 0; r < ROUNDS; ++r) {
+            load_items(p, LB_FIRST(r), len, v[r]);
         }
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
+        UNROLL_LOOP for (uint r = 0; r < ROUNDS; ++r) {
+            const ACC_T run = scan_items(v[r]);
+#endif
+            ACC_T total;
+            excl[r] = team_prefix(run, &total, seg, lid, lane);
+            if (lane == 0) {
+                seg[r * (WG_SIZE / SG_SIZE) + sub] = total;
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
 
-    if (sub == 0) {
-        /* the runs' exclusive prefixes and the tile's total */
-        ACC_T total;
-        const ACC_T seg_excl = team_prefix(lane < LB_SEGS ? seg[lane] : IDENT, &total, seg, lid, lane);
-        if (lane < LB_SEGS) {
-            seg[lane] = seg_excl;
-        }
-        if (lane == 0) {
-            lb_publish(slots, values, tile, total);
-        }
-        const ulong first_tile = tile - in_group;
-        const ulong gid = row * gpr + group;
-        const bool last = in_group == LB_GROUP - 1;
-        /* lane l < in_group: the total of tile l of this group */
-        ACC_T mine = lane == in_group ? total : IDENT;
-        bool have = lane >= in_group;
-        ACC_T before, group_sum;
-        if (last) {
-            /* the group's total first: the next group's tiles wait on it */
-            while (sub_group_any(!have)) {
+        if (sub == 0) {
+            /* the runs' exclusive prefixes and the tile's total */
+            ACC_T total;
+            const ACC_T seg_excl = team_prefix(lane < LB_SEGS ? seg[lane] : IDENT, &total, seg, lid, lane);
+            if (lane < LB_SEGS) {
+                seg[lane] = seg_excl;
+            }
+#if LB_AHEAD
+            total = total_ahead;   /* the total published when the tile was fetched */
+#else
+            if (lane == 0) {
+                lb_publish(slots, values, tile, total);
+            }
+#endif
+            const ulong first_tile = tile - in_group;
+            const ulong gid = row * gpr + group;
+            const bool last = in_group == LB_GROUP - 1;
+            /* lane l < in_group: the total of tile l of this group */
+            ACC_T mine = lane == in_group ? total : IDENT;
+            bool have = lane >= in_group;
+            ACC_T before, group_sum;
+            if (last) {
+                /* the group's total first: the next group's tiles wait on it */
+                while (sub_group_any(!have)) {
+                    if (!have) {
+                        have = lb_peek(slots, values, first_tile + lane, &mine);
+                    }
+                    POLL_PAUSE();
+                }
+                before = team_prefix(mine, &group_sum, seg, lid, lane);
+                if (lane == 0) {
+                    lb_publish(slots, values, n_tiles + gid, group_sum);
+                }
+            }
+            /* the group's prefix: lane l looks at group h = group - 32 + l (groups before the
+             * row: a known prefix of IDENT). Wait until some group of the window has its prefix
+             * and every later one its total, then fold forward from the last prefix, in group
+             * order. */
+            const long h = (long)group - LB_GROUP + (long)lane;
+            bool have_prefix = h < 0, have_total = h < 0;
+            ACC_T group_pre = IDENT, group_tot = IDENT;
+            int known;
+            for (;;) {
                 if (!have) {
                     have = lb_peek(slots, values, first_tile + lane, &mine);
                 }
+                if (!have_prefix) {
+                    have_prefix = lb_peek(slots, values, n_tiles + n_groups + row * gpr + h, &group_pre);
+                }
+                if (!have_total) {
+                    have_total = lb_peek(slots, values, n_tiles + row * gpr + h, &group_tot);
+                }
+                known = sub_group_reduce_max(have_prefix ? (int)lane : -1);
+                if (known >= 0 && !sub_group_any(!have || ((int)lane > known && !have_total))) {
+                    break;
+                }
                 POLL_PAUSE();
             }
-            before = team_prefix(mine, &group_sum, seg, lid, lane);
-            if (lane == 0) {
-                lb_publish(slots, values, n_tiles + gid, group_sum);
+            if (!last) {
+                before = team_prefix(mine, &group_sum, seg, lid, lane);
+            }
+            const ACC_T value = (int)lane == known ? group_pre : group_tot;
+            ACC_T prefix = sub_group_broadcast(value, (uint)known);
+            for (uint l = (uint)known + 1; l < LB_GROUP; ++l) {
+                prefix = OP(prefix, sub_group_broadcast(value, l));
+            }
+            if (last && lane == 0) {
+                lb_publish(slots, values, n_tiles + n_groups + gid, OP(prefix, group_sum));
+            }
+            if (lane == in_group) {
+                *tile_prefix = OP(prefix, before);
             }
         }
-        /* the group's prefix: lane l looks at group h = group - 32 + l (groups before the row:
-         * a known prefix of IDENT). Wait until some group of the window has its prefix and
-         * every later one its total, then fold forward from the last prefix, in group order. */
-        const long h = (long)group - LB_GROUP + (long)lane;
-        bool have_prefix = h < 0, have_total = h < 0;
-        ACC_T group_pre = IDENT, group_tot = IDENT;
-        int known;
-        for (;;) {
-            if (!have) {
-                have = lb_peek(slots, values, first_tile + lane, &mine);
-            }
-            if (!have_prefix) {
-                have_prefix = lb_peek(slots, values, n_tiles + n_groups + row * gpr + h, &group_pre);
-            }
-            if (!have_total) {
-                have_total = lb_peek(slots, values, n_tiles + row * gpr + h, &group_tot);
-            }
-            known = sub_group_reduce_max(have_prefix ? (int)lane : -1);
-            if (known >= 0 && !sub_group_any(!have || ((int)lane > known && !have_total))) {
-                break;
-            }
-            POLL_PAUSE();
+#if LB_AHEAD
+        else if (sub == 1) {
+            /* every work-item has read the ticket and the total: the block's next tile goes
+             * into the other buffer while the first sub-group waits */
+            lb_fetch_ahead(in, row_len, tpr, n_tiles, ws, slots, values, copy + ((it + 1u) & 1u) * LB_TILE,
+                           ticket, tile_total, segs + 2 * LB_SEGS, lid, lane);
         }
-        if (!last) {
-            before = team_prefix(mine, &group_sum, seg, lid, lane);
-        }
-        const ACC_T value = (int)lane == known ? group_pre : group_tot;
-        ACC_T prefix = sub_group_broadcast(value, (uint)known);
-        for (uint l = (uint)known + 1; l < LB_GROUP; ++l) {
-            prefix = OP(prefix, sub_group_broadcast(value, l));
-        }
-        if (last && lane == 0) {
-            lb_publish(slots, values, n_tiles + n_groups + gid, OP(prefix, group_sum));
-        }
-        if (lane == in_group) {
-            *tile_prefix = OP(prefix, before);
-        }
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
+#endif
+        barrier(CLK_LOCAL_MEM_FENCE);
 
-    const ACC_T tile_pre = *tile_prefix;
-    UNROLL_LOOP for (uint r = 0; r < ROUNDS; ++r) {
-        add_prefix(OP(OP(tile_pre, seg[r * (WG_SIZE / SG_SIZE) + sub]), excl[r]), v[r]);
-        store_items(v[r], q, LB_FIRST(r), len);
+        const ACC_T tile_pre = *tile_prefix;
+        UNROLL_LOOP for (uint r = 0; r < ROUNDS; ++r) {
+#if LB_AHEAD
+            ACC_T v_r[ITEMS];
+            lb_load(p, tile_copy, LB_FIRST(r), len, v_r);
+            (void)scan_items(v_r);
+#else
+            ACC_T *v_r = v[r];
+#endif
+            add_prefix(OP(OP(tile_pre, seg[r * (WG_SIZE / SG_SIZE) + sub]), excl[r]), v_r);
+            store_items(v_r, q, LB_FIRST(r), len);
+        }
     }
-#undef LB_FIRST
 }
+#undef LB_FIRST
 #endif
 
 __kernel SG_ATTR KERNEL_WG_SIZE(WG_SIZE)
@@ -410,10 +551,13 @@ void scan_rows(__global const IN_T *restrict in, const ulong in_offset,
     }
 #elif PHASE == 2
     __local uint ticket;
-    __local ACC_T seg[LB_SEGS];
-    __local ACC_T tile_prefix;
-    lookback_scan(in + in_offset, out + out_offset, n_rows, row_len, (__global uint *)carries, &ticket, seg,
-                  &tile_prefix);
+    /* the runs' totals: one buffer, or two and a team_prefix scratch with LB_AHEAD */
+    __local ACC_T segs[(LB_AHEAD ? 3 : 1) * LB_SEGS];
+    __local ACC_T tile_prefix, tile_total;
+    /* LB_AHEAD: the tile's copy and the next one's, as 16-byte words (the copies' alignment) */
+    __local uint4 copy[LB_AHEAD ? 2 * LB_SEGS * SG_SIZE : 1];
+    lookback_scan(in + in_offset, out + out_offset, n_rows, row_len, (__global uint *)carries, &ticket, segs,
+                  &tile_prefix, &tile_total, (LOCAL_PTR IN_T *)copy);
 #else
     __local ACC_T scratch[PREFIX_SCRATCH_LEN];
     const uint lid = get_local_id(0);

@@ -332,6 +332,15 @@ LOOKBACK_ACC_BYTES = 128
 # 2592 / 1768; 128 x 4 at 8 blocks 2087 / 1764. On an H100 (copy 3000), float32 128 x 8 at
 # 6 / 7 / 8 blocks: 2156 / 2226 / 2215 (sweep_h100.txt there).
 LOOKBACK_FLOAT = {4: (128, 0.4375), 2: (256, 0.5)}
+# The look-back with blocks that stay (row_scan.cl LB_AHEAD, sm_80+ for cp.async): one launch
+# of as many blocks as the SMs hold, each taking tile after tile; while a block waits for a
+# tile's prefix its second sub-group copies the next tile into shared memory and publishes
+# that tile's total. The tile is read from shared memory twice and never held in registers.
+# A block per tile holds its tile in registers with nothing in flight while it waits (a row
+# of one tile, nothing to wait for, ran at 96 % of copy; a row of 2**28 at 75 %).
+# (threads per block, share of an SM's threads, runs of 16 bytes per thread) by input
+# element size, float accumulators (benchmarks/cumsum_lookback_ahead_2026-11-26).
+LOOKBACK_AHEAD = {4: (128, 0.375, 8), 2: (128, 0.375, 8)}
 LOOKBACK_GROUP = 32  # tiles per group of the look-back's chain (row_scan.cl LB_GROUP)
 
 
@@ -503,38 +512,76 @@ def _lookback_ok(caps: DeviceCaps) -> bool:
     return device_extras(caps).get("cc", 0) >= 70
 
 
+def _lookback_rounds(wg: int, sg_size: int, items: int, acc_bytes: int) -> int:
+    """Runs of 16 bytes per thread in a look-back tile: LOOKBACK_ACC_BYTES of accumulators, and
+    at most sg_size runs per tile (one sub-group scans their totals)."""
+    return max(1, min(LOOKBACK_ACC_BYTES // (items * acc_bytes), sg_size // (wg // sg_size)))
+
+
+def _lookback_shape(caps: DeviceCaps, problem: RowProblem, force: RowForce, acc: str, sg_size: int,
+                    items: int) -> tuple[int, float | None, int, bool]:
+    """(threads per block, share of an SM's threads or None, runs per thread, LB_AHEAD) of a
+    look-back plan. LB_AHEAD: float accumulators of 16-byte runs on sm_80+ (cp.async), blocks
+    of two sub-groups or more whose two copies of a tile fit shared memory, rows of at least
+    two tiles per SM; its own shapes (LOOKBACK_AHEAD), else LOOKBACK_FLOAT's."""
+    from .backends.cuda.probe import device_extras  # pure: reads caps.notes
+    size = np.dtype(problem.dtype).itemsize
+    acc_bytes = np.dtype(acc).itemsize
+    ahead_shape = LOOKBACK_AHEAD.get(size) if acc == "float32" else None
+    if ahead_shape is not None and items * size == 16 and device_extras(caps).get("cc", 0) >= 80:
+        wg, share, rounds = ahead_shape
+        if force.wg_size is not None:
+            wg, share = force.wg_size, None
+        wg = min(wg, caps.max_work_group_size)
+        if wg >= 2 * sg_size and wg % sg_size == 0:
+            rounds = max(1, min(rounds, sg_size // (wg // sg_size)))  # one sub-group scans the run totals
+            tile = rounds * wg * items
+            tiles = problem.rows * _ceil_div(problem.row_len, tile)
+            if 2 * tile * size + 1024 <= caps.local_mem_size and tiles >= 2 * max(1, caps.compute_units):
+                return wg, share, rounds, True
+    wg, share = LOOKBACK_WG, None
+    if acc == "float32" and size in LOOKBACK_FLOAT:
+        wg, share = LOOKBACK_FLOAT[size]
+    if force.wg_size is not None:
+        wg, share = force.wg_size, None
+    wg = min(wg, caps.max_work_group_size)
+    return wg, share, _lookback_rounds(wg, sg_size, items, acc_bytes), False
+
+
 def _plan_lookback(caps: DeviceCaps, problem: RowProblem, force: RowForce, sg_mode: str, sg_size: int,
                    reqd: str, items: int) -> RowPlan:
     """The look-back scan (row_scan.cl PHASE 2) after a pass that clears its flags (PHASE 3)."""
     acc = acc_dtype_of(problem.op, problem.dtype)
     out = out_dtype_of(problem.op, problem.dtype)
     acc_bytes = np.dtype(acc).itemsize
-    wg, share = LOOKBACK_WG, None
-    if acc == "float32" and np.dtype(problem.dtype).itemsize in LOOKBACK_FLOAT:
-        wg, share = LOOKBACK_FLOAT[np.dtype(problem.dtype).itemsize]
-    if force.wg_size is not None:
-        wg, share = force.wg_size, None
-    wg = min(wg, caps.max_work_group_size)
+    wg, share, rounds, ahead = _lookback_shape(caps, problem, force, acc, sg_size, items)
     if wg % sg_size:
         raise UnsupportedOnDevice(f"the look-back needs whole sub-groups of {sg_size} in at most "
                                   f"{caps.max_work_group_size} threads: wg_size={wg}")
-    # one sub-group scans the runs' totals: at most sg_size runs in a tile
-    rounds = max(1, min(LOOKBACK_ACC_BYTES // (items * acc_bytes), sg_size // (wg // sg_size)))
     min_blocks = 1 if share is None else _resident_blocks(caps, share, wg)
     tile = rounds * wg * items
     k = problem.row_len
     words, _ = lookback_workspace(problem.rows, k, tile, acc_bytes)
     kernel_file, entry, _ = FAMILIES[problem.op]
+    tiles = problem.rows * _ceil_div(k, tile)
+    # the runs' totals (with LB_AHEAD two buffers and a scratch), the tile's prefix and total,
+    # the ticket, LB_AHEAD's two copies of a tile
+    segs = rounds * wg // sg_size
+    local_bytes = (segs * (3 if ahead else 1) + 2) * acc_bytes + 4 + (2 * tile * np.dtype(problem.dtype).itemsize
+                                                                        if ahead else 16)
+    extra = {"MIN_BLOCKS": min_blocks} if min_blocks > 1 else {}
+    if ahead:
+        extra["LB_AHEAD"] = 1
     common = (caps, problem.op, acc, problem.dtype, out, wg, sg_mode, sg_size, reqd, sg_size, items, 1)
     clear = _scan_defines(*common, 3, ROUNDS=rounds)
-    main = _scan_defines(*common, 2, ROUNDS=rounds, **({"MIN_BLOCKS": min_blocks} if min_blocks > 1 else {}))
-    tiles = problem.rows * _ceil_div(k, tile)
+    main = _scan_defines(*common, 2, ROUNDS=rounds, **extra)
+    # LB_AHEAD blocks stay and take tile after tile: as many as the SMs hold at once
+    blocks = min(tiles, max(1, caps.compute_units) * min_blocks) if ahead else tiles
     clear_groups = max(1, min(_ceil_div(words, wg), 4 * max(1, caps.compute_units)))
     passes = (RowPass(options=clear[1], global_size=clear_groups * wg, local_size=wg, reads="partials",
                       writes="partials", n_rows=1, row_len=words, chunk_len=words, defines=clear[0]),
-              RowPass(options=main[1], global_size=tiles * wg, local_size=wg, reads="input", writes="output",
+              RowPass(options=main[1], global_size=blocks * wg, local_size=wg, reads="input", writes="output",
                       n_rows=problem.rows, row_len=k, chunk_len=tile, defines=main[0]))
-    local_bytes = (rounds * wg // sg_size + 1) * acc_bytes + 4  # the runs' totals, the tile's prefix, the ticket
     return RowPlan(op=problem.op, cache="none", sg_mode=sg_mode, sg_size=sg_size, reqd_sg=reqd, wg_size=wg,
                    lanes=sg_size, nper=items, local_len=1, local_mem_bytes=local_bytes, acc_dtype=acc,
                    out_dtype=out, kernel_file=kernel_file, entry=entry, defines=main[0], options=main[1],

@@ -77,9 +77,17 @@ def test_lookback_scan_plans_are_cuda_only():
         assert (dict(clear.defines)["PHASE"], dict(scan.defines)["PHASE"]) == ("3", "2")
         rounds = int(dict(scan.defines)["ROUNDS"])
         assert p.lookback_tile == rounds * p.wg_size * items and p.split == 1
-        assert rounds * items * np.dtype(p.acc_dtype).itemsize <= LOOKBACK_ACC_BYTES  # registers per thread
         tiles = 3 * -(-problem.row_len // p.lookback_tile)
-        assert scan.global_size == tiles * scan.local_size
+        ahead = dict(scan.defines).get("LB_AHEAD") == "1"
+        if dtype in ("float16", "float32"):
+            # LB_AHEAD (cp.async): as many blocks as the SMs hold, each taking tile after tile;
+            # the tile and the next one in shared memory, none in registers
+            assert ahead and 2 * p.lookback_tile * np.dtype(dtype).itemsize < p.local_mem_bytes <= H100.local_mem_size
+            blocks = H100.compute_units * int(dict(scan.defines).get("MIN_BLOCKS", 1))
+            assert scan.global_size == min(tiles, blocks) * scan.local_size < tiles * scan.local_size
+        else:
+            assert rounds * items * np.dtype(p.acc_dtype).itemsize <= LOOKBACK_ACC_BYTES  # registers per thread
+            assert not ahead and scan.global_size == tiles * scan.local_size  # a block per tile
         words, nbytes = lookback_workspace(3, problem.row_len, p.lookback_tile, np.dtype(p.acc_dtype).itemsize)
         assert clear.row_len == words and row_args.buffer_bytes(p, problem)["partials"] == nbytes
         assert row_args.kernel_args(p, problem)[1][-1] == "partials"  # the workspace, as `carries`
@@ -87,6 +95,9 @@ def test_lookback_scan_plans_are_cuda_only():
         assert off.lookback_tile == 0 and off.split > 1  # reduce-then-scan, as OpenCL devices run it
     pascal = cuda_probe.caps_from_properties(dict(cuda_probe.H100_SXM_PROPERTIES, major=6, minor=0))
     assert plan_row(pascal, RowProblem("cumsum", 1, 1 << 24, "float32")).lookback_tile == 0  # no ld.acquire
+    volta = cuda_probe.caps_from_properties(dict(cuda_probe.H100_SXM_PROPERTIES, major=7, minor=0))
+    scan = plan_row(volta, RowProblem("cumsum", 1, 1 << 24, "float32")).passes[-1]
+    assert "LB_AHEAD" not in dict(scan.defines)  # no cp.async before sm_80: a block per tile
     opencl_caps = dataclasses.replace(H100, backend="opencl")
     assert plan_row(opencl_caps, RowProblem("cumsum", 1, 1 << 24, "float32")).lookback_tile == 0
     with pytest.raises(UnsupportedOnDevice, match="no progress between work-groups"):
@@ -182,12 +193,18 @@ def test_lookback_scans_of_long_rows(dtype):
     shows), within the stated bound for floats, and the same bits on every run (the fold
     order is fixed, whichever tiles had published). 9000017 elements are more than 32 groups
     of tiles (the window moves along the row) with a ragged last tile; 3 rows of 1500001
-    keep each row's chain to itself (float16 rows have mean 0: their sums stay below 65504).
-    The second call takes the learned launcher."""
+    keep each row's chain to itself (float16 rows have mean 0: their sums stay below 65504);
+    both are float plans whose blocks take tile after tile (LB_AHEAD), 600001 a float
+    plan of a block per tile (too few tiles to stage). The same rows one element off a
+    16-byte boundary load element by element (no 16-byte copies) and must give the same
+    bits. The second call takes the learned launcher."""
     cp = _cp()
     caps = cuda_probe.probe_device(cp.cuda.Device().id)
-    for rows, k in ((1, 9_000_017), (3, 1_500_001)):
-        assert plan_row(caps, RowProblem("cumsum", rows, k, dtype)).lookback_tile > 0
+    for rows, k in ((1, 9_000_017), (3, 1_500_001), (1, 600_001)):
+        plan = plan_row(caps, RowProblem("cumsum", rows, k, dtype))
+        assert plan.lookback_tile > 0
+        staged = "LB_AHEAD" in dict(plan.passes[-1].defines)
+        assert staged == (dtype != "int32" and k > 600_001), f"{dtype} {rows}x{k}: staged {staged}"
         rng = _rng("lookback", dtype, rows, k)
         x = rng.integers(-(2**31), 2**31, (rows, k), dtype=np.int32) if dtype == "int32" else \
             (rng.standard_normal((rows, k)) + (0.25 if dtype == "float32" else 0)).astype(dtype)
@@ -196,6 +213,10 @@ def test_lookback_scans_of_long_rows(dtype):
         for _ in range(3):
             again = rowops.cumsum(xd, axis=-1).get()
             assert first.tobytes() == again.tobytes(), f"{dtype} {rows}x{k}: runs differ"
+        shifted = cp.concatenate([cp.zeros(1, xd.dtype), xd.ravel()])[1:].reshape(rows, k)
+        assert shifted.data.ptr % 16 != 0
+        got = rowops.cumsum(shifted, axis=-1).get()
+        assert got.tobytes() == first.tobytes(), f"{dtype} {rows}x{k}: misaligned rows differ"
         if dtype == "int32":
             np.testing.assert_array_equal(first, np.cumsum(x, axis=-1))
         else:
