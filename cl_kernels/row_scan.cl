@@ -240,6 +240,20 @@ inline ACC_T scan_items(ACC_T *d) {
     }
     return run;
 }
+/* the total of a lane's ITEMS elements, added pairwise (a fixed order; the ops are
+ * commutative, so it is the same total scan_items reaches, rounded differently) */
+inline ACC_T run_total(const ACC_T *d) {
+    ACC_T w[ITEMS];
+    UNROLL_LOOP for (uint j = 0; j < ITEMS; ++j) {
+        w[j] = d[j];
+    }
+    UNROLL_LOOP for (uint half = ITEMS / 2; half > 0; half >>= 1) {
+        UNROLL_LOOP for (uint j = 0; j < half; ++j) {
+            w[j] = OP(w[j], w[j + half]);
+        }
+    }
+    return w[0];
+}
 /* the prefix of everything before the lane, added to each running value */
 inline void add_prefix(const ACC_T pre, ACC_T *d) {
     UNROLL_LOOP for (uint j = 0; j < ITEMS; ++j) {
@@ -343,14 +357,30 @@ inline void lb_fetch_ahead(__global const IN_T *in, const ulong row_len, const u
     }
     STAGE_COMMIT();
     STAGE_WAIT(0);
-    /* two runs a step (LB_SEGS is even: two sub-groups or more), halving the chain of adds */
+    /* each run's total pairwise, LB_STEP runs a step (LB_SEGS is even: two sub-groups or
+     * more): one sub-group adds up the whole tile, 256 halves a lane, and sequential adds
+     * within each run had cost float16 7 % (the loop unrolled whole was slower still) */
+#if LB_SEGS % 4 == 0
+#define LB_STEP 4
+#else
+#define LB_STEP 2
+#endif
     ACC_T sum = IDENT;
-    NO_UNROLL for (uint m = 0; m < LB_SEGS; m += 2) {
-        ACC_T d0[ITEMS], d1[ITEMS];
-        lb_load(p, copy, ((ulong)m * SG_SIZE + lane) * ITEMS, len, d0);
-        lb_load(p, copy, ((ulong)(m + 1) * SG_SIZE + lane) * ITEMS, len, d1);
-        sum = OP(sum, OP(scan_items(d0), scan_items(d1)));
+    NO_UNROLL for (uint m = 0; m < LB_SEGS; m += LB_STEP) {
+        ACC_T runs[LB_STEP];
+        UNROLL_LOOP for (uint k = 0; k < LB_STEP; ++k) {
+            ACC_T d[ITEMS];
+            lb_load(p, copy, ((ulong)(m + k) * SG_SIZE + lane) * ITEMS, len, d);
+            runs[k] = run_total(d);
+        }
+        UNROLL_LOOP for (uint half = LB_STEP / 2; half > 0; half >>= 1) {
+            UNROLL_LOOP for (uint k = 0; k < half; ++k) {
+                runs[k] = OP(runs[k], runs[k + half]);
+            }
+        }
+        sum = OP(sum, runs[0]);
     }
+#undef LB_STEP
     ACC_T total;
     (void)team_prefix(sum, &total, scratch, lid, lane);
     if (lane == 0) {
@@ -418,7 +448,7 @@ inline void lookback_scan(__global const IN_T *restrict in, __global OUT_T *rest
         UNROLL_LOOP for (uint r = 0; r < ROUNDS; ++r) {
             ACC_T d[ITEMS];
             lb_load(p, tile_copy, LB_FIRST(r), len, d);
-            const ACC_T run = scan_items(d);
+            const ACC_T run = run_total(d);   /* only the total: pairwise, a shorter chain */
 #else
         /* Every load is issued before the first shuffle: with loads and shuffles interleaved
          * nvcc kept one load in flight per thread, and an H200 ran this kernel at 38 % of copy. */
