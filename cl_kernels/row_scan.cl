@@ -247,9 +247,9 @@ inline ACC_T run_total(const ACC_T *d) {
     UNROLL_LOOP for (uint j = 0; j < ITEMS; ++j) {
         w[j] = d[j];
     }
-    UNROLL_LOOP for (uint half = ITEMS / 2; half > 0; half >>= 1) {
-        UNROLL_LOOP for (uint j = 0; j < half; ++j) {
-            w[j] = OP(w[j], w[j + half]);
+    UNROLL_LOOP for (uint width = ITEMS / 2; width > 0; width >>= 1) {
+        UNROLL_LOOP for (uint j = 0; j < width; ++j) {
+            w[j] = OP(w[j], w[j + width]);
         }
     }
     return w[0];
@@ -373,9 +373,9 @@ inline void lb_fetch_ahead(__global const IN_T *in, const ulong row_len, const u
             lb_load(p, copy, ((ulong)(m + k) * SG_SIZE + lane) * ITEMS, len, d);
             runs[k] = run_total(d);
         }
-        UNROLL_LOOP for (uint half = LB_STEP / 2; half > 0; half >>= 1) {
-            UNROLL_LOOP for (uint k = 0; k < half; ++k) {
-                runs[k] = OP(runs[k], runs[k + half]);
+        UNROLL_LOOP for (uint width = LB_STEP / 2; width > 0; width >>= 1) {
+            UNROLL_LOOP for (uint k = 0; k < width; ++k) {
+                runs[k] = OP(runs[k], runs[k + width]);
             }
         }
         sum = OP(sum, runs[0]);
