@@ -37,8 +37,10 @@
  * first sub-group waits for a tile's prefix, the second takes the block's next ticket, copies
  * that tile into local memory (STAGE_COPY16, no registers held), adds it up and publishes its
  * total at once: the loads overlap the wait, and a tile's total never waits on the look-back
- * of the tile its block ran before. The tile is read from its copy twice (run totals, then
- * running values), so no thread holds it in registers. A block takes its tickets in
+ * of the tile its block ran before. Its runs' totals stay in local memory too, and the tile
+ * is read from its copy once more for the running values: no thread holds it in registers
+ * (float16: 74 -> 77 % of copy with the totals read twice, 81 % with them kept; the
+ * adds and conversions of halves are the cost). A block takes its tickets in
  * increasing order and finishes them in that order, so the lowest unfinished tile never
  * waits on a later one.
  *
@@ -328,15 +330,16 @@ inline void lb_load(__global const IN_T *p, LOCAL_PTR const IN_T *copy, const ul
         load_items(p, first, len, d);
     }
 }
-/* One sub-group: the block's next ticket into *next, that tile's runs into `copy`, and its
- * total published (and into *next_total). Lane l takes runs l, l + SG_SIZE, ...; the total is
- * those runs' totals folded in a fixed order, then across lanes (team_prefix): the same bits
- * on every run (the ops are commutative, so any fixed order is the tile's total). The
- * caller's barrier makes all three visible to the block. */
+/* One sub-group: the block's next ticket into *next, that tile's runs into `copy`, each
+ * run's total into `run_totals`, and the tile's total published (and into *next_total).
+ * Lane l takes runs l, l + SG_SIZE, ...; the total is those runs' totals folded in a fixed
+ * order, then across lanes (team_prefix): the same bits on every run (the ops are
+ * commutative, so any fixed order is the tile's total). The caller's barrier makes it all
+ * visible to the block. */
 inline void lb_fetch_ahead(__global const IN_T *in, const ulong row_len, const ulong tpr, const ulong n_tiles,
                            __global uint *ws, __global uint *slots, __global ACC_T *values, LOCAL_PTR IN_T *copy,
-                           LOCAL_PTR uint *next, LOCAL_PTR ACC_T *next_total, LOCAL_PTR ACC_T *scratch,
-                           const uint lid, const uint lane) {
+                           LOCAL_PTR ACC_T *run_totals, LOCAL_PTR uint *next, LOCAL_PTR ACC_T *next_total,
+                           LOCAL_PTR ACC_T *scratch, const uint lid, const uint lane) {
     uint t = 0;
     if (lane == 0) {
         t = TICKET(ws);
@@ -372,6 +375,7 @@ inline void lb_fetch_ahead(__global const IN_T *in, const ulong row_len, const u
             ACC_T d[ITEMS];
             lb_load(p, copy, ((ulong)(m + k) * SG_SIZE + lane) * ITEMS, len, d);
             runs[k] = run_total(d);
+            run_totals[(m + k) * SG_SIZE + lane] = runs[k];
         }
         UNROLL_LOOP for (uint width = LB_STEP / 2; width > 0; width >>= 1) {
             UNROLL_LOOP for (uint k = 0; k < width; ++k) {
@@ -392,7 +396,8 @@ inline void lb_fetch_ahead(__global const IN_T *in, const ulong row_len, const u
 
 inline void lookback_scan(__global const IN_T *restrict in, __global OUT_T *restrict out, const ulong n_rows,
                           const ulong row_len, __global uint *ws, LOCAL_PTR uint *ticket, LOCAL_PTR ACC_T *segs,
-                          LOCAL_PTR ACC_T *tile_prefix, LOCAL_PTR ACC_T *tile_total, LOCAL_PTR IN_T *copy)
+                          LOCAL_PTR ACC_T *tile_prefix, LOCAL_PTR ACC_T *tile_total, LOCAL_PTR IN_T *copy,
+                          LOCAL_PTR ACC_T *run_totals)
 {
     const uint lid = get_local_id(0);
     const uint lane = get_sub_group_local_id();
@@ -407,7 +412,8 @@ inline void lookback_scan(__global const IN_T *restrict in, __global OUT_T *rest
     /* tickets in the order work-groups take them: every lower ticket's group has started */
 #if LB_AHEAD
     if (sub == 1) {
-        lb_fetch_ahead(in, row_len, tpr, n_tiles, ws, slots, values, copy, ticket, tile_total, segs, lid, lane);
+        lb_fetch_ahead(in, row_len, tpr, n_tiles, ws, slots, values, copy, run_totals, ticket, tile_total, segs,
+                       lid, lane);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     /* `segs` alternates between two buffers: a sub-group may write the next tile's run totals
@@ -423,6 +429,7 @@ inline void lookback_scan(__global const IN_T *restrict in, __global OUT_T *rest
 #else
     (void)tile_total;
     (void)copy;
+    (void)run_totals;
     if (lid == 0) {
         *ticket = TICKET(ws);
     }
@@ -441,14 +448,13 @@ inline void lookback_scan(__global const IN_T *restrict in, __global OUT_T *rest
 
         ACC_T excl[ROUNDS];
 #if LB_AHEAD
-        /* The tile stays in its copy (read twice, never held in registers): each run's total
-         * now, its running values after the prefix is known. The copy alternates between two
-         * buffers: the next tile lands in the other one while this one is read. */
+        /* The tile stays in its copy, never held in registers: its runs' totals, which the
+         * fetch left in `run_totals`, now; its running values once the prefix is known. The
+         * copy alternates between two buffers: the next tile lands in the other one while
+         * this one is read (the run totals are read before the next fetch starts). */
         LOCAL_PTR IN_T *tile_copy = copy + (it & 1u) * LB_TILE;
         UNROLL_LOOP for (uint r = 0; r < ROUNDS; ++r) {
-            ACC_T d[ITEMS];
-            lb_load(p, tile_copy, LB_FIRST(r), len, d);
-            const ACC_T run = run_total(d);   /* only the total: pairwise, a shorter chain */
+            const ACC_T run = run_totals[(r * (WG_SIZE / SG_SIZE) + sub) * SG_SIZE + lane];
 #else
         /* Every load is issued before the first shuffle: with loads and shuffles interleaved
          * nvcc kept one load in flight per thread, and an H200 ran this kernel at 38 % of copy. */
@@ -545,7 +551,7 @@ inline void lookback_scan(__global const IN_T *restrict in, __global OUT_T *rest
             /* every work-item has read the ticket and the total: the block's next tile goes
              * into the other buffer while the first sub-group waits */
             lb_fetch_ahead(in, row_len, tpr, n_tiles, ws, slots, values, copy + ((it + 1u) & 1u) * LB_TILE,
-                           ticket, tile_total, segs + 2 * LB_SEGS, lid, lane);
+                           run_totals, ticket, tile_total, segs + 2 * LB_SEGS, lid, lane);
         }
 #endif
         barrier(CLK_LOCAL_MEM_FENCE);
@@ -586,8 +592,9 @@ void scan_rows(__global const IN_T *restrict in, const ulong in_offset,
     __local ACC_T tile_prefix, tile_total;
     /* LB_AHEAD: the tile's copy and the next one's, as 16-byte words (the copies' alignment) */
     __local uint4 copy[LB_AHEAD ? 2 * LB_SEGS * SG_SIZE : 1];
+    __local ACC_T run_totals[LB_AHEAD ? LB_SEGS * SG_SIZE : 1];
     lookback_scan(in + in_offset, out + out_offset, n_rows, row_len, (__global uint *)carries, &ticket, segs,
-                  &tile_prefix, &tile_total, (LOCAL_PTR IN_T *)copy);
+                  &tile_prefix, &tile_total, (LOCAL_PTR IN_T *)copy, run_totals);
 #else
     __local ACC_T scratch[PREFIX_SCRATCH_LEN];
     const uint lid = get_local_id(0);

@@ -335,7 +335,8 @@ LOOKBACK_FLOAT = {4: (128, 0.4375), 2: (256, 0.5)}
 # The look-back with blocks that stay (row_scan.cl LB_AHEAD, sm_80+ for cp.async): one launch
 # of as many blocks as the SMs hold, each taking tile after tile; while a block waits for a
 # tile's prefix its second sub-group copies the next tile into shared memory and publishes
-# that tile's total. The tile is read from shared memory twice and never held in registers.
+# that tile's total (and each run's). The tile is read from shared memory once more, for its
+# running values, and never held in registers.
 # A block per tile holds its tile in registers with nothing in flight while it waits (a row
 # of one tile, nothing to wait for, ran at 96 % of copy; a row of 2**28 at 75 %).
 # (threads per block, share of an SM's threads, runs of 16 bytes per thread) by input
@@ -522,8 +523,9 @@ def _lookback_shape(caps: DeviceCaps, problem: RowProblem, force: RowForce, acc:
                     items: int) -> tuple[int, float | None, int, bool]:
     """(threads per block, share of an SM's threads or None, runs per thread, LB_AHEAD) of a
     look-back plan. LB_AHEAD: float accumulators of 16-byte runs on sm_80+ (cp.async), blocks
-    of two sub-groups or more whose two copies of a tile fit shared memory, rows of at least
-    two tiles per SM; its own shapes (LOOKBACK_AHEAD), else LOOKBACK_FLOAT's."""
+    of two sub-groups or more whose two copies of a tile (and its runs' totals) fit shared
+    memory, rows of at least two tiles per SM; its own shapes (LOOKBACK_AHEAD), else
+    LOOKBACK_FLOAT's."""
     from .backends.cuda.probe import device_extras  # pure: reads caps.notes
     size = np.dtype(problem.dtype).itemsize
     acc_bytes = np.dtype(acc).itemsize
@@ -537,7 +539,9 @@ def _lookback_shape(caps: DeviceCaps, problem: RowProblem, force: RowForce, acc:
             rounds = max(1, min(rounds, sg_size // (wg // sg_size)))  # one sub-group scans the run totals
             tile = rounds * wg * items
             tiles = problem.rows * _ceil_div(problem.row_len, tile)
-            if 2 * tile * size + 1024 <= caps.local_mem_size and tiles >= 2 * max(1, caps.compute_units):
+            # two copies of a tile and its runs' totals, beside 1 KB of the rest
+            local = 2 * tile * size + tile // items * acc_bytes + 1024
+            if local <= caps.local_mem_size and tiles >= 2 * max(1, caps.compute_units):
                 return wg, share, rounds, True
     wg, share = LOOKBACK_WG, None
     if acc == "float32" and size in LOOKBACK_FLOAT:
@@ -564,11 +568,11 @@ def _plan_lookback(caps: DeviceCaps, problem: RowProblem, force: RowForce, sg_mo
     words, _ = lookback_workspace(problem.rows, k, tile, acc_bytes)
     kernel_file, entry, _ = FAMILIES[problem.op]
     tiles = problem.rows * _ceil_div(k, tile)
-    # the runs' totals (with LB_AHEAD two buffers and a scratch), the tile's prefix and total,
-    # the ticket, LB_AHEAD's two copies of a tile
+    # the segments' totals (with LB_AHEAD two buffers and a scratch), the tile's prefix and
+    # total, the ticket; LB_AHEAD's two copies of a tile and its runs' totals
     segs = rounds * wg // sg_size
-    local_bytes = (segs * (3 if ahead else 1) + 2) * acc_bytes + 4 + (2 * tile * np.dtype(problem.dtype).itemsize
-                                                                        if ahead else 16)
+    local_bytes = (segs * (3 if ahead else 1) + 2) * acc_bytes + 4 + (
+        2 * tile * np.dtype(problem.dtype).itemsize + segs * sg_size * acc_bytes if ahead else 16 + acc_bytes)
     extra = {"MIN_BLOCKS": min_blocks} if min_blocks > 1 else {}
     if ahead:
         extra["LB_AHEAD"] = 1
