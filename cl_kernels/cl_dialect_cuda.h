@@ -48,6 +48,8 @@
  *   HAS_WORD_SHUFFLE    SG_MODE 4 may be used: word_shuffle_xor over warps of 32 consecutive
  *                       work-items, NVIDIA OpenCL's inline PTX (1 | 0: CUDA has sub-group
  *                       shuffles of any type, SG_MODE 1/2)
+ *   HAS_LANE_SHUFFLE    sub_group_shuffle(v, l) (a value from lane l, l chosen per lane, as
+ *                       cl_khr_subgroup_shuffle's) may be used (0 | 1: __shfl_sync)
  *   HAS_VEC_MATH        built-in math on vector types (exp of a float16 vector) may be used
  *                       (1 | 0: CUDA has no vector types of more than four; its lanes are
  *                       scalar anyway)
@@ -138,6 +140,10 @@ template <class T> __device__ __forceinline__ T sub_group_scan_exclusive_add(T v
     return lane == 0 ? (T)0 : before;
 }
 template <class T> __device__ __forceinline__ T sub_group_broadcast(T v, uint l) {
+    return __shfl_sync(CL_FULL_MASK_, v, (int)l);
+}
+/* the same with l chosen per lane (cl_khr_subgroup_shuffle's sub_group_shuffle) */
+template <class T> __device__ __forceinline__ T sub_group_shuffle(T v, uint l) {
     return __shfl_sync(CL_FULL_MASK_, v, (int)l);
 }
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 /* one instruction for 32-bit integers */
@@ -242,6 +248,7 @@ __device__ __forceinline__ unsigned short cl_float_to_half_(float f) {
 #define HAS_REQD_SG_ATTRS 0
 #define HAS_WORD_SHUFFLE 0
 #define HAS_VEC_MATH 0
+#define HAS_LANE_SHUFFLE 1
 /* Work-groups may wait on earlier ones (row_scan.cl's decoupled look-back): a block that took
  * a ticket from TICKET has started, and CUDA runs a started block to its end, so a block
  * spinning on the flags of lower tickets waits on blocks that are running or done.

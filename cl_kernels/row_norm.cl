@@ -53,6 +53,18 @@
 #define ROW_WIDE_STORES (NORM == NORM_RMS)
 #include "row_common.h"
 
+/* TEAM_FIRST_X0: layer_norm rows in registers, whole (PHASE 0), in teams inside one
+ * sub-group, where one shuffle can take a value from a lane chosen per lane
+ * (HAS_LANE_SHUFFLE: CUDA): lane 0's first run starts at the row's first element, so x0
+ * comes from there instead of one more load in every lane (float16 var teams paid 8 % for
+ * the same load: reduce_state.cl LANE_PILOTS). */
+#if NORM == NORM_LAYER && CACHE == CACHE_REG && PHASE == 0 && HAS_LANE_SHUFFLE && SG_MODE != SG_LOCAL && \
+    LANES > 1 && LANES <= SG_SIZE
+#define TEAM_FIRST_X0 1
+#else
+#define TEAM_FIRST_X0 0
+#endif
+
 #if PARAM_HALF
 #define PARAM_T half
 #define PARAM(p, i) ((ACC_T)vload_half((i), (p)))
@@ -108,6 +120,8 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
 
 #if NORM == NORM_RMS
 #define x0 ((ACC_T)0) /* no shift (a macro: a variable no phase reads is a -Werror warning) */
+#elif TEAM_FIRST_X0
+        /* the row's first element is lane 0's first: passed along the team (below) */
 #else
         /* the row's first element, for every chunk of the row */
         const ACC_T x0 = t.len > 0 ? LOAD(in + in_offset + t.row * row_len, 0) : (ACC_T)0;
@@ -129,7 +143,12 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
          * for layer_norm two passes over the registers, sum(d) then sum((d - mean_d)^2),
          * which need no compensation for the variance's cancellation either */
         ACC_T v[NPER];
+#if TEAM_FIRST_X0
+        load_runs(v, p, t.len, vec_ok, lane, 0);  /* padding: runs past the row are skipped */
+        const ACC_T x0 = sub_group_shuffle(v[0], get_sub_group_local_id() & ~(LANES - 1u));
+#else
         load_runs(v, p, t.len, vec_ok, lane, x0);  /* padding: d = 0 */
+#endif
         UNROLL_LOOP for (uint j = 0; j < NPER / VEC; ++j) {
             ACC_T run = 0;
             UNROLL_LOOP for (uint e = 0; e < VEC; ++e) {
@@ -140,6 +159,9 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
                 run += d;
 #endif
             }
+#if TEAM_FIRST_X0
+            run = RUN_START(j) < t.len ? run : (ACC_T)0;   /* whole runs past the row: 0 padding */
+#endif
 #if NORM == NORM_RMS
             RUN_SUM_ADD(s2, c2, run);
 #else

@@ -294,6 +294,26 @@ def test_forced_variants(op, request):
 
 
 @gpu
+@pytest.mark.parametrize("k", [128, 32])  # teams of 16 and of 4 lanes in a warp (row_norm.cl TEAM_FIRST_X0)
+def test_layer_norm_rows_far_from_zero(k):
+    """layer_norm of float32 rows whose means lie 1e4 apart, row to row: each team shifts its
+    rows by their first element, passed from the team's lane 0 by one shuffle (TEAM_FIRST_X0).
+    An element of a neighbouring row (another team's lane 0) would leave the sums of the
+    shifted row at ~1e4 per element and the result ~1e-3 off."""
+    cp = _cp()
+    rng = _rng("far", k)
+    rows = 4096
+    offsets = 1e4 * (np.arange(rows) % 7 - 3.0)
+    x = (offsets[:, None] + rng.standard_normal((rows, k))).astype(np.float32)
+    w = rng.standard_normal(k).astype(np.float32)
+    b = rng.standard_normal(k).astype(np.float32)
+    got = rowops.layer_norm(cp.asarray(x), cp.asarray(w), cp.asarray(b)).get()
+    _close(got, ref_layer_norm(x, w, b), "float32", NORM_TOL, f"layer_norm rows 1e4 apart, K={k}")
+    mean, var = rowops.moments(cp.asarray(x))
+    _close(var.get(), x.astype(np.float64).var(-1), "float32", NORM_TOL, f"var rows 1e4 apart, K={k}")
+
+
+@gpu
 def test_the_benchmark_rms_norm_shape():
     """648720 x 128 float16 (the issue's QuACK shape): registers cache, one warp per row."""
     cp = _cp()
