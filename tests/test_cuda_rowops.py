@@ -294,15 +294,16 @@ def test_forced_variants(op, request):
 
 
 @gpu
-@pytest.mark.parametrize("k", [128, 32])  # teams of 16 and of 4 lanes in a warp (row_norm.cl TEAM_FIRST_X0)
+# teams of 16 and of 4 lanes in a warp, and of a whole block (row_norm.cl TEAM_FIRST_X0 1 and 2)
+@pytest.mark.parametrize("k", [128, 32, 4096])
 def test_layer_norm_rows_far_from_zero(k):
     """layer_norm of float32 rows whose means lie 1e4 apart, row to row: each team shifts its
-    rows by their first element, passed from the team's lane 0 by one shuffle (TEAM_FIRST_X0).
-    An element of a neighbouring row (another team's lane 0) would leave the sums of the
-    shifted row at ~1e4 per element and the result ~1e-3 off."""
+    rows by their first element, passed from the team's lane 0 by one shuffle or through
+    local memory (TEAM_FIRST_X0). An element of a neighbouring row (another team's lane 0)
+    would leave the sums of the shifted row at ~1e4 per element and the result ~1e-3 off."""
     cp = _cp()
     rng = _rng("far", k)
-    rows = 4096
+    rows = 4096 if k < 4096 else 512
     offsets = 1e4 * (np.arange(rows) % 7 - 3.0)
     x = (offsets[:, None] + rng.standard_normal((rows, k))).astype(np.float32)
     w = rng.standard_normal(k).astype(np.float32)
