@@ -311,40 +311,28 @@ template <int N, class T> __device__ __forceinline__ uint cl_vload_head_(const T
 template <int N, class T> __device__ __forceinline__ bool cl_vload_aligned_(const T *p) {
     return reinterpret_cast<unsigned long long>(p) % cl_vload_<T, N>::WORD == 0;
 }
-/* p must be aligned (cl_vload_aligned_); D is T, or float for half (H) */
-template <int N, bool H, class T, class D> __device__ __forceinline__ void cl_vload_array_(const T *p, D *d) {
+/* p must be aligned (cl_vload_aligned_); D is T, or float for half (H). G: p is global
+ * read-only data (__ldg, the non-coherent cache), else local (shared) memory, read plainly. */
+template <int N, bool H, bool G, class T, class D> __device__ __forceinline__ void cl_vload_words_(const T *p, D *d) {
     typedef typename cl_word_<cl_vload_<T, N>::WORD>::type word_t;
     union {
         word_t w[cl_vload_<T, N>::WORDS];
         T e[N];
     } u;
     _Pragma("unroll") for (int j = 0; j < cl_vload_<T, N>::WORDS; ++j) {
-        u.w[j] = __ldg(reinterpret_cast<const word_t *>(p) + j);
+        const word_t *w = reinterpret_cast<const word_t *>(p) + j;
+        u.w[j] = G ? __ldg(w) : *w;
     }
     _Pragma("unroll") for (int j = 0; j < N; ++j) {
         d[j] = H ? (D)cl_half_to_float_((unsigned short)u.e[j]) : (D)u.e[j];
     }
 }
-/* the same from local (shared) memory: plain loads, no read-only cache */
-template <int N, bool H, class T, class D> __device__ __forceinline__ void cl_local_vload_array_(const T *p, D *d) {
-    typedef typename cl_word_<cl_vload_<T, N>::WORD>::type word_t;
-    union {
-        word_t w[cl_vload_<T, N>::WORDS];
-        T e[N];
-    } u;
-    _Pragma("unroll") for (int j = 0; j < cl_vload_<T, N>::WORDS; ++j) {
-        u.w[j] = reinterpret_cast<const word_t *>(p)[j];
-    }
-    _Pragma("unroll") for (int j = 0; j < N; ++j) {
-        d[j] = H ? (D)cl_half_to_float_((unsigned short)u.e[j]) : (D)u.e[j];
-    }
-}
-#define LOCAL_VLOAD_ARRAY(n, p, d) cl_local_vload_array_<(n), false>((p), (d))
-#define LOCAL_VLOAD_HALF_ARRAY(n, p, d) cl_local_vload_array_<(n), true>((p), (d))
+#define LOCAL_VLOAD_ARRAY(n, p, d) cl_vload_words_<(n), false, false>((p), (d))
+#define LOCAL_VLOAD_HALF_ARRAY(n, p, d) cl_vload_words_<(n), true, false>((p), (d))
 #define VLOAD_HEAD(p, n) cl_vload_head_<(n)>(p)
 #define VLOAD_ALIGNED(p, n) cl_vload_aligned_<(n)>(p)
-#define VLOAD_ARRAY(n, p, d) cl_vload_array_<(n), false>((p), (d))
-#define VLOAD_HALF_ARRAY(n, p, d) cl_vload_array_<(n), true>((p), (d))
+#define VLOAD_ARRAY(n, p, d) cl_vload_words_<(n), false, true>((p), (d))
+#define VLOAD_HALF_ARRAY(n, p, d) cl_vload_words_<(n), true, true>((p), (d))
 /* p must be aligned (cl_vload_aligned_); S is T, or float for half (H). nvcc 12-13 lower
  * this union (elements in, words out) to element or 4-byte stores (st.global.v2.u16 x4 for
  * 8 halves, st.global.f32 x4 for 4 floats); VSTORE_WIDE below gives one 16-byte store. */
