@@ -340,7 +340,10 @@ LOOKBACK_FLOAT = {4: (128, 0.4375), 2: (256, 0.5)}
 # A block per tile holds its tile in registers with nothing in flight while it waits (a row
 # of one tile, nothing to wait for, ran at 96 % of copy; a row of 2**28 at 75 %).
 # (threads per block, share of an SM's threads, runs of 16 bytes per thread) by input
-# element size, float accumulators (benchmarks/cumsum_lookback_ahead_2026-11-26).
+# element size, float accumulators. H100, GPU time of float32 / float16 1 x 2**28, GB/s of a
+# 3000 GB/s copy (benchmarks/cumsum_lookback_ahead_2026-11-26): a block per tile 2219 / 1670;
+# these shapes 2470-2520 / 2340-2435 (6 blocks per SM: what two 16 KB copies leave of
+# 228 KB); 8 KB tiles at 8-10 blocks 2074-2115 / 2011-2102.
 LOOKBACK_AHEAD = {4: (128, 0.375, 8), 2: (128, 0.375, 8)}
 LOOKBACK_GROUP = 32  # tiles per group of the look-back's chain (row_scan.cl LB_GROUP)
 
@@ -579,8 +582,14 @@ def _plan_lookback(caps: DeviceCaps, problem: RowProblem, force: RowForce, sg_mo
     common = (caps, problem.op, acc, problem.dtype, out, wg, sg_mode, sg_size, reqd, sg_size, items, 1)
     clear = _scan_defines(*common, 3, ROUNDS=rounds)
     main = _scan_defines(*common, 2, ROUNDS=rounds, **extra)
-    # LB_AHEAD blocks stay and take tile after tile: as many as the SMs hold at once
-    blocks = min(tiles, max(1, caps.compute_units) * min_blocks) if ahead else tiles
+    # LB_AHEAD blocks stay and take tile after tile: as many as the SMs hold at once (a
+    # forced wg_size has no share: as many as the SM's threads and shared memory allow)
+    per_sm = min_blocks
+    if ahead and share is None:
+        from .backends.cuda.probe import device_extras  # pure: reads caps.notes
+        extras = device_extras(caps)
+        per_sm = max(1, min(extras["threads_per_sm"] // wg, extras["smem_per_sm"] // (local_bytes + 1024)))
+    blocks = min(tiles, max(1, caps.compute_units) * per_sm) if ahead else tiles
     clear_groups = max(1, min(_ceil_div(words, wg), 4 * max(1, caps.compute_units)))
     passes = (RowPass(options=clear[1], global_size=clear_groups * wg, local_size=wg, reads="partials",
                       writes="partials", n_rows=1, row_len=words, chunk_len=words, defines=clear[0]),
