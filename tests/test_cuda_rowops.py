@@ -221,6 +221,10 @@ def test_lookback_scans_of_long_rows(dtype):
             np.testing.assert_array_equal(first, np.cumsum(x, axis=-1))
         else:
             _assert_cumsum_bound(first, x, -1, f"look-back cumsum {dtype} {rows}x{k}")
+        if dtype != "int32" and k > 600_001:
+            # a forced block size: LB_AHEAD blocks as many as threads and shared memory allow
+            wide = rowops.cumsum(xd, axis=-1, force=RowForce(lookback=True, wg_size=256)).get()
+            _assert_cumsum_bound(wide, x, -1, f"look-back cumsum {dtype} {rows}x{k}, 256 threads")
         if dtype == "float32":
             near_one = (1 + 1e-7 * rng.standard_normal((rows, k))).astype(np.float32)
             got = rowops.cumprod(cp.asarray(near_one), axis=-1, force=RowForce(lookback=True)).get()
