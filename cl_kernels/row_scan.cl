@@ -242,20 +242,6 @@ inline ACC_T scan_items(ACC_T *d) {
     }
     return run;
 }
-/* the total of a lane's ITEMS elements, added pairwise (a fixed order; the ops are
- * commutative, so it is the same total scan_items reaches, rounded differently) */
-inline ACC_T run_total(const ACC_T *d) {
-    ACC_T w[ITEMS];
-    UNROLL_LOOP for (uint j = 0; j < ITEMS; ++j) {
-        w[j] = d[j];
-    }
-    UNROLL_LOOP for (uint width = ITEMS / 2; width > 0; width >>= 1) {
-        UNROLL_LOOP for (uint j = 0; j < width; ++j) {
-            w[j] = OP(w[j], w[j + width]);
-        }
-    }
-    return w[0];
-}
 /* the prefix of everything before the lane, added to each running value */
 inline void add_prefix(const ACC_T pre, ACC_T *d) {
     UNROLL_LOOP for (uint j = 0; j < ITEMS; ++j) {
@@ -330,6 +316,16 @@ inline void lb_load(__global const IN_T *p, LOCAL_PTR const IN_T *copy, const ul
         load_items(p, first, len, d);
     }
 }
+/* w[0] .. w[n - 1] (n a power of two) folded pairwise, in place: a fixed order (the ops are
+ * commutative, so it is the total scan_items reaches, rounded differently) */
+inline ACC_T fold_pairwise(ACC_T *w, const uint n) {
+    UNROLL_LOOP for (uint width = n / 2; width > 0; width >>= 1) {
+        UNROLL_LOOP for (uint j = 0; j < width; ++j) {
+            w[j] = OP(w[j], w[j + width]);
+        }
+    }
+    return w[0];
+}
 /* One sub-group: the block's next ticket into *next, that tile's runs into `copy`, each
  * run's total into `run_totals`, and the tile's total published (and into *next_total).
  * Lane l takes runs l, l + SG_SIZE, ...; the total is those runs' totals folded in a fixed
@@ -374,15 +370,10 @@ inline void lb_fetch_ahead(__global const IN_T *in, const ulong row_len, const u
         UNROLL_LOOP for (uint k = 0; k < LB_STEP; ++k) {
             ACC_T d[ITEMS];
             lb_load(p, copy, ((ulong)(m + k) * SG_SIZE + lane) * ITEMS, len, d);
-            runs[k] = run_total(d);
+            runs[k] = fold_pairwise(d, ITEMS);
             run_totals[(m + k) * SG_SIZE + lane] = runs[k];
         }
-        UNROLL_LOOP for (uint width = LB_STEP / 2; width > 0; width >>= 1) {
-            UNROLL_LOOP for (uint k = 0; k < width; ++k) {
-                runs[k] = OP(runs[k], runs[k + width]);
-            }
-        }
-        sum = OP(sum, runs[0]);
+        sum = OP(sum, fold_pairwise(runs, LB_STEP));
     }
 #undef LB_STEP
     ACC_T total;
