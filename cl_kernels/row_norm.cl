@@ -59,11 +59,12 @@
  * inside one sub-group, where one shuffle can take a value from a lane chosen per lane
  * (HAS_LANE_SHUFFLE: CUDA); 2: teams of several sub-groups (a work-group a row), through
  * local memory and one barrier (on CUDA too, where it was measured; OpenCL keeps the load). */
-#if NORM == NORM_LAYER && CACHE == CACHE_REG && PHASE == 0 && HAS_LANE_SHUFFLE && SG_MODE != SG_LOCAL && \
-    LANES > 1 && LANES <= SG_SIZE
-#define TEAM_FIRST_X0 1
-#elif NORM == NORM_LAYER && CACHE == CACHE_REG && PHASE == 0 && HAS_LANE_SHUFFLE && LANES > SG_SIZE
+#if NORM != NORM_LAYER || CACHE != CACHE_REG || PHASE != 0 || !HAS_LANE_SHUFFLE || LANES == 1
+#define TEAM_FIRST_X0 0
+#elif LANES > SG_SIZE
 #define TEAM_FIRST_X0 2
+#elif SG_MODE != SG_LOCAL
+#define TEAM_FIRST_X0 1
 #else
 #define TEAM_FIRST_X0 0
 #endif
@@ -149,16 +150,17 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
          * for layer_norm two passes over the registers, sum(d) then sum((d - mean_d)^2),
          * which need no compensation for the variance's cancellation either */
         ACC_T v[NPER];
+#if TEAM_FIRST_X0
+        load_runs(v, p, t.len, vec_ok, lane, 0);  /* padding: runs past the row are skipped */
 #if TEAM_FIRST_X0 == 1
-        load_runs(v, p, t.len, vec_ok, lane, 0);  /* padding: runs past the row are skipped */
         const ACC_T x0 = sub_group_shuffle(v[0], get_sub_group_local_id() & ~(LANES - 1u));
-#elif TEAM_FIRST_X0 == 2
-        load_runs(v, p, t.len, vec_ok, lane, 0);  /* padding: runs past the row are skipped */
+#else
         if (lane == 0) {
             team_x0[team] = v[0];
         }
         barrier(CLK_LOCAL_MEM_FENCE);   /* rewritten a trip later, after team_reduce's barriers */
         const ACC_T x0 = team_x0[team];
+#endif
 #else
         load_runs(v, p, t.len, vec_ok, lane, x0);  /* padding: d = 0 */
 #endif
