@@ -29,7 +29,7 @@ import numpy as np
 from .caps import DeviceCaps
 from .kernels import build_options
 from .ops import CL_TYPE
-from .plan import (_REQD_MACRO, Force, _SG_MODE_MACRO, UnsupportedOnDevice, _ceil_div, _choose_sg_mode,
+from .plan import (_REQD_MACRO, SG_MODES, Force, _SG_MODE_MACRO, UnsupportedOnDevice, _ceil_div, _choose_sg_mode,
                    _choose_sg_size, _choose_wg, _groups, _pow2_floor, _shuffle_mode)
 
 CACHES = ("registers", "local", "none")
@@ -220,6 +220,27 @@ class RowForce:
     split: int | None = None  # chunks per row (two launches; scans: reduce-then-scan)
     vec: int | None = None  # elements per load of a register-cached softmax / norm row
     lookback: bool | None = None  # scans on CUDA: the one-pass decoupled look-back (or not)
+
+    def __post_init__(self):
+        # Checked when built, as Force's fields are: a typo such as lanes=0 or cache="reg"
+        # fails here instead of meaning "the planner's choice" or failing deep in the planner.
+        for name in ("sg_size", "lanes", "wg_size", "split", "vec"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise TypeError(f"RowForce.{name} must be an int or None, not {type(value).__name__}")
+            if value < 1 or (name != "split" and value & (value - 1)):
+                kind = "a positive int" if name == "split" else "a positive power of two"
+                raise ValueError(f"RowForce.{name}={value} must be {kind}")
+        if self.vec is not None and self.vec > VEC_MAX:
+            raise ValueError(f"RowForce.vec={self.vec} must be 1, 2, 4, 8 or 16")
+        if self.cache is not None and self.cache not in CACHES:
+            raise ValueError(f"unknown cache {self.cache!r}; known: {', '.join(CACHES)}")
+        if self.sg_mode is not None and self.sg_mode not in SG_MODES + ("shuffle",):
+            raise ValueError(f"unknown sg_mode {self.sg_mode!r}; known: {', '.join(SG_MODES + ('shuffle',))}")
+        if self.lookback is not None and not isinstance(self.lookback, (bool, np.bool_)):
+            raise TypeError(f"RowForce.lookback must be a bool or None, not {type(self.lookback).__name__}")
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ signature takes the per-call fast path (clreduce/fastpath_rows.py).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import operator
 
@@ -283,9 +284,29 @@ def _write_outs(out, results, op: str, check_only: bool = False):
 
 
 # ---- every op's call: the fast path (fastpath_rows.py), else the full path ----------------------
+_ROW_FORCE_KEYS = tuple(field.name for field in dataclasses.fields(RowForce))
+
+
+def _row_force(op: str, force) -> RowForce | None:
+    """``force=`` as a RowForce: one, a dict of its fields (as the reductions take a dict of
+    Force's), or None; anything else is a TypeError naming the op."""
+    if force is None or isinstance(force, RowForce):
+        return force
+    if isinstance(force, dict):
+        unknown = [key for key in force if key not in _ROW_FORCE_KEYS]
+        if unknown:
+            raise TypeError(f"clreduce.{op}: unknown force key(s) {', '.join(map(repr, unknown))}; "
+                            f"a row op's force takes {', '.join(_ROW_FORCE_KEYS)}")
+        return RowForce(**force)
+    raise TypeError(f"clreduce.{op}: force must be a clreduce.RowForce, a dict of its fields or None, "
+                    f"not {type(force).__name__}")
+
+
 def _call(op, x, axis, out, backend, device, queue, force, weight=None, bias=None, eps=None):
     """Every public row op (but dequantize): a learned signature runs its launcher; any other
     call runs the op's full path (``_FULL``) and may be learned (clreduce/fastpath_rows.py)."""
+    if force is not None:
+        force = _row_force(op, force)
     key = fastpath_rows.signature(op, x, axis, weight, bias, eps, out, backend, device, queue, force)
     if key is not None:
         entry = fastpath_rows.lookup(key)
@@ -347,8 +368,9 @@ def softmax(x, axis=-1, *, out=None, backend=None, device=None, queue=None, forc
         The OpenCL device for numpy input (default: clreduce's default device).
     queue : pyopencl.CommandQueue, optional
         OpenCL queue to run on (for pyopencl input: one of its context).
-    force : RowForce, optional
-        Plan override (cache, sub-group mode/width, lanes, work-group size, split) for testing.
+    force : RowForce or dict, optional
+        Plan override (cache, sub-group mode/width, lanes, work-group size, split, vec; scans:
+        lookback) for testing: a ``clreduce.RowForce`` or a dict of its fields.
 
     Returns
     -------

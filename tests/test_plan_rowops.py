@@ -135,15 +135,25 @@ def test_cpu_without_subgroups_gives_each_row_one_work_item():
     assert p.lanes == 1 and p.cache == "none"
 
 
-@pytest.mark.parametrize("force, match", [
-    (RowForce(cache="registers"), "registers"),
-    (RowForce(cache="bogus"), "unknown cache"),
-    (RowForce(lanes=3), "power of two"),
+@pytest.mark.parametrize("fields, match", [
+    ({"cache": "registers"}, "registers"),  # the planner: a row of 10**6 fits no registers
+    ({"cache": "bogus"}, "unknown cache"),  # the rest: RowForce itself, when built
+    ({"lanes": 3}, "power of two"),
+    ({"wg_size": 0}, "power of two"),
+    ({"split": 0}, "positive int"),
+    ({"vec": 32}, "1, 2, 4, 8 or 16"),
+    ({"sg_mode": "warp"}, "unknown sg_mode"),
 ])
-def test_impossible_forces_raise(force, match):
+def test_impossible_forces_raise(fields, match):
     caps = _profile("Mali-G52")
     with pytest.raises((UnsupportedOnDevice, ValueError), match=match):
-        plan_row(caps, RowProblem("softmax", 4, 10**6, "float32"), force)
+        plan_row(caps, RowProblem("softmax", 4, 10**6, "float32"), RowForce(**fields))
+
+
+@pytest.mark.parametrize("fields", [{"lanes": 2.0}, {"sg_size": True}, {"lookback": "yes"}])
+def test_row_force_field_types(fields):
+    with pytest.raises(TypeError):
+        RowForce(**fields)
 
 
 def test_moments_cannot_cache():

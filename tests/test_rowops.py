@@ -20,7 +20,7 @@ from rowops_refs import (ADVERSARIAL, HALF_ROWS, LOG_TOL, NORM_TOL, TOL, U32, _a
 from clreduce import rowops
 from clreduce.backends import opencl_rowops
 from clreduce.backends.opencl_probe import probe_device
-from clreduce.plan import UnsupportedOnDevice
+from clreduce.plan import Force, UnsupportedOnDevice
 from clreduce.plan_rowops import RowForce, RowProblem, llvmpipe_loop_limited, row_variants
 
 try:
@@ -376,10 +376,38 @@ def test_empty_inputs(cl_device):
     (lambda d: rowops.quantize_int8(np.ones((2, 3), np.int8), device=d), TypeError, "float"),
     (lambda d: rowops.dequantize(np.ones((2, 3), np.int32), np.ones(2, np.float32)), TypeError, "int8"),
     (lambda d: rowops.dequantize(np.ones((2, 3), np.int8), np.ones(3, np.float32)), ValueError, "shape"),
+    # force=: a RowForce or a dict of its fields; the reductions' Force, a typo'd key or a
+    # value the planner would have read as "its choice" are refused by name
+    (lambda d: rowops.softmax(np.ones((2, 3), np.float32), force={"lane": 2}, device=d), TypeError,
+     "softmax: unknown force key.*'lane'"),
+    (lambda d: rowops.cumsum(np.ones((2, 3), np.float32), force="registers", device=d), TypeError,
+     "cumsum: force must be"),
+    (lambda d: rowops.rms_norm(np.ones((2, 3), np.float32), force=Force(lanes=2), device=d), TypeError,
+     "RowForce"),
+    (lambda d: rowops.layer_norm(np.ones((2, 3), np.float32), force={"lanes": 0}, device=d), ValueError,
+     "lanes=0"),
+    (lambda d: rowops.softmax(np.ones((2, 3), np.float32), force={"lanes": 2.0}, device=d), TypeError,
+     "lanes must be an int"),
+    (lambda d: rowops.moments(np.ones((2, 3), np.float32), force={"cache": "reg"}, device=d), ValueError,
+     "unknown cache"),
+    (lambda d: rowops.cumsum(np.ones((2, 3), np.float32), force={"lookback": 1}, device=d), TypeError,
+     "lookback"),
 ])
 def test_bad_input(cl_device, call, error, match):
     with pytest.raises(error, match=match):
         call(cl_device)
+
+
+@pytest.mark.parametrize("op", ["softmax", "layer_norm", "cumsum"])
+def test_force_dict_is_the_row_force(cl_device, op):
+    """force={...} plans as RowForce(...) does (the reductions take a dict of Force's fields):
+    the same forced variant, so the same bits; {} is the planner's own choice."""
+    x = _rng("force-dict", op).standard_normal((6, 40)).astype(np.float32)
+    fn = getattr(rowops, op)
+    kwargs = {"axis": -1} if op == "cumsum" else {}
+    forced = fn(x, device=cl_device, force=RowForce(lanes=1, sg_mode="local"), **kwargs)
+    np.testing.assert_array_equal(fn(x, device=cl_device, force={"lanes": 1, "sg_mode": "local"}, **kwargs), forced)
+    np.testing.assert_array_equal(fn(x, device=cl_device, force={}, **kwargs), fn(x, device=cl_device, **kwargs))
 
 
 # ---- scans -------------------------------------------------------------------------------------------
