@@ -51,10 +51,10 @@
 #error "VEC (elements per load of a run; 1 = element loads) is required"
 #endif
 #ifndef WALK_RUNS
-#error "WALK_RUNS (1: rows read from memory go run by run through each family's vector body, CPU plans) is required"
+#error "WALK_RUNS (1: rows read from memory go run by run through each family's run body) is required"
 #endif
-#if WALK_RUNS && !(HAS_VEC_MATH && VEC > 1 && CACHE == CACHE_NONE)
-#error "WALK_RUNS needs vector math (the OpenCL dialect), VEC > 1 and CACHE 2"
+#if WALK_RUNS && !(VEC > 1 && CACHE == CACHE_NONE)
+#error "WALK_RUNS needs VEC > 1 and CACHE 2"
 #endif
 #if VEC != 1 && VEC != 2 && VEC != 4 && VEC != 8 && VEC != 16
 #error "VEC must be 1, 2, 4, 8 or 16"

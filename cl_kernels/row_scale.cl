@@ -34,6 +34,9 @@ inline int quantize(const ACC_T y) {
 }
 #endif
 
+#if WALK_RUNS && !HAS_VEC_MATH
+#error "row_scale.cl's runs are written in vector built-ins: WALK_RUNS needs the OpenCL dialect"
+#endif
 #if WALK_RUNS
 /* Rows read from memory, run by run in vector built-ins (fabs, fmax, rint, clamp): PoCL ran
  * them one scalar call per element, 0.2-0.3 GB/s for quantize_int8. */

@@ -68,35 +68,8 @@ inline void online_add(ACC_T *m, ACC_T *s, ACC_T *c, const ACC_T x) {
 }
 #endif
 
-#if WALK_RUNS
-/* One run of VEC elements into (m, s, c) as online_add would take them one by one: the
- * run's max first (NaN wins), one rescale, then one VEC-wide exp and a compensated add of
- * the run's sum. PoCL's exp ran 91 M elements/s on scalars and 621 M on float16 vectors
- * (this 2-core AMD host), and the element walk left its softmax of long rows at 0.2 GB/s. */
-inline void online_add_run(ACC_T *m, ACC_T *s, ACC_T *c, const ACC_T *d) {
-    ACC_T rm = d[0];
-    for (uint k = 1; k < VEC; ++k) {
-        rm = comb(rm, d[k], K_MAX);
-    }
-    if (isnan(rm) || rm > *m) {
-        const ACC_T r = isfinite(*m) && isfinite(rm) ? exp(*m - rm) : (ACC_T)0;
-        *s *= r;
-        *c *= r;
-        *m = rm;
-    }
-    ACC_T e[VEC];
-    /* -inf elements give exp(-inf) = 0: nothing, as in online_add */
-    CAT(vstore, VEC)(exp(CAT(vload, VEC)(0, d) - finite_or_zero(*m)), 0, e);
-    ACC_T rs = 0;
-    for (uint k = 0; k < VEC; ++k) {
-        rs += e[k];
-    }
-    nsum_add(s, c, rs);
-}
-#endif
-
-#if CACHE == CACHE_REG
-/* exp(d[e] - shift) of one register run of VEC elements, kept in d when `keep`; returns the
+#if CACHE == CACHE_REG || WALK_RUNS
+/* exp(d[e] - shift) of one run of VEC elements, kept in d when `keep`; returns the
  * run's sum. Where the dialect has vector math (OpenCL), one VEC-wide exp: CPU runtimes then
  * call their vectorised exp where an exp per element ran one element at a time (softmax of
  * rows of 128 float32, this AMD host, kernel alone: PoCL 0.78 -> 3.2 GB/s, Intel's runtime
@@ -118,6 +91,38 @@ inline ACC_T exp_run(ACC_T *d, const ACC_T shift, const int keep) {
         }
     }
     return s;
+}
+#endif
+
+#if WALK_RUNS
+/* One run of VEC elements into (m, s, c) as online_add would take them one by one: the
+ * run's max first (NaN wins), one rescale, then exp_run (one VEC-wide exp on OpenCL) and a
+ * compensated add of the run's sum. PoCL's exp ran 91 M elements/s on scalars and 621 M on
+ * float16 vectors (this 2-core AMD host), and the element walk left its softmax of long rows
+ * at 0.2 GB/s. On CUDA (scalar exps) the saving is the per-element branch, rescale and
+ * compensation of online_add. */
+inline void online_add_run(ACC_T *m, ACC_T *s, ACC_T *c, ACC_T *d) {  /* d: read only (exp_run keep 0) */
+    ACC_T rm = d[0];
+    for (uint k = 1; k < VEC; ++k) {
+        rm = comb(rm, d[k], K_MAX);
+    }
+    if (isnan(rm) || rm > *m) {
+        const ACC_T r = isfinite(*m) && isfinite(rm) ? exp(*m - rm) : (ACC_T)0;
+        *s *= r;
+        *c *= r;
+        *m = rm;
+    }
+    /* -inf elements give exp(-inf) = 0: nothing, as in online_add */
+    nsum_add(s, c, exp_run(d, finite_or_zero(*m), 0));
+}
+
+/* The write of a run: exp(x - shift) * inv, in place (one VEC-wide exp where the dialect
+ * has vector math) */
+inline void exp_scale_run(ACC_T *d, const ACC_T shift, const ACC_T inv) {
+    exp_run(d, shift, 1);
+    UNROLL_LOOP for (uint k = 0; k < VEC; ++k) {
+        d[k] *= inv;
+    }
 }
 #endif
 
@@ -215,7 +220,8 @@ void softmax_rows(__global const IN_T *restrict in, const ulong in_offset,
         /* a non-finite max (NaN, +inf, all -inf) makes the whole row NaN, as exp(x - m) does
          * in the cached variants */
         const ACC_T m_ = isfinite(m) ? m : (ACC_T)NAN;
-#define RESULT(x) (exp((x) - m_) / s)
+        const ACC_T inv_s = (ACC_T)1 / s;  /* one reciprocal per row, as the cached rows below */
+#define RESULT(x) (exp((x) - m_) * inv_s)
 #else
 #define RESULT(x) (exp((x) - shift) / s)
         /* one reciprocal per row: a float division per element is a dozen instructions on
@@ -236,9 +242,8 @@ void softmax_rows(__global const IN_T *restrict in, const ulong in_offset,
 #elif CACHE == CACHE_LOCAL
         CACHE_WALK(i, x, STORE(RESULT_CACHED(x), q, i));
 #elif WALK_RUNS && !LOG
-        /* exp(x - m_) / s run by run, one VEC-wide exp each */
-        LANE_WALK_RUNS(w, p, 1, q, d, CAT(vstore, VEC)(exp(CAT(vload, VEC)(0, d) - m_) / s, 0, d), i, x,
-                       x = RESULT(x));
+        /* exp(x - m_) / s run by run */
+        LANE_WALK_RUNS(w, p, 1, q, d, exp_scale_run(d, m_, inv_s), i, x, x = RESULT(x));
 #else
         LANE_WALK(w, p, 1, q, i, x, x = RESULT(x));
 #endif

@@ -122,6 +122,9 @@ CPU_ROW_OPS = {"intel": ("absmax_scale",)}
 # matter the row length (the kernels' LANE_WALK). Element loads had left long rows at the
 # speed of scalar code. Not on llvmpipe: its loop limiter counts the inner loop of a run.
 WALK_FAMILIES = ("softmax.cl", "row_norm.cl", "row_scale.cl")
+# Families whose runs (WALK_RUNS) have a scalar form for the CUDA dialect (no vector math):
+# one max, rescale and compensated add per run of 16 bytes instead of per element
+CUDA_WALK_RUNS = ("softmax.cl", "row_norm.cl")
 # GPUs: work-groups per compute unit before the grid stride takes over (plan.py's 64 for
 # the reductions).
 GPU_GROUPS_PER_CU = 64
@@ -769,8 +772,10 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
             defines["ALIGNED_VLOAD"] = 1  # NVIDIA's OpenCL makes vloadn element loads (plan.py)
         if kernel_file in WALK_FAMILIES:
             # CPU runtimes take rows read from memory a run at a time through vector built-ins
-            # (softmax exp, norm run sums, quantize rint: PoCL 2-3x on long rows, README)
-            defines["WALK_RUNS"] = int(cpu and cache == "none" and vec > 1 and caps.backend == "opencl")
+            # (softmax exp, norm run sums, quantize rint: PoCL 2-3x on long rows, README);
+            # CUDA takes softmax and norm runs too, in scalar loops (CUDA_WALK_RUNS)
+            runs = (cpu and caps.backend == "opencl") or (caps.backend == "cuda" and kernel_file in CUDA_WALK_RUNS)
+            defines["WALK_RUNS"] = int(runs and cache == "none" and vec > 1)
         min_blocks = cuda_min_blocks(caps, problem, cache, nper, wg)
         if min_blocks > 1:
             defines["MIN_BLOCKS"] = min_blocks
