@@ -122,6 +122,15 @@ CPU_ROW_OPS = {"intel": ("absmax_scale",)}
 # matter the row length (the kernels' LANE_WALK). Element loads had left long rows at the
 # speed of scalar code. Not on llvmpipe: its loop limiter counts the inner loop of a run.
 WALK_FAMILIES = ("softmax.cl", "row_norm.cl", "row_scale.cl")
+# CUDA, whole rows too long to cache (cache "none", unsplit: read once for the statistics and
+# again for the write): a block of 1024 threads a row instead of 256. Two such blocks fill an
+# H100 SM, so ~264 rows are in flight: 34 MB of float16 rows of 65536, inside the 50 MB L2,
+# and the second read comes from there. Forced shapes, one H100 (CUDA events, cupy input):
+# float16 4096 x 65536 rms_norm 1944 -> 2746 GB/s, layer_norm 1925 -> 2546, softmax 1825 ->
+# 1907; float32 (rows of 256 KB: 67 MB in flight) rms_norm +4.5 %, layer_norm +3.6 %, softmax
+# -0.6 %. Split rows (64 x 4194304, 1 x 2^28) gained nothing from it and keep 256.
+CUDA_UNCACHED_WG = 1024
+CUDA_UNCACHED_OPS = ("softmax", "log_softmax", "rms_norm", "layer_norm")
 # Families whose runs (WALK_RUNS) have a scalar form for the CUDA dialect (no vector math):
 # one max, rescale and compensated add per run of 16 bytes instead of per element
 CUDA_WALK_RUNS = ("softmax.cl", "row_norm.cl")
@@ -751,6 +760,10 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
         nper, vec = 1, 1
     elif cache == "none":
         nper, vec = 1, _walk_vec(caps, problem, force)
+        if _cuda_wide_uncached(caps, problem, force, split, vec):
+            wg = lanes = CUDA_UNCACHED_WG
+            teams = 1
+            scratch = (wg if sg_mode == "local" else wg // sg_size) * acc_bytes
     if cache != "local":
         local_len = 1
     local_bytes = scratch + (teams * local_len * acc_bytes if cache == "local" else 0)
@@ -802,6 +815,14 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
                    out_dtype=out, kernel_file=kernel_file, entry=entry, defines=pairs, options=options,
                    global_size=passes[-1].global_size, local_size=wg, scalars=scalars, split=split,
                    passes=tuple(passes), vec=vec)
+
+
+def _cuda_wide_uncached(caps: DeviceCaps, problem: RowProblem, force: RowForce, split: int, vec: int) -> bool:
+    """Whole rows read twice from memory on CUDA (CUDA_UNCACHED_WG): a block of 1024 takes a row
+    of at least four runs a thread, unless the launch shape is forced."""
+    return (caps.backend == "cuda" and split == 1 and problem.op in CUDA_UNCACHED_OPS
+            and force.wg_size is None and force.lanes is None
+            and caps.max_work_group_size >= CUDA_UNCACHED_WG and problem.row_len >= 4 * CUDA_UNCACHED_WG * vec)
 
 
 def cuda_min_blocks(caps: DeviceCaps, problem: RowProblem, cache: str, nper: int, wg: int) -> int:

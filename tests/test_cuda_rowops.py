@@ -409,7 +409,8 @@ REGISTER_CAP_CASES = [
     ("layer_norm", "float32", (442_368, 128), (16, 8, None)),   # float32: nvcc's own register count
     ("layer_norm", "float16", (8192, 1000), (32, 32, None)),    # one warp a row (64 lanes would need a
                                                                 #   barrier per reduce); NPER 32: no cap
-    ("softmax", "float16", (4096, 65_536), (256, 1, None)),     # rows read from memory: no cap
+    ("softmax", "float16", (4096, 65_536), (1024, 1, None)),    # rows read from memory: no cap (a block
+                                                                #   of 1024 a row: CUDA_UNCACHED_WG)
 ]
 
 
@@ -427,6 +428,72 @@ def test_float16_register_rows_ask_for_resident_threads(op, dtype, shape, want):
         assert int(t4["MIN_BLOCKS"]) * p.wg_size <= 1024
         opencl = dataclasses.replace(H100, backend="opencl", implementation="nvidia")
         assert "MIN_BLOCKS" not in dict(plan_row(opencl, problem).defines)
+
+
+# (op, dtype, shape) -> (work-group size = lanes, split, WALK_RUNS), planned for an H100
+UNCACHED_CASES = [
+    ("rms_norm", "float16", (4096, 65_536), (1024, 1, "1")),   # whole rows read twice: a block of 1024
+    ("softmax", "float32", (4096, 65_536), (1024, 1, "1")),
+    ("layer_norm", "float32", (64, 20_000), (1024, 1, "1")),   # 20000 >= 4 runs x 1024 lanes x 4
+    ("softmax", "float16", (64, 20_000), (256, 1, "1")),       # < 4 runs a thread at 1024: keeps 256
+    ("rms_norm", "float16", (64, 4_194_304), (256, 9, "1")),   # split rows: 256 was as fast
+    ("moments", "float16", (4096, 65_536), (256, 1, "1")),     # one read: nothing comes back from L2
+    ("absmax_scale", "float16", (4096, 65_536), (256, 1, "0")),  # row_scale.cl: vector-only runs
+]
+
+
+@pytest.mark.parametrize("op,dtype,shape,want", UNCACHED_CASES)
+def test_uncached_rows_take_wide_blocks_and_runs(op, dtype, shape, want):
+    """CUDA_UNCACHED_WG and CUDA_WALK_RUNS: the shapes measured on an H100; a forced launch
+    shape is kept, and NVIDIA's OpenCL plans neither."""
+    problem = RowProblem(op, *shape, dtype)
+    p = plan_row(H100, problem)
+    assert (p.cache, p.wg_size, p.lanes, p.split, dict(p.defines)["WALK_RUNS"]) == ("none", want[0], want[0],
+                                                                                     want[1], want[2])
+    forced = plan_row(H100, problem, RowForce(lanes=256))
+    assert (forced.lanes, forced.wg_size) == (256, 256)
+    opencl = plan_row(dataclasses.replace(H100, backend="opencl", implementation="nvidia"), problem)
+    assert opencl.wg_size <= 256 and dict(opencl.defines)["WALK_RUNS"] == "0"
+
+
+@gpu
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_long_uncached_rows_with_specials(dtype):
+    """Rows read from memory run by run (WALK_RUNS) by blocks of 1024: NaN, +inf, -inf and
+    all -inf rows follow scipy's rules, a large offset stays accurate, and the head / tail
+    elements outside whole runs (a misaligned view) are covered too."""
+    cp = _cp()
+    k = 40_000
+    rng = _rng("uncached-specials", dtype)
+    x = rng.standard_normal((7, k + 1)).astype(np.float32)
+    x[1, 12_345] = np.nan
+    x[2, 30_001] = np.inf
+    x[3, :] = -np.inf
+    x[4, rng.integers(0, k, 500)] = -np.inf
+    x[5] += 1e4 if dtype == "float32" else 100.0
+    x[6, -3:] = 50.0
+    x = x.astype(dtype)
+    # 7 rows are split (PHASE 1 / 2 runs); split=1 gives the whole-row plan of many such rows
+    whole = RowForce(split=1)
+    assert plan_row(H100, RowProblem("softmax", 7, k, dtype), whole).wg_size == 1024
+    for h in (np.ascontiguousarray(x[:, :k]), x):  # rows of 40000, then of 40001 (rows 1.. start off
+        # 16 bytes: a head and a tail outside the runs)
+        src = cp.asarray(h)
+        finite = h[[0, 5, 6]]
+        for force in (None, whole):
+            what = f"{dtype} {h.shape} {force}"
+            for op, ref, tol in (("softmax", ref_softmax, TOL), ("log_softmax", ref_log_softmax, LOG_TOL)):
+                got = getattr(rowops, op)(src, force=force).get()
+                want = ref(h)
+                np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=f"{op} {what}")
+                _close(got, want, dtype, tol, f"{op} {what}")
+            src_f = cp.asarray(finite)
+            _close(rowops.rms_norm(src_f, force=force).get(), ref_rms_norm(finite), dtype, NORM_TOL, f"rms {what}")
+            _close(rowops.layer_norm(src_f, force=force).get(), ref_layer_norm(finite), dtype, NORM_TOL,
+                   f"layer_norm {what}")
+            mean, var = rowops.moments(src_f, force=force)
+            _close(mean.get(), finite.astype(np.float64).mean(-1), dtype, NORM_TOL, f"mean {what}")
+            _close(var.get(), finite.astype(np.float64).var(-1), dtype, NORM_TOL, f"var {what}")
 
 
 @gpu

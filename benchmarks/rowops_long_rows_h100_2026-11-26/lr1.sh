@@ -1,0 +1,2 @@
+source .gpu/setup.sh
+python3 .gpu/longrows.py "4096x65536|-|lanes=512,wg_size=512|lanes=1024,wg_size=1024|groups=1,lanes=1024,wg_size=1024|groups=2,lanes=1024,wg_size=1024|groups=2,lanes=512,wg_size=512|groups=3,lanes=512,wg_size=512|groups=4|groups=2|groups=1;64x4194304|-|cache=none,split=18|cache=none,split=36|cache=none,split=72|cache=none,split=144;1x268435456|-|cache=none,split=1056|cache=none,split=2112|cache=none,split=4224" rms_norm,softmax float16,float32 2>&1 | grep -v Warn
