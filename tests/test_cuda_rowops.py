@@ -460,8 +460,9 @@ def test_uncached_rows_take_wide_blocks_and_runs(op, dtype, shape, want):
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
 def test_long_uncached_rows_with_specials(dtype):
     """Rows read from memory run by run (WALK_RUNS) by blocks of 1024: NaN, +inf, -inf and
-    all -inf rows follow scipy's rules, a large offset stays accurate, and the head / tail
-    elements outside whole runs (a misaligned view) are covered too."""
+    all -inf rows follow scipy's rules, a large offset stays accurate, weights and biases
+    come in runs (PARAM_RUNS), and the head / tail elements outside whole runs (rows one
+    element off 16 bytes) are covered too."""
     cp = _cp()
     k = 40_000
     rng = _rng("uncached-specials", dtype)
@@ -491,6 +492,15 @@ def test_long_uncached_rows_with_specials(dtype):
             _close(rowops.rms_norm(src_f, force=force).get(), ref_rms_norm(finite), dtype, NORM_TOL, f"rms {what}")
             _close(rowops.layer_norm(src_f, force=force).get(), ref_layer_norm(finite), dtype, NORM_TOL,
                    f"layer_norm {what}")
+            # with a weight and bias (PARAM_RUNS: read in runs beside the row's; row 0's runs
+            # align them, rows 1.. of 40001 do not), float16 ones read as they are
+            for pdt in ("float32", dtype):
+                wt = rng.standard_normal(h.shape[1]).astype(pdt)
+                bs = rng.standard_normal(h.shape[1]).astype(pdt)
+                _close(rowops.rms_norm(src_f, cp.asarray(wt), force=force).get(), ref_rms_norm(finite, wt), dtype,
+                       NORM_TOL, f"rms weight {pdt} {what}")
+                _close(rowops.layer_norm(src_f, cp.asarray(wt), cp.asarray(bs), force=force).get(),
+                       ref_layer_norm(finite, wt, bs), dtype, NORM_TOL, f"layer_norm weight {pdt} {what}")
             mean, var = rowops.moments(src_f, force=force)
             _close(mean.get(), finite.astype(np.float64).mean(-1), dtype, NORM_TOL, f"mean {what}")
             _close(var.get(), finite.astype(np.float64).var(-1), dtype, NORM_TOL, f"var {what}")

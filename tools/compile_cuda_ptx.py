@@ -109,7 +109,7 @@ def row_coverage_keys(name: str, defines) -> tuple:
     d = dict(defines)
     types = tuple((k, d.get(k)) for k in _ROW_TYPE_KEYS)
     path = (d.get("CACHE"), d.get("SG_MODE"), _lanes_class(int(d["LANES"])), d.get("PHASE"), d.get("SPLIT") == "1",
-            d.get("ITEMS"), d.get("WG_SIZE") == "32")
+            d.get("ITEMS"), d.get("WG_SIZE") == "32", d.get("WALK_RUNS"))
     return ((name, "types", types), (name, "path", path, d.get("ACC_T"), d.get("SCAN")))
 
 
