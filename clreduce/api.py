@@ -324,11 +324,15 @@ def _sum_in(call: _Call, name: str, loop: np.dtype, from_out: bool):
 
 
 def _divide(total, count, dtype: np.dtype):
-    """numpy's ``true_divide(total, count, out=total, casting='unsafe')`` in ``dtype``."""
+    """numpy's ``true_divide(total, count, out=total, casting='unsafe')`` in ``dtype``.
+
+    numpy's count is an ``intp`` (scalar or array), not a Python int: the divide's loop is
+    float64 even when ``dtype`` is float16, whose loop would turn a count past 65504 into inf
+    (and the mean into 0)."""
     total = np.array(_host(total), dtype=dtype)
+    count = np.intp(count) if np.isscalar(count) else _host(count).astype(np.intp)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.true_divide(total, _host(count) if not np.isscalar(count) else count, out=total,
-                              casting="unsafe")
+        return np.true_divide(total, count, out=total, casting="unsafe")
 
 
 def _compute(call: _Call, name: str, loop, result_dtype: np.dtype, out_dtype, dtype, ddof: float):
@@ -368,7 +372,9 @@ def _compute(call: _Call, name: str, loop, result_dtype: np.dtype, out_dtype, dt
         # numpy stores the sum of squares in a narrower out= before dividing (it overflows
         # there first): the same steps on the variance times the degrees of freedom
         variance = _host(call.run("var", None if default else loop, ddof, fallback_ok=from_out))
-        dof = builtins.max(call.k - ddof, 0)
+        # numpy's dof: an intp count less ddof (float64 for a float ddof), never a Python int,
+        # so the divide below runs in float64 even into a float16 out=
+        dof = np.maximum(np.intp(call.k) - ddof, 0)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             squares = (variance.astype(np.float64) * dof).astype(out_dtype)
             result = np.true_divide(squares, dof, out=squares, casting="unsafe")

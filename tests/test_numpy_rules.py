@@ -217,6 +217,34 @@ def test_float16_input_with_float32_out_sums_in_float32(cl_device):
     assert out == np.sum(np.array([60000, 60000], np.float16), out=np.zeros((), np.float32)) == 120000
 
 
+# (call, data) whose mean or variance lands in float16 over more than 65504 elements: numpy
+# divides by an intp count, in float64 (a float16 divide by 70000 is a divide by inf: 0)
+_F16_COUNT = (np.arange(70_000) % 2 * 0.1).astype(np.float32)
+F16_COUNT_CASES = [
+    ("mean", _F16_COUNT, dict(out=np.zeros((), np.float16))),       # mean's divide into out=
+    ("mean", _F16_COUNT, dict(dtype=np.float16)),                    # a float16 loop, then the divide
+    ("nanmean", _F16_COUNT.astype(np.float16), {}),                  # the NaN-aware count divides
+    ("mean", np.ones(70_000, np.int8), dict(out=np.zeros((), np.float16))),   # integer sum -> float16 out
+    ("mean", np.ones((2, 70_000), bool), dict(axis=1, dtype=np.float16)),     # counts of bools
+    ("var", _F16_COUNT, dict(out=np.zeros((), np.float16))),        # squares stored in out=, then divided
+    ("std", _F16_COUNT, dict(out=np.zeros((), np.float16), ddof=1.5)),        # a float ddof
+    ("var", np.float32([0, 10] * 35_000), dict(out=np.zeros((), np.float16))),  # squares overflow: inf
+]
+
+
+@pytest.mark.parametrize("op, x, kwargs", F16_COUNT_CASES, ids=lambda v: v if isinstance(v, str) else "")
+def test_float16_results_of_long_axes_divide_in_float64(cl_device, op, x, kwargs):
+    fresh = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in kwargs.items()}
+    with np.errstate(all="ignore"):
+        got = np.asarray(getattr(clreduce, op)(x, device=cl_device, **kwargs))
+        want = np.asarray(getattr(np, op)(x, **fresh))
+    assert got.dtype == want.dtype == np.float16 and got.shape == want.shape
+    # numpy's float16 loop rounds every partial sum to half, clreduce's float32 sum rounds once:
+    # one float16 ulp apart at most (README, dtype rules), and inf where numpy overflows
+    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=2.0**-10)
+    assert (got != 0).all()
+
+
 def test_sum_with_int8_dtype_wraps_like_numpy(cl_device):
     x = np.array([300.7, -200.2, 1000.5, 3.5, 120.9, 77.0], np.float64)
     assert clreduce.sum(x, dtype=np.int8, device=cl_device) == np.sum(x, dtype=np.int8)
