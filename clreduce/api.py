@@ -241,13 +241,23 @@ def _host(values):
     return values if isinstance(values, np.ndarray) else values.get()
 
 
+def _lacks_fp64(values) -> bool:
+    """A pyopencl array on a device without fp64 (rusticl, most Mali / Adreno drivers): its
+    library's float64 kernels (astype, arithmetic) fail to build there."""
+    device = getattr(getattr(values, "queue", None), "device", None)
+    return device is not None and not device.double_fp_config
+
+
 def _cast(values, dtype):
     """``values.astype(dtype)`` for numpy and device arrays; through the host where the array
-    library cannot cast (pyopencl has no bool casts); a no-op when the dtype already matches."""
+    library cannot cast (pyopencl has no bool casts, nor float64 casts without fp64); a no-op
+    when the dtype already matches."""
     if values.dtype == dtype:
         return values
     if isinstance(values, np.ndarray):
         return values.astype(dtype)
+    if np.dtype(dtype) == np.float64 and _lacks_fp64(values):
+        return _host(values).astype(dtype)
     try:
         return values.astype(dtype)
     except (TypeError, ValueError):
@@ -302,6 +312,15 @@ def _divide_by_count(chosen, sums, k: int):
     device = getattr(getattr(sums, "queue", None), "device", None)
     if device is not None and not device.double_fp_config:
         return chosen.from_host(sums.get().astype(np.float64) / k, sums)
+    if device is not None:
+        # pyopencl divides an array by a scalar as a multiply by its reciprocal (6 / 17 came
+        # out an ulp off numpy's); an array divisor is a true, correctly rounded divide
+        import pyopencl.array as cla
+
+        totals = sums.astype(np.float64)
+        count = cla.empty(totals.queue, totals.shape, np.float64)
+        count.fill(float(k))
+        return totals / count
     return sums.astype(np.float64) / k
 
 
@@ -663,6 +682,11 @@ def norm(x, ord=None, axis=None, keepdims=False, *, backend=None, force=None, **
                               where=where)
     arr = x if hasattr(x, "dtype") else np.asarray(x)
     check_norm_request(arr.dtype, arr.ndim, ord, axis)
+    if np.dtype(arr.dtype).kind not in "fb" and _lacks_fp64(arr):
+        # numpy.linalg.norm converts integers to float64 first (numpy input goes the same way
+        # and is refused by the planner); pyopencl's float64 cast would fail to build
+        raise UnsupportedOnDevice(f"clreduce.norm of {arr.dtype} input works in float64, which device "
+                                  f"{arr.queue.device.name!r} lacks; convert the input with .astype(numpy.float32)")
     if ord == 0:
         count = _reduce("count_nonzero", x, axis, keepdims=keepdims, backend=backend, force=force, where=where,
                         public="norm")

@@ -134,3 +134,54 @@ def test_integer_mean_without_fp64_is_exact(cl_device, no_fp64):
     x = np.arange(1, 10**6, dtype=np.int64) * 3
     got = clreduce.mean(x, device=cl_device)
     assert got.dtype == np.float64 and got == np.mean(x)
+
+
+# full reductions of pyopencl arrays that end on the host (bool and integer means, nanmean,
+# empty inputs): the result went back to the device through np.ascontiguousarray, which made
+# the 0-d result shape (1,)
+HOST_ENDED = [
+    ("mean", np.arange(6) % 2 == 0), ("var", np.arange(6) % 2 == 0), ("mean", np.arange(6)),
+    ("nanmean", np.arange(6.0, dtype=np.float32)), ("sum", np.zeros(0, np.float32)),
+    ("count_nonzero", np.zeros(0, np.float32)),
+]
+
+
+@pytest.mark.parametrize("op,x", HOST_ENDED, ids=[f"{op}-{x.dtype}-{x.size}" for op, x in HOST_ENDED])
+def test_pyopencl_full_reductions_are_0d(cl_device, op, x):
+    q = opencl.queue_for(cl_device)
+    import pyopencl.array as cla
+
+    got = getattr(clreduce, op)(cla.to_device(q, x))
+    want = getattr(np, op)(x)
+    assert got.shape == () and got.dtype == np.asarray(want).dtype
+    np.testing.assert_array_equal(got.get(), want)
+
+
+def test_pyopencl_integer_mean_is_numpy_exactly(cl_device):
+    """float64(exact sum) / K with a true divide, not a multiply by 1 / K (6 / 17 was an ulp off)."""
+    q = opencl.queue_for(cl_device)
+    import pyopencl.array as cla
+
+    x = np.zeros((17, 40), np.int16)
+    x[:6] = 1
+    x[:, 1:] = np.arange(17 * 39).reshape(17, 39) * 7 - 2000
+    np.testing.assert_array_equal(clreduce.mean(cla.to_device(q, x), axis=0).get(), np.mean(x, axis=0))
+
+
+def test_pyopencl_integers_without_fp64(cl_device):
+    """On a device without fp64 (rusticl here), pyopencl's own float64 kernels cannot build:
+    bool / integer means and variances of pyopencl arrays cast on the host instead, and an
+    integer norm (numpy works in float64) is refused by name, not with a build failure."""
+    q = opencl.queue_for(cl_device)
+    if q.device.double_fp_config:
+        pytest.skip("the device has fp64")
+    import pyopencl.array as cla
+
+    x = np.arange(1000, dtype=np.int32) % 17
+    for op in ("mean", "var", "std"):
+        got = getattr(clreduce, op)(cla.to_device(q, x))
+        assert got.dtype == np.float64
+        np.testing.assert_allclose(got.get(), getattr(np, op)(x), rtol=1e-6)  # float32 moments (README)
+    assert clreduce.mean(cla.to_device(q, x % 2 == 0)).get() == np.mean(x % 2 == 0)
+    with pytest.raises(UnsupportedOnDevice, match="astype"):
+        clreduce.norm(cla.to_device(q, x))

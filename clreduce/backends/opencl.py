@@ -711,7 +711,11 @@ class OpenCLBackend:
         if _is_cl_array(like):
             import pyopencl.array as cla
 
-            return cla.to_device(self.queue_for_array(like, queue), np.ascontiguousarray(host))
+            # np.ascontiguousarray would make a 0-d result (a full reduction) 1-d: shape (1,)
+            host = np.asarray(host)
+            if not host.flags.c_contiguous:
+                host = host.copy(order="C")
+            return cla.to_device(self.queue_for_array(like, queue), host)
         return host
 
     def write_out(self, out, result) -> None:
