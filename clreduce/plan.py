@@ -307,6 +307,21 @@ def _loop_limit(caps: DeviceCaps) -> int | None:
     return RUSTICL_LOOP_TRIPS if caps.implementation == "rusticl" else None
 
 
+# reduce_rows.cl's reduce_cols (scalar ops) counts several limiter trips per step of K, more
+# with more column blocks (NBLK) and wider vectors (VEC) per work-item: forced plans that
+# walked a whole column gave wrong sums from K ~ 16200 (NBLK 1-2, VEC 1-16), 3700 (NBLK 16),
+# 1130 (NBLK 64 and 300), 1990 (NBLK 19, VEC 16), 2700-4000 (NBLK 4, VEC 16), and so did
+# default plans that did not split (a (300, 40000, 2) sum over axis 1 gave 32328). llvmpipe
+# plans cap NBLK and bound a chunk by this count, a margin of ~1.5-3 over those.
+RUSTICL_COL_NBLK = 4
+
+
+def _rusticl_col_trips(op, nblk: int, vec: int) -> int:
+    """Loop-limiter trips per step of K of a column work-item on llvmpipe (an upper bound,
+    measured for scalar ops; the state kernels ran columns of 70000 correctly)."""
+    return 4 + nblk * (2 + vec) if op.kind == "scalar" else 1
+
+
 def _choose_wg(caps: DeviceCaps, force: Force, sg_size: int | None) -> int:
     wg_cap = _pow2_floor(caps.max_work_group_size)
     wg = force.wg_size or min(_default_wg_size(caps), wg_cap)
@@ -555,6 +570,9 @@ def _plan_columns(caps: DeviceCaps, problem: Problem, force: Force, op, rule) ->
         # crashed with 32 KB x 1024 work-items of int64 accumulators)
         acc_vec_bytes = vec * np.dtype(rule.acc).itemsize
         nblk = max(1, min(_ceil_div(problem.inner, vec), 4096 // acc_vec_bytes, (64 << 10) // (wg * acc_vec_bytes)))
+    limit = _loop_limit(caps)
+    if limit and op.kind == "scalar":
+        nblk = min(nblk, RUSTICL_COL_NBLK)
     items = problem.rows * _ceil_div(problem.inner, vec * nblk)
     want_items = max(1, caps.compute_units) * wg * (8 if caps.device_type == "gpu" else 4)
     split = 1
@@ -562,8 +580,18 @@ def _plan_columns(caps: DeviceCaps, problem: Problem, force: Force, op, rule) ->
         split = max(2 if force.strategy == "split_k" else 1,
                     min(_ceil_div(want_items, items), _ceil_div(problem.row_len, 64)))
         split = min(split, problem.row_len)
-    if _loop_limit(caps):
-        split = max(split, _ceil_div(problem.row_len, _loop_limit(caps)))  # each work-item walks one chunk
+    if limit:
+        # each work-item walks one chunk (VEC columns a block), and the merge pass walks
+        # `split` partials (VEC 1); very long columns read one column a block
+        merge_steps = limit // _rusticl_col_trips(op, nblk, 1)
+        if vec > 1 and force.vec is None and _ceil_div(problem.row_len, limit // _rusticl_col_trips(op, nblk, vec)) > merge_steps:
+            vec = 1
+            items = problem.rows * _ceil_div(problem.inner, nblk)
+        split = max(split, _ceil_div(problem.row_len, limit // _rusticl_col_trips(op, nblk, vec)))
+        if split > merge_steps:
+            raise UnsupportedOnDevice(f"{op.name} along an axis of {problem.row_len} with {problem.inner} columns "
+                                      f"exceeds what llvmpipe's loop limit lets {caps.name!r} run correctly "
+                                      "(Mesa's loop limiter cuts loops at 65535 trips); reduce fewer elements per call")
     common = dict(caps=caps, op=op, rule=rule, wg=wg, param=problem.param, count=problem.row_len,
                   outer=problem.rows, inner=problem.inner, nblk=nblk)
     if split == 1:

@@ -275,3 +275,49 @@ def test_first_builds_print_nothing(found_devices, tmp_path):
         if proc.returncode != 0 or proc.stdout.strip() != "ok" or proc.stderr.strip():
             failures.append(f"{found.id}: exit {proc.returncode}, stderr: {proc.stderr[-800:]!r}")
     assert not failures, "\n".join(failures)
+
+
+def test_llvmpipe_column_plans_stay_under_the_loop_limit():
+    """Reductions along a strided axis on llvmpipe: every work-item's walk of K (its chunk,
+    and the merge pass's partials) x the measured trips per step stays under the limit, with
+    the planner's choice and with forced strategies (which did not split before)."""
+    from clreduce.plan import RUSTICL_COL_NBLK, RUSTICL_LOOP_TRIPS, Force, Problem, _rusticl_col_trips, plan
+
+    forces = [Force(), Force(strategy="cpu_blocks"), Force(strategy="rows_per_sg", sg_mode="local", vec=1),
+              Force(strategy="wg_per_row"), Force(vec=16)]
+    for op in ("sum", "max", "argmax", "var", "any"):
+        for rows, k, inner in ((1, 20_000, 2), (300, 40_000, 2), (1, 40_000, 300), (1, 4_000_000, 2), (1, 8192, 64)):
+            for force in forces:
+                try:
+                    p = plan(RUSTICL_LLVMPIPE, Problem(rows, k, "float32", op, inner=inner), force)
+                except UnsupportedOnDevice as refused:  # vec=16 of a state op: miscompiled there
+                    assert force.vec == 16 and op in ("argmax", "var"), refused
+                    continue
+                for launch in p.passes:
+                    d = dict(launch.defines)
+                    chunk = dict((name, value) for name, _, value in launch.scalars)["chunk_len"]
+                    if "NBLK" in d:
+                        assert int(d["NBLK"]) <= RUSTICL_COL_NBLK
+                        trips = _rusticl_col_trips(type("op", (), {"kind": "scalar"}), int(d["NBLK"]), int(d["VEC"]))
+                        assert chunk * trips <= RUSTICL_LOOP_TRIPS, (op, rows, k, inner, force, launch.scalars)
+                    else:
+                        assert chunk <= RUSTICL_LOOP_TRIPS, (op, rows, k, inner, force)
+
+
+def test_long_columns_past_the_llvmpipe_loop_limit(cl_device):
+    """The rusticl failure itself, on every device: sums of small integers along a strided
+    axis of 17000 (exact in float32) -- many outer rows (the planner did not split: 12928 of
+    17000 came back) and forced strategies (never split before)."""
+    import numpy as np
+
+    import clreduce
+
+    x = (np.arange(130 * 17_000 * 2) % 7).reshape(130, 17_000, 2).astype(np.float32)
+    np.testing.assert_array_equal(clreduce.sum(x, axis=1, device=cl_device), x.sum(1))
+    y = (np.arange(17_000 * 64) % 5).reshape(17_000, 64).astype(np.float32)
+    for force in ({"strategy": "cpu_blocks"}, {"strategy": "rows_per_sg", "sg_mode": "local", "vec": 1},
+                  {"strategy": "wg_per_row"}):
+        np.testing.assert_array_equal(clreduce.sum(y, axis=0, device=cl_device, force=force), y.sum(0),
+                                      err_msg=str(force))
+        np.testing.assert_array_equal(clreduce.max(y, axis=0, device=cl_device, force=force), y.max(0),
+                                      err_msg=str(force))
