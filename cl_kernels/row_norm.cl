@@ -231,7 +231,9 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
         const ACC_T var_ = isnan(var_d) ? var_d : fmax(var_d, (ACC_T)0);
 #if NORM == NORM_MOMENTS
         if (lane == 0 && t.len > 0 && t.start == 0) {
-            stats[t.row] = x0 + mean_d;
+            /* a row holding inf or NaN: NaN for both (README); x0 + mean_d alone was +-inf or
+             * NaN by where the inf sat (the shift is the row's first element) */
+            stats[t.row] = isnan(var_) ? var_ : x0 + mean_d;
             stats[n_rows + t.row] = var_;
         }
 #else

@@ -120,6 +120,9 @@ def _queue(a, on_device: bool, device, queue):
     if on_device:
         if queue is not None and queue.context != a.context:
             raise ValueError("queue= belongs to another context than the input pyopencl array")
+        if device is not None:
+            # as the reductions: a pyopencl array runs where it lives (it ran there silently)
+            raise ValueError("device= cannot move a pyopencl array; pass queue= on its context")
         return queue or a.queue
     return queue_for(device, queue)
 

@@ -214,6 +214,19 @@ def test_moments_any_axis_and_pyopencl(cl_device, cl_queue):
     np.testing.assert_allclose(var.get(), x.astype(np.float64).var(1), rtol=1e-5, atol=1e-6)
 
 
+def test_pyopencl_input_with_device_is_refused_as_the_reductions_refuse_it(cl_device, cl_queue):
+    import pyopencl.array as cla
+
+    x = cla.to_device(cl_queue, np.ones((2, 8), np.float32))
+    for call in (lambda: rowops.softmax(x, device=cl_device), lambda: rowops.cumsum(x, axis=-1, device=cl_device)):
+        with pytest.raises(ValueError, match="device= cannot move a pyopencl array"):
+            call()
+    with pytest.raises(ValueError, match="device= cannot move a pyopencl array"):
+        import clreduce
+
+        clreduce.sum(x, device=cl_device)
+
+
 def test_pyopencl_in_pyopencl_out(cl_device, cl_queue):
     import pyopencl.array as cla
 
@@ -333,6 +346,20 @@ def test_zero_rows_and_nonfinite_rows(cl_device):
     assert s[0] == 0.0
     np.testing.assert_array_equal(q[2], 0)  # NaN scale: no finite quotient
     np.testing.assert_array_equal(q[3], 0)  # inf scale: x/inf = 0, inf/inf = NaN -> 0
+
+
+@pytest.mark.parametrize("force", [None, RowForce(split=2, cache="none")], ids=["whole", "split"])
+def test_moments_of_nonfinite_rows_are_nan(cl_device, force):
+    """README: a row holding +-inf (or NaN) gives NaN mean and variance wherever it sits. The
+    mean was x0 + mean(x - x0) with x0 the row's first element: +-inf or NaN by the inf's
+    place (an outside fuzz run)."""
+    x = np.array([[1.0, np.inf, 2.0, 3.0, 0.5, 4.0], [np.inf, 1.0, 2.0, 3.0, 0.5, 4.0],
+                  [1.0, 2.0, -np.inf, 3.0, 0.5, 4.0], [1.0, 2.0, 3.0, 0.5, 4.0, np.inf],
+                  [1.0, np.nan, 2.0, 3.0, 0.5, 4.0], [1.0, -2.0, 2.0, 3.0, 0.5, 4.0]], np.float32)
+    mean, var = rowops.moments(x, device=cl_device, force=force)
+    assert np.isnan(mean[:5]).all() and np.isnan(var[:5]).all(), (mean, var)
+    np.testing.assert_allclose(mean[5], x[5].astype(np.float64).mean(), rtol=1e-6)
+    np.testing.assert_allclose(var[5], x[5].astype(np.float64).var(), rtol=1e-5)
 
 
 def test_absmax_scale_float16_near_max(cl_device):
