@@ -293,7 +293,20 @@ def plan(caps: DeviceCaps, problem: Problem, force: Force | None = None) -> Laun
         raise ValueError(f"vec={force.vec} must be 1, 2, 4, 8 or 16")
     if problem.inner > 1:
         return _plan_columns(caps, problem, force, op, rule)
-    return _plan_rows(caps, problem, force, op, rule)
+    planned = _plan_rows(caps, problem, force, op, rule)
+    if _pocl_half_nonzero_vec8(caps, problem, op, planned.vec):
+        if force.vec is not None:
+            raise UnsupportedOnDevice(f"vec=8 for {op.name} of float16 rows crashes {caps.name!r} (PoCL's "
+                                      "compiled kernel segfaults); use vec 4 or 16")
+        planned = _plan_rows(caps, problem, dataclasses.replace(force, vec=4), op, rule)
+    return planned
+
+
+def _pocl_half_nonzero_vec8(caps: DeviceCaps, problem: Problem, op, vec: int) -> bool:
+    """PoCL 3.1 (pip, pthread-haswell) segfaulted running any / all / count_nonzero of float16
+    rows with 8-wide vectors (vec 4 and 16, other dtypes and the column kernel ran; found by an
+    outside fuzz run through force={'vec': 8}). Refused forced, replanned otherwise."""
+    return caps.implementation == "pocl" and problem.dtype == "float16" and op.map == "nonzero" and vec == 8
 
 
 # Mesa's llvmpipe (rusticl on the CPU) ends every loop of a kernel after 65535 trips

@@ -321,3 +321,29 @@ def test_long_columns_past_the_llvmpipe_loop_limit(cl_device):
                                       err_msg=str(force))
         np.testing.assert_array_equal(clreduce.max(y, axis=0, device=cl_device, force=force), y.max(0),
                                       err_msg=str(force))
+
+
+def test_pocl_float16_nonzero_rows_never_run_vec8(cl_device, cl_caps):
+    """PoCL 3.1 segfaulted running any / all / count_nonzero of float16 rows at vec 8: a forced
+    vec 8 is refused there (and runs elsewhere), and no plan of its own picks it."""
+    import numpy as np
+
+    import clreduce
+
+    x = np.ones((300, 300), np.float16)
+    x[7, 11] = 0
+    for op in ("any", "all", "count_nonzero"):
+        want = getattr(np, op)(x, axis=-1)
+        if cl_caps.implementation == "pocl":
+            with pytest.raises(UnsupportedOnDevice, match="vec=8"):
+                getattr(clreduce, op)(x, axis=-1, device=cl_device, force={"vec": 8})
+        else:
+            try:
+                got = getattr(clreduce, op)(x, axis=-1, device=cl_device, force={"vec": 8})
+            except UnsupportedOnDevice:
+                got = want  # a forced vec this device cannot take at all
+            np.testing.assert_array_equal(got, want)
+        for k in (8, 16, 300, 4096):
+            p = plan(cl_caps, Problem(64, k, "float16", op))
+            assert not (cl_caps.implementation == "pocl" and p.vec == 8), (op, k, p)
+        np.testing.assert_array_equal(getattr(clreduce, op)(x, axis=-1, device=cl_device), want)
