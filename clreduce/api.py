@@ -309,10 +309,9 @@ def _divide_by_count(chosen, sums, k: int):
     result goes back to the device as bytes, which needs no fp64 support."""
     if isinstance(sums, np.ndarray):
         return sums.astype(np.float64) / k
-    device = getattr(getattr(sums, "queue", None), "device", None)
-    if device is not None and not device.double_fp_config:
+    if _lacks_fp64(sums):
         return chosen.from_host(sums.get().astype(np.float64) / k, sums)
-    if device is not None:
+    if getattr(sums, "queue", None) is not None:
         # pyopencl divides an array by a scalar as a multiply by its reciprocal (6 / 17 came
         # out an ulp off numpy's); an array divisor is a true, correctly rounded divide
         import pyopencl.array as cla

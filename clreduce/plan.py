@@ -597,10 +597,10 @@ def _plan_columns(caps: DeviceCaps, problem: Problem, force: Force, op, rule) ->
         # each work-item walks one chunk (VEC columns a block), and the merge pass walks
         # `split` partials (VEC 1); very long columns read one column a block
         merge_steps = limit // _rusticl_col_trips(op, nblk, 1)
-        if vec > 1 and force.vec is None and _ceil_div(problem.row_len, limit // _rusticl_col_trips(op, nblk, vec)) > merge_steps:
-            vec = 1
-            items = problem.rows * _ceil_div(problem.inner, nblk)
-        split = max(split, _ceil_div(problem.row_len, limit // _rusticl_col_trips(op, nblk, vec)))
+        steps = limit // _rusticl_col_trips(op, nblk, vec)
+        if vec > 1 and force.vec is None and _ceil_div(problem.row_len, steps) > merge_steps:
+            vec, steps = 1, merge_steps
+        split = max(split, _ceil_div(problem.row_len, steps))
         if split > merge_steps:
             raise UnsupportedOnDevice(f"{op.name} along an axis of {problem.row_len} with {problem.inner} columns "
                                       f"exceeds what llvmpipe's loop limit lets {caps.name!r} run correctly "

@@ -727,7 +727,7 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
                 caps.local_mem_size:
             wg //= 2
     teams = wg // lanes
-    scratch = 0 if lanes == 1 else (wg if sg_mode == "local" else wg // sg_size) * acc_bytes
+    scratch = _team_scratch(lanes, wg, sg_mode, sg_size, acc_bytes)
     nper = _pow2_ceil(_ceil_div(k, lanes)) if vec == 1 else _ceil_div(k // vec, lanes) * vec
     fits_reg = nper <= budget_reg
     fits_local = teams * local_len * acc_bytes + scratch <= (local_budget(caps) if force.cache is None
@@ -763,7 +763,7 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
         if _cuda_wide_uncached(caps, problem, force, split, vec):
             wg = lanes = CUDA_UNCACHED_WG
             teams = 1
-            scratch = (wg if sg_mode == "local" else wg // sg_size) * acc_bytes
+            scratch = _team_scratch(lanes, wg, sg_mode, sg_size, acc_bytes)
     if cache != "local":
         local_len = 1
     local_bytes = scratch + (teams * local_len * acc_bytes if cache == "local" else 0)
@@ -815,6 +815,12 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
                    out_dtype=out, kernel_file=kernel_file, entry=entry, defines=pairs, options=options,
                    global_size=passes[-1].global_size, local_size=wg, scalars=scalars, split=split,
                    passes=tuple(passes), vec=vec)
+
+
+def _team_scratch(lanes: int, wg: int, sg_mode: str, sg_size: int | None, acc_bytes: int) -> int:
+    """Local memory of a group's team reduce: none for one-lane teams, else a slot per
+    work-item (local mode) or per sub-group."""
+    return 0 if lanes == 1 else (wg if sg_mode == "local" else wg // sg_size) * acc_bytes
 
 
 def _cuda_wide_uncached(caps: DeviceCaps, problem: RowProblem, force: RowForce, split: int, vec: int) -> bool:
