@@ -304,15 +304,18 @@ def test_llvmpipe_column_plans_stay_under_the_loop_limit():
                         assert chunk <= RUSTICL_LOOP_TRIPS, (op, rows, k, inner, force)
 
 
-def test_long_columns_past_the_llvmpipe_loop_limit(cl_device):
-    """The rusticl failure itself, on every device: sums of small integers along a strided
-    axis of 17000 (exact in float32) -- many outer rows (the planner did not split: 12928 of
-    17000 came back) and forced strategies (never split before)."""
+def test_long_columns_past_the_llvmpipe_loop_limit(cl_device, cl_caps):
+    """The rusticl failure itself, on every device: sums of small integers (exact in float32)
+    along a strided axis -- 40000 long with enough outer rows that the planner split it for
+    parallelism into at most 2 chunks (rusticl, 8 compute units: (300, 40000, 2) of ones came
+    back 32328 a column before the fix) -- and 17000 long under forced strategies (never split
+    before; wrong from K ~ 16200)."""
     import numpy as np
 
     import clreduce
 
-    x = (np.arange(130 * 17_000 * 2) % 7).reshape(130, 17_000, 2).astype(np.float32)
+    rows = max(300, 32 * cl_caps.compute_units)  # parallelism asks for <= 2 chunks of 40000
+    x = (np.arange(rows * 40_000 * 2) % 7).reshape(rows, 40_000, 2).astype(np.float32)
     np.testing.assert_array_equal(clreduce.sum(x, axis=1, device=cl_device), x.sum(1))
     y = (np.arange(17_000 * 64) % 5).reshape(17_000, 64).astype(np.float32)
     for force in ({"strategy": "cpu_blocks"}, {"strategy": "rows_per_sg", "sg_mode": "local", "vec": 1},
