@@ -21,7 +21,8 @@
  * Launch as softmax.cl's softmax_rows. stats is (2, n_rows) of ACC_T (moments only);
  * weight and bias may be any buffer when HAS_WEIGHT / HAS_BIAS is 0.
  *
- * Required macros: those of row_common.h, and NORM, HAS_WEIGHT, HAS_BIAS, PARAM_HALF.
+ * Required macros: those of row_common.h, and NORM, HAS_WEIGHT, HAS_BIAS, PARAM_HALF;
+ * optional PARAM_RUNS (default 0; see below).
  */
 
 #ifndef NORM
@@ -76,6 +77,19 @@
 #define PARAM_T ACC_T
 #define PARAM(p, i) ((p)[i])
 #endif
+/* PARAM_RUNS 1 (planner: CUDA): the write reads weight and bias a run of VEC at a time beside
+ * the row's run (one 16-byte load where aligned), not one element at a time. Element loads
+ * of a float16 weight are eight 2-byte loads a run, 16 bytes apart across a warp. */
+#ifndef PARAM_RUNS
+#define PARAM_RUNS 0
+#endif
+#if PARAM_RUNS && !(VEC > 1 && CACHE != CACHE_LOCAL && NORM != NORM_MOMENTS && (HAS_WEIGHT || HAS_BIAS))
+#error "PARAM_RUNS needs VEC > 1, CACHE 0 or 2, a norm that writes, and a weight or bias"
+#endif
+#if PARAM_RUNS && defined(ALIGNED_VLOAD) && ALIGNED_VLOAD
+#error "PARAM_RUNS: NVIDIA OpenCL's aligned vector loads read IN_T vectors, not PARAM_T"
+#endif
+
 #if HAS_WEIGHT
 #define W(i) PARAM(weight, i)
 #else
@@ -85,6 +99,45 @@
 #define B(i) PARAM(bias, i)
 #else
 #define B(i) ((ACC_T)0)
+#endif
+
+#if PARAM_RUNS
+#if PARAM_HALF
+#define VLOAD_PARAM(n, p, d) VLOAD_HALF_ARRAY(n, p, d)
+#else
+#define VLOAD_PARAM(n, p, d) VLOAD_ARRAY(n, p, d)
+#endif
+/* weight and bias are aligned for VEC-wide loads at element i (uniform over a task) */
+inline int params_aligned(__global const PARAM_T *weight, __global const PARAM_T *bias, const ulong i) {
+    return (!HAS_WEIGHT || VLOAD_ALIGNED(weight + i, VEC)) && (!HAS_BIAS || VLOAD_ALIGNED(bias + i, VEC));
+}
+/* the weight and bias of elements i .. i + VEC - 1 (1 and 0 where absent) */
+inline void load_param_run(__global const PARAM_T *weight, __global const PARAM_T *bias, const ulong i,
+                           const int ok, ACC_T *wv, ACC_T *bv) {
+#if HAS_WEIGHT
+    RUN_ACCESS(ok, VLOAD_PARAM(VEC, weight + i, wv), wv[e_] = PARAM(weight, i + e_));
+#else
+    UNROLL_LOOP for (uint e = 0; e < VEC; ++e) {
+        wv[e] = 1;
+    }
+#endif
+#if HAS_BIAS
+    RUN_ACCESS(ok, VLOAD_PARAM(VEC, bias + i, bv), bv[e_] = PARAM(bias, i + e_));
+#else
+    UNROLL_LOOP for (uint e = 0; e < VEC; ++e) {
+        bv[e] = 0;
+    }
+#endif
+}
+/* RESULT_WB of a run d[VEC] whose first element is element i of the row */
+#define APPLY_PARAM_RUN(d, i, ok) do {                                                         \
+        ACC_T wv_[VEC];                                                                       \
+        ACC_T bv_[VEC];                                                                       \
+        load_param_run(weight, bias, (i), (ok), wv_, bv_);                                    \
+        UNROLL_LOOP for (uint k_ = 0; k_ < VEC; ++k_) {                                       \
+            (d)[k_] = RESULT_WB((d)[k_], wv_[k_], bv_[k_]);                                   \
+        }                                                                                     \
+    } while (0)
 #endif
 
 /* d = x - x0 into a lane's compensated sums of d and d * d */
@@ -216,13 +269,13 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
         const ACC_T n = (ACC_T)row_len;
 #if NORM == NORM_RMS
         const ACC_T inv = rsqrt(sum2 / n + eps);
-#define RESULT(x, i) ((x) * inv * W(t.start + (i)))
+#define RESULT_WB(x, wt, b) ((x) * inv * (wt))
 #elif CACHE == CACHE_REG
         /* two passes over the registers (above): sum2 is sum((d - mean_d)^2) */
         const ACC_T mean_d = mean_reg;
         const ACC_T var_ = sum2 / n;
         const ACC_T inv = rsqrt(var_ + eps);
-#define RESULT(x, i) ((((x) - x0) - mean_d) * inv * W(t.start + (i)) + B(t.start + (i)))
+#define RESULT_WB(x, wt, b) ((((x) - x0) - mean_d) * inv * (wt) + (b))
 #else
         const ACC_T mean_d = sum1 / n;
         /* clamp rounding below zero; fmax would also turn a NaN variance into 0, so NaN
@@ -239,22 +292,37 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
 #else
         const ACC_T inv = rsqrt(var_ + eps);
 /* (x - x0) - mean_d: both differences are small next to x, so a large mean cancels exactly */
-#define RESULT(x, i) ((((x) - x0) - mean_d) * inv * W(t.start + (i)) + B(t.start + (i)))
+#define RESULT_WB(x, wt, b) ((((x) - x0) - mean_d) * inv * (wt) + (b))
 #endif
 #endif
+#define RESULT(x, i) RESULT_WB((x), W(t.start + (i)), B(t.start + (i)))
 
 #if NORM != NORM_MOMENTS
 #if CACHE == CACHE_REG
+#if PARAM_RUNS
+        const int params_ok = params_aligned(weight, bias, t.start);
+#endif
         UNROLL_LOOP for (uint j = 0; j < NPER / VEC; ++j) {
             if (RUN_START(j) < t.len) {
+#if PARAM_RUNS
+                APPLY_PARAM_RUN(v + j * VEC, t.start + RUN_START(j), params_ok);
+#else
                 UNROLL_LOOP for (uint e = 0; e < VEC; ++e) {
                     v[j * VEC + e] = RESULT(v[j * VEC + e], RUN_START(j) + e);
                 }
+#endif
                 store_run(v + j * VEC, q + RUN_START(j), vec_ok);
             }
         }
 #elif CACHE == CACHE_LOCAL
         CACHE_WALK(i, x, STORE(RESULT(x, i), q, i));
+#elif PARAM_RUNS
+        /* one loop each way, so the walk's loop holds no branch on the params' alignment */
+        if (params_aligned(weight, bias, t.start + w.head)) {
+            LANE_WALK_RUNS(w, p, 1, q, d, APPLY_PARAM_RUN(d, t.start + i0_, 1), i, x, x = RESULT(x, i));
+        } else {
+            LANE_WALK(w, p, 1, q, i, x, x = RESULT(x, i));
+        }
 #else
         LANE_WALK(w, p, 1, q, i, x, x = RESULT(x, i));
 #endif

@@ -795,6 +795,8 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
         if kernel_file == "row_norm.cl":
             defines.update({"HAS_WEIGHT": int(problem.weight), "HAS_BIAS": int(problem.bias),
                             "PARAM_HALF": int(problem.params_half)})
+            if _param_runs(caps, problem, cache, vec):
+                defines["PARAM_RUNS"] = 1
         pairs = tuple(sorted((name, str(value)) for name, value in defines.items()))
         return pairs, build_options(pairs, caps.cl_std if sg_mode != "local" else None)
 
@@ -815,6 +817,13 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
                    out_dtype=out, kernel_file=kernel_file, entry=entry, defines=pairs, options=options,
                    global_size=passes[-1].global_size, local_size=wg, scalars=scalars, split=split,
                    passes=tuple(passes), vec=vec)
+
+
+def _param_runs(caps: DeviceCaps, problem: RowProblem, cache: str, vec: int) -> bool:
+    """The norms' write reads weight and bias in runs of VEC beside the row (row_norm.cl
+    PARAM_RUNS): on CUDA, where element loads of them were the split norms' gap to torch.compile."""
+    return (caps.backend == "cuda" and problem.op in ("rms_norm", "layer_norm") and vec > 1
+            and cache != "local" and (problem.weight or problem.bias))
 
 
 def _team_scratch(lanes: int, wg: int, sg_mode: str, sg_size: int | None, acc_bytes: int) -> int:

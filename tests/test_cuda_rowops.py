@@ -252,6 +252,22 @@ def test_adversarial_rows(op):
     _close(rowops.rms_norm(cp.asarray(h)).get(), ref_rms_norm(h), "float16", NORM_TOL, "rms f16 max")
 
 
+@gpu
+@pytest.mark.parametrize("k", [6, 40_000])  # a row in a warp's lanes; rows read from memory (blocks of 1024)
+@pytest.mark.parametrize("force", [None, RowForce(split=2, cache="none")], ids=["whole", "split"])
+def test_moments_of_nonfinite_rows_are_nan(k, force):
+    """CUDA form of test_rowops.py's: NaN mean and variance for a row holding +-inf or NaN
+    wherever it sits (row_norm.cl took x0 + mean(x - x0): +-inf or NaN by the inf's place)."""
+    cp = _cp()
+    x = np.tile(np.array([1.0, -2.0, 2.0, 3.0, 0.5, 4.0], np.float32), (6, -(-k // 6)))[:, :k].copy()
+    for row, (col, value) in enumerate([(1, np.inf), (0, np.inf), (2, -np.inf), (k - 1, np.inf), (1, np.nan)]):
+        x[row, col] = value
+    mean, var = (a.get() for a in rowops.moments(cp.asarray(x), force=force))
+    assert np.isnan(mean[:5]).all() and np.isnan(var[:5]).all(), (mean, var)
+    np.testing.assert_allclose(mean[5], x[5].astype(np.float64).mean(), rtol=1e-6)
+    np.testing.assert_allclose(var[5], x[5].astype(np.float64).var(), rtol=1e-5)
+
+
 def _sample(items, n, seed, request):
     if slow_enabled(request.config) or len(items) <= n:
         return items
@@ -456,6 +472,22 @@ def test_uncached_rows_take_wide_blocks_and_runs(op, dtype, shape, want):
     assert opencl.wg_size <= 256 and dict(opencl.defines)["WALK_RUNS"] == "0"
 
 
+@pytest.mark.parametrize("op,shape,weight,bias,want", [
+    ("rms_norm", (64, 4_194_304), True, False, 1),     # split rows: PHASE 2's write
+    ("layer_norm", (4096, 65_536), True, True, 1),     # whole rows read from memory
+    ("layer_norm", (442_368, 128), False, True, 1),    # rows in registers, a bias alone
+    ("rms_norm", (442_368, 128), False, False, 0),     # nothing to load
+    ("moments", (4096, 65_536), False, False, 0),      # writes no row
+])
+def test_param_runs_on_cuda_only(op, shape, weight, bias, want):
+    """PARAM_RUNS: the norms read weight and bias in runs on CUDA; OpenCL plans keep element
+    loads (NVIDIA's OpenCL aligned loads read IN_T vectors)."""
+    problem = RowProblem(op, *shape, "float16", weight=weight, bias=bias)
+    assert int(dict(plan_row(H100, problem).defines).get("PARAM_RUNS", 0)) == want
+    opencl = plan_row(dataclasses.replace(H100, backend="opencl", implementation="nvidia"), problem)
+    assert "PARAM_RUNS" not in dict(opencl.defines)
+
+
 @gpu
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
 def test_long_uncached_rows_with_specials(dtype):
@@ -541,6 +573,22 @@ def test_vector_runs_aligned_and_not(dtype):
             _close(host(rowops.log_softmax(xd)), ref_log_softmax(x), dtype, LOG_TOL, f"log_softmax {label}")
             _close(host(rowops.rms_norm(xd, wd, eps=1e-3)), ref_rms_norm(x, w, 1e-3), dtype, NORM_TOL, f"rms {label}")
             _close(host(rowops.layer_norm(xd, wd, bd)), ref_layer_norm(x, w, b), dtype, NORM_TOL, f"ln {label}")
+            if not is_torch:
+                # weight and bias one element off 16 bytes (PARAM_RUNS: element loads of their
+                # runs), float32 and float16 ones (read as they are beside a float16 row)
+                for pdt in {"float32", dtype}:
+                    wo, bo = (_off_by_one(cp, a.astype(pdt)) for a in (w, b))
+                    _close(host(rowops.rms_norm(xd, wo)), ref_rms_norm(x, w.astype(pdt)), dtype, NORM_TOL,
+                           f"rms, weight off by one {pdt} {label}")
+                    _close(host(rowops.layer_norm(xd, wo, bo)), ref_layer_norm(x, w.astype(pdt), b.astype(pdt)),
+                           dtype, NORM_TOL, f"ln, weight and bias off by one {pdt} {label}")
+
+
+def _off_by_one(cp, a):
+    """A cupy copy of 1-d `a` that starts one element past an allocation's start."""
+    flat = cp.empty(a.size + 1, a.dtype)
+    flat[1:] = cp.asarray(a)
+    return flat[1:]
 
 
 @gpu

@@ -110,7 +110,9 @@ def row_coverage_keys(name: str, defines) -> tuple:
     types = tuple((k, d.get(k)) for k in _ROW_TYPE_KEYS)
     path = (d.get("CACHE"), d.get("SG_MODE"), _lanes_class(int(d["LANES"])), d.get("PHASE"), d.get("SPLIT") == "1",
             d.get("ITEMS"), d.get("WG_SIZE") == "32", d.get("WALK_RUNS"))
-    return ((name, "types", types), (name, "path", path, d.get("ACC_T"), d.get("SCAN")))
+    params = (d.get("CACHE"), d.get("PARAM_RUNS"), d.get("PARAM_HALF"), d.get("HAS_WEIGHT"), d.get("HAS_BIAS"),
+              d.get("IN_T"))
+    return ((name, "types", types), (name, "path", path, d.get("ACC_T"), d.get("SCAN")), (name, "params", params))
 
 
 def row_variants_found(caps, dtypes, found: dict, seen: set, everything: bool) -> None:
