@@ -950,6 +950,8 @@ def _row_split(caps: DeviceCaps, problem: RowProblem, force: RowForce, cache: st
     elif cache == "none" and k >= ROW_SPLIT_MIN_ROW:
         want_tasks = max(1, caps.compute_units) * teams * (2 if caps.device_type == "cpu" else 4)
         split = max(1, min(_ceil_div(want_tasks, problem.rows), k // ROW_SPLIT_MIN_CHUNK))
+        if caps.device_type == "gpu" and split > 1:
+            split = _whole_wave_split(problem.rows, want_tasks, k // ROW_SPLIT_MIN_CHUNK) or split
     else:
         split = 1
     nper = _pow2_ceil(_ceil_div(k, lanes))
@@ -970,6 +972,24 @@ def _row_split(caps: DeviceCaps, problem: RowProblem, force: RowForce, cache: st
     if force.split is None:
         chunk = _ceil_div(chunk, ROW_SPLIT_ALIGN) * ROW_SPLIT_ALIGN
     return _ceil_div(k, chunk), chunk
+
+
+# GPUs: the split's tasks should fill whole waves of the groups the device holds at once (the
+# planner's 4 a compute unit): 64 rows x 4194304 split 9 made 576 tasks, 528 in a first wave
+# on an H100 and 48 in a second one, nearly as long, run by 9 % of the device. Split 8 (512
+# tasks), CUDA events, float16 with a weight: softmax 1449 -> 1723 GB/s, layer_norm 1603 ->
+# 1867, float32 +2-5 %, rms_norm level (benchmarks/rowops_param_runs_h100_2026-11-26).
+SPLIT_WAVE_FILL = 0.9
+
+
+def _whole_wave_split(rows: int, slots: int, max_split: int) -> int | None:
+    """The smallest split from ``slots // rows`` up whose ``rows * split`` tasks fill their waves
+    of ``slots`` groups to SPLIT_WAVE_FILL, within ``max_split``; None if there is none."""
+    for split in range(max(1, slots // rows), max_split + 1):
+        tasks = rows * split
+        if tasks / (_ceil_div(tasks, slots) * slots) >= SPLIT_WAVE_FILL:
+            return split
+    return None
 
 
 def row_variants(caps: DeviceCaps, problem: RowProblem) -> list[RowForce]:

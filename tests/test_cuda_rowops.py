@@ -452,7 +452,7 @@ UNCACHED_CASES = [
     ("softmax", "float32", (4096, 65_536), (1024, 1, "1")),
     ("layer_norm", "float32", (64, 20_000), (1024, 1, "1")),   # 20000 >= 4 runs x 1024 lanes x 4
     ("softmax", "float16", (64, 20_000), (256, 1, "1")),       # < 4 runs a thread at 1024: keeps 256
-    ("rms_norm", "float16", (64, 4_194_304), (256, 9, "1")),   # split rows: 256 was as fast
+    ("rms_norm", "float16", (64, 4_194_304), (256, 8, "1")),   # split rows: 256 was as fast; 8 chunks: 512 tasks, one wave
     ("moments", "float16", (4096, 65_536), (256, 1, "1")),     # one read: nothing comes back from L2
     ("absmax_scale", "float16", (4096, 65_536), (256, 1, "0")),  # row_scale.cl: vector-only runs
 ]
@@ -470,6 +470,25 @@ def test_uncached_rows_take_wide_blocks_and_runs(op, dtype, shape, want):
     assert (forced.lanes, forced.wg_size) == (256, 256)
     opencl = plan_row(dataclasses.replace(H100, backend="opencl", implementation="nvidia"), problem)
     assert opencl.wg_size <= 256 and dict(opencl.defines)["WALK_RUNS"] == "0"
+
+
+@pytest.mark.parametrize("rows,k,want", [
+    (64, 4_194_304, 8),     # 528 slots: 9 chunks made 576 tasks, a second wave of 48; 8 make 512
+    (1, 1 << 28, 528),      # one row: exactly the slots
+    (300, 65_536, 5),       # 2 would be 600 tasks (a wave and 72); 5 are 1500 of 1584 (95 %)
+    (2, 40_000, 4),         # chunks of at least ROW_SPLIT_MIN_CHUNK allow no full wave: the old rule
+])
+def test_split_rows_fill_whole_waves(rows, k, want):
+    """_whole_wave_split: on GPUs a split row's tasks fill whole waves of the planner's 4 groups
+    a compute unit (132 SMs: 528) to SPLIT_WAVE_FILL; CPU devices keep the plain rule."""
+    p = plan_row(H100, RowProblem("softmax", rows, k, "float16"))
+    assert p.split == want
+    tasks = rows * p.split
+    if want * rows > 4:
+        assert tasks / (-(-tasks // 528) * 528) >= 0.9 or k // 8192 == want
+    cpu = dataclasses.replace(H100, backend="opencl", implementation="pocl", device_type="cpu", compute_units=2)
+    cpu_plan = plan_row(cpu, RowProblem("softmax", 64, 4_194_304, "float32"))
+    assert cpu_plan.split == max(1, min(-(-2 * 2 * cpu_plan.wg_size // cpu_plan.lanes // 64), 4_194_304 // 8192))
 
 
 @pytest.mark.parametrize("op,shape,weight,bias,want", [
