@@ -102,6 +102,7 @@
 /* The compilers unroll the small fixed loops anyway; not every driver parses the pragma. */
 #define UNROLL_LOOP
 #define NO_UNROLL
+#define UNROLL_READ_WALK
 #define UNROLL_DEFAULT 1
 /* what this API can do: any sub-group width, qcom shuffles, width-request attributes, and
  * (NVIDIA's driver) word shuffles over warps in inline PTX */

@@ -334,17 +334,27 @@ inline walk_t walk_of(__global const IN_T *p, const ulong len) {
  * ACC_T array `d` (stored back to q with WRITE 1; its first index is i0_), the head and tail
  * elements go through `body` one by one. For bodies with a vector form (softmax.cl's
  * WALK_RUNS: PoCL runs built-ins such as exp on vectors several times faster than on
- * scalars). */
+ * scalars). A read-only walk (WRITE 0) is unrolled by the dialect's UNROLL_READ_WALK (CUDA:
+ * several runs' loads in flight a thread); the write walk is not (its store's alignment test
+ * splits the body, and an unrolled write walk measured mixed on an H100). */
 #define LANE_WALK_RUNS(w, p, WRITE, q, d, run_body, i, x, body) do {                          \
         const int q_ok_ = WRITE && VLOAD_ALIGNED((q) + (w).head, VEC);                        \
-        for (ulong r_ = lane; r_ < (w).runs; r_ += LANES) {                                   \
-            ACC_T d[VEC];                                                                     \
-            const ulong i0_ = (w).head + r_ * VEC;                                            \
-            (void)i0_;                                                                        \
-            load_run((p) + i0_, 1, d);                                                        \
-            run_body;                                                                         \
-            if (WRITE) {                                                                      \
+        if (WRITE) {                                                                          \
+            for (ulong r_ = lane; r_ < (w).runs; r_ += LANES) {                               \
+                ACC_T d[VEC];                                                                 \
+                const ulong i0_ = (w).head + r_ * VEC;                                        \
+                (void)i0_;                                                                    \
+                load_run((p) + i0_, 1, d);                                                    \
+                run_body;                                                                     \
                 store_run(d, (q) + i0_, q_ok_);                                               \
+            }                                                                                 \
+        } else {                                                                              \
+            UNROLL_READ_WALK for (ulong r_ = lane; r_ < (w).runs; r_ += LANES) {              \
+                ACC_T d[VEC];                                                                 \
+                const ulong i0_ = (w).head + r_ * VEC;                                        \
+                (void)i0_;                                                                    \
+                load_run((p) + i0_, 1, d);                                                    \
+                run_body;                                                                     \
             }                                                                                 \
         }                                                                                     \
         for (ulong k_ = lane; k_ < (w).odd; k_ += LANES) {                                    \
