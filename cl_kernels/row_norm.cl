@@ -111,22 +111,27 @@
 inline int params_aligned(__global const PARAM_T *weight, __global const PARAM_T *bias, const ulong i) {
     return (!HAS_WEIGHT || VLOAD_ALIGNED(weight + i, VEC)) && (!HAS_BIAS || VLOAD_ALIGNED(bias + i, VEC));
 }
+/* d[0 .. VEC) = p[i .. i + VEC), one VEC-wide load where `ok` */
+inline void param_run(__global const PARAM_T *p, const ulong i, const int ok, ACC_T *d) {
+    RUN_ACCESS(ok, VLOAD_PARAM(VEC, p + i, d), d[e_] = PARAM(p, i + e_));
+}
+inline void fill_run(ACC_T *d, const ACC_T v) {
+    UNROLL_LOOP for (uint e = 0; e < VEC; ++e) {
+        d[e] = v;
+    }
+}
 /* the weight and bias of elements i .. i + VEC - 1 (1 and 0 where absent) */
 inline void load_param_run(__global const PARAM_T *weight, __global const PARAM_T *bias, const ulong i,
                            const int ok, ACC_T *wv, ACC_T *bv) {
 #if HAS_WEIGHT
-    RUN_ACCESS(ok, VLOAD_PARAM(VEC, weight + i, wv), wv[e_] = PARAM(weight, i + e_));
+    param_run(weight, i, ok, wv);
 #else
-    UNROLL_LOOP for (uint e = 0; e < VEC; ++e) {
-        wv[e] = 1;
-    }
+    fill_run(wv, 1);
 #endif
 #if HAS_BIAS
-    RUN_ACCESS(ok, VLOAD_PARAM(VEC, bias + i, bv), bv[e_] = PARAM(bias, i + e_));
+    param_run(bias, i, ok, bv);
 #else
-    UNROLL_LOOP for (uint e = 0; e < VEC; ++e) {
-        bv[e] = 0;
-    }
+    fill_run(bv, 0);
 #endif
 }
 /* RESULT_WB of a run d[VEC] whose first element is element i of the row */
