@@ -949,9 +949,10 @@ def _row_split(caps: DeviceCaps, problem: RowProblem, force: RowForce, cache: st
             raise UnsupportedOnDevice(f"split rows are read twice: cache={cache!r} cannot be split (use cache='none')")
     elif cache == "none" and k >= ROW_SPLIT_MIN_ROW:
         want_tasks = max(1, caps.compute_units) * teams * (2 if caps.device_type == "cpu" else 4)
-        split = max(1, min(_ceil_div(want_tasks, problem.rows), k // ROW_SPLIT_MIN_CHUNK))
+        max_split = k // ROW_SPLIT_MIN_CHUNK
+        split = max(1, min(_ceil_div(want_tasks, problem.rows), max_split))
         if caps.device_type == "gpu" and split > 1:
-            split = _whole_wave_split(problem.rows, want_tasks, k // ROW_SPLIT_MIN_CHUNK) or split
+            split = _whole_wave_split(problem.rows, want_tasks, max_split) or split
     else:
         split = 1
     nper = _pow2_ceil(_ceil_div(k, lanes))
