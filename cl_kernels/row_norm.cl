@@ -1,9 +1,11 @@
 /* row_norm.cl: rms_norm / layer_norm of each contiguous row, or its mean and variance.
  *
  * Teams, lanes and the row cache (CACHE 0 registers / 1 local memory / 2 none) work as in
- * softmax.cl. The statistics come from one pass over the row: sums of d = x - x0 and d*d,
- * where x0 is the row's first element (a shift that keeps float32 accurate for rows with a
- * large mean) and each lane's sums are Neumaier-compensated. Then one write:
+ * softmax.cl. The statistics of a row read from memory (or local memory) come from one pass
+ * over it: sums of d = x - x0 and d*d, where x0 is the row's first element (a shift that keeps
+ * float32 accurate for rows with a large mean) and each lane's sums are Neumaier-compensated
+ * (RESCUE below where the shift misleads them); a row in registers (CACHE 0) takes two passes
+ * over them, sum(d) then sum((d - mean)^2). Then one write:
  *   NORM 0  rms_norm    y = x * rsqrt(mean(x*x) + eps) * w                  (no shift)
  *   NORM 1  layer_norm  y = ((x - x0) - mean_d) * rsqrt(var + eps) * w + b   (var: ddof 0)
  *   NORM 2  moments     stats[row] = mean, stats[n_rows + row] = var; no row written
@@ -11,9 +13,22 @@
  * float16 read as they are when PARAM_HALF is 1 (a float16 model's own weights: converting
  * them per call cost a kernel launch and an allocation per call on CUDA).
  *
- * Split rows (SPLIT > 1): PHASE 1 writes each chunk's sums of d and d*d (x0 stays the row's
- * first element, so the sums of a row's chunks add up); PHASE 2 folds them and writes the
- * chunk (moments: the first chunk's team writes the statistics).
+ * Split rows (SPLIT > 1): PHASE 1 writes each chunk's statistics: rms_norm its sum of x*x;
+ * layer_norm and moments its sum of d (x0 stays the row's first element, so the chunks' sums
+ * add up) and its M2 = sum((x - chunk mean)^2). PHASE 2 folds them into the row's sums of d and
+ * d*d (Chan's merge where those lose the variance, as RESCUE below) and writes the chunk
+ * (moments: the first chunk's team writes the statistics).
+ *
+ * RESCUE (layer_norm and moments of rows read from memory or local memory): the variance
+ * sum(d*d)/n - mean(d)^2 holds only where the shift lies near the mean. A first element far
+ * from it (an outlier) cancels bits: relative error ~eps * mean(d)^2 / var, up to eps * n, 23 %
+ * for a float32 row of 4e6 with 0 first and the rest 1e4 +- 1; further out (|x0 - mean| past
+ * ~1.8e19 / sqrt(n) in float32) the squares overflow though sum((x - mean)^2) need not, as
+ * numpy's two passes show. A task whose mean(d)^2 passes RESCUE_CANCEL times its variance, or
+ * whose sum of d*d came out inf while its sum of d is finite (every d finite: the row holds no
+ * inf or NaN), adds its deviations again around x0 + mean(d), where neither can happen: one
+ * more read, for those tasks only (for a normal row, |x0 - mean| > 4 sigma: 6e-5 of them).
+ * Split rows shift each chunk by its own first element for the same reason.
  *
  * Entry:
  *   norm_rows(in, in_offset, out, out_offset, weight, bias, stats, partials,
@@ -40,8 +55,8 @@
 #define NORM_RMS 0
 #define NORM_LAYER 1
 #define NORM_MOMENTS 2
-#if NORM == NORM_MOMENTS && CACHE != 2
-#error "moments writes no row: CACHE must be 2"
+#if NORM == NORM_MOMENTS && CACHE == 1
+#error "moments writes no row: CACHE 0 (two passes over registers) or 2"
 #endif
 
 /* what a task's trip declares (row_common.h, TASK_START): moments writes no row, and its
@@ -54,13 +69,13 @@
 #define ROW_WIDE_STORES (NORM == NORM_RMS)
 #include "row_common.h"
 
-/* TEAM_FIRST_X0: layer_norm rows in registers, whole (PHASE 0): lane 0's first run starts
- * at the row's first element, so x0 comes from there instead of one more load in every lane
+/* TEAM_FIRST_X0: layer_norm and moments rows in registers, whole (PHASE 0): lane 0's first
+ * run starts at the row's first element, so x0 comes from there instead of one more load in every lane
  * (float16 var teams paid 8 % for the same load: reduce_state.cl LANE_PILOTS). 1: teams
  * inside one sub-group, where one shuffle can take a value from a lane chosen per lane
  * (HAS_LANE_SHUFFLE: CUDA); 2: teams of several sub-groups (a work-group a row), through
  * local memory and one barrier (on CUDA too, where it was measured; OpenCL keeps the load). */
-#if NORM != NORM_LAYER || CACHE != CACHE_REG || PHASE != 0 || !HAS_LANE_SHUFFLE || LANES == 1
+#if NORM == NORM_RMS || CACHE != CACHE_REG || PHASE != 0 || !HAS_LANE_SHUFFLE || LANES == 1
 #define TEAM_FIRST_X0 0
 #elif LANES > SG_SIZE
 #define TEAM_FIRST_X0 2
@@ -145,6 +160,49 @@ inline void load_param_run(__global const PARAM_T *weight, __global const PARAM_
     } while (0)
 #endif
 
+#define RESCUE (NORM != NORM_RMS && CACHE != CACHE_REG && PHASE != 2)
+#define RESCUE_CANCEL 16  /* mean(d)^2 / var past which a task adds again: <= ~4 bits lost */
+/* the shift of a task's sums: the row's first element, a split chunk's own first element */
+#if NORM != NORM_RMS && PHASE == 1
+#define PILOT chunk_x0
+#else
+#define PILOT x0
+#endif
+/* The rescue's walk and team reduces sit in a branch that must be uniform over whatever the
+ * reduces synchronise: the team's own flag where that is so (one-lane teams, a team of the
+ * whole group, of one whole sub-group); on CUDA, teams inside a warp take the warp's vote
+ * (its shuffles name every lane); else every team walks (zero elements unless it needs the
+ * rescue) and reduces. A moments task of a short row is a few instructions a lane: on an H100
+ * reduces run always cost float32 moments of 16777216 x 16 7 % (1964 -> 1827 GB/s); with the
+ * warp's vote it ran at 2037. */
+#if LANES == 1 || LANES == WG_SIZE || (LANES == SG_SIZE && SG_MODE != SG_LOCAL)
+#define RESCUE_BRANCH(redo) (redo)
+#elif LANES < SG_SIZE && SG_MODE != SG_LOCAL && defined(CL_DIALECT_CUDA_H)
+#define RESCUE_BRANCH(redo) sub_group_any(redo)
+#else
+#define RESCUE_BRANCH(redo) 1
+#endif
+/* the shifted sums' variance sum2 / n - (sum1 / n)^2 cancelled more than RESCUE_CANCEL allows,
+ * or sum2 overflowed while sum1 did not (every term finite); inv_n = 1 / n (no division a
+ * task: short rows' moments on CUDA paid for two) */
+inline int sums_lost(const ACC_T sum1, const ACC_T sum2, const ACC_T inv_n) {
+    const ACC_T m = sum1 * inv_n;
+    return m * m > (ACC_T)RESCUE_CANCEL * (sum2 * inv_n - m * m) || (isinf(sum2) && isfinite(sum1));
+}
+#if RESCUE
+/* x - shift of this lane's elements of the task (i = lane, lane + LANES, ... < len) into
+ * compensated sums: from the team's row buffer with CACHE 1, else from memory */
+#if CACHE == CACHE_LOCAL
+#define RESCUE_X(i) c[i]
+#else
+#define RESCUE_X(i) LOAD(p, i)
+#endif
+#define RESCUE_WALK(len, shift, a1, k1, a2, k2)                                               \
+    for (ulong i_ = lane; i_ < (len); i_ += LANES) {                                          \
+        moments_add(&(a1), &(k1), &(a2), &(k2), RESCUE_X(i_) - (shift));                       \
+    }
+#endif
+
 /* d = x - x0 into a lane's compensated sums of d and d * d */
 inline void moments_add(ACC_T *s1, ACC_T *c1, ACC_T *s2, ACC_T *c2, const ACC_T d) {
     nsum_add(s1, c1, d);
@@ -176,6 +234,9 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
                const ulong n_rows, const ulong row_len, const ulong chunk_len, const ACC_T eps)
 {
     ROW_KERNEL_START;
+#if RESCUE || (PHASE == 2 && NORM != NORM_RMS)
+    const ACC_T inv_row_len = (ACC_T)1 / (ACC_T)row_len;
+#endif
 #if TEAM_FIRST_X0 == 2
     __local ACC_T team_x0[TEAMS];
 #endif
@@ -191,13 +252,35 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
         /* the row's first element, for every chunk of the row */
         const ACC_T x0 = t.len > 0 ? LOAD(in + in_offset + t.row * row_len, 0) : (ACC_T)0;
 #endif
-#if PHASE == 2
-        /* fold the row's chunk sums */
-        ACC_T s1 = 0, c1 = 0, s2 = 0, c2 = 0;
+#if NORM != NORM_RMS && PHASE == 1
+        const ACC_T chunk_x0 = t.len > 0 ? LOAD(p, 0) : (ACC_T)0;
+#endif
+#if PHASE == 2 && NORM == NORM_RMS
+        /* fold the row's chunk sums of x*x */
+        ACC_T s2 = 0, c2 = 0;
         for (uint j = lane; j < SPLIT; j += LANES) {
-            nsum_add(&s1, &c1, PARTIAL(t.row, j, 0));
             nsum_add(&s2, &c2, PARTIAL(t.row, j, 1));
         }
+#elif PHASE == 2
+        /* the row's sums of d and d*d from the chunks' (sum of d, M2): sum(d*d) of a chunk is
+         * its M2 + sum(d)^2 / count. Where those sums lose the variance (sums_lost, below),
+         * Chan's merge instead. No division a partial: PoCL folds hundreds a task, alone. */
+        ACC_T s1 = 0, c1 = 0, s2 = 0, c2 = 0;
+#if NORM == NORM_MOMENTS
+        /* only the row's first chunk writes the statistics: the other tasks fold nothing */
+        const uint parts = t.start == 0 ? SPLIT : 0;
+#else
+        const uint parts = SPLIT;
+#endif
+        const ACC_T n_last = (ACC_T)(row_len - (SPLIT - 1) * chunk_len);
+        const ACC_T inv_chunk = (ACC_T)1 / (ACC_T)chunk_len, inv_last = (ACC_T)1 / n_last;
+#define CHUNK_COUNT(j) ((j) == SPLIT - 1 ? n_last : (ACC_T)chunk_len)
+#define CHUNK_MEAN(j) (PARTIAL(t.row, j, 0) * ((j) == SPLIT - 1 ? inv_last : inv_chunk))
+        for (uint j = lane; j < parts; j += LANES) {
+            nsum_add(&s1, &c1, PARTIAL(t.row, j, 0));
+            nsum_add(&s2, &c2, PARTIAL(t.row, j, 1) + PARTIAL(t.row, j, 0) * CHUNK_MEAN(j));
+        }
+        const ACC_T sum1 = team_reduce(nsum_value(s1, c1), K_SUM, scratch, lid, lane);
 #elif CACHE == CACHE_REG
         ACC_T s2 = 0, c2 = 0;
 #if NORM != NORM_RMS
@@ -243,13 +326,31 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
         }
 #if NORM != NORM_RMS
         const ACC_T mean_reg = team_reduce(nsum_value(s1, c1), K_SUM, scratch, lid, lane) / (ACC_T)row_len;
+#if NORM == NORM_MOMENTS
+        /* moments, whose mean is a result: the corrected two-pass sums, around the mean's
+         * estimate m1 itself, and the deviations' sum corrects m1. x0 + mean_reg alone lost
+         * bits where x0 lies far from the mean (0 then 99 values near 1e19: mean 1.7e-5 off). */
+        const ACC_T m1 = x0 + mean_reg;
+        s1 = 0;
+        c1 = 0;
+#endif
         UNROLL_LOOP for (uint j = 0; j < NPER / VEC; ++j) {
             if (RUN_START(j) < t.len) {
                 ACC_T run = 0;
+#if NORM == NORM_MOMENTS
+                ACC_T run1 = 0;
+                UNROLL_LOOP for (uint e = 0; e < VEC; ++e) {
+                    const ACC_T d = v[j * VEC + e] - m1;
+                    run1 += d;
+                    run += d * d;
+                }
+                RUN_SUM_ADD(s1, c1, run1);
+#else
                 UNROLL_LOOP for (uint e = 0; e < VEC; ++e) {
                     const ACC_T d = (v[j * VEC + e] - x0) - mean_reg;
                     run += d * d;
                 }
+#endif
                 RUN_SUM_ADD(s2, c2, run);
             }
         }
@@ -257,47 +358,113 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
 #else
         ACC_T s1 = 0, c1 = 0, s2 = 0, c2 = 0;
 #if WALK_RUNS
-        LANE_WALK_RUNS(w, p, 0, out, d, moments_add_run(&s1, &c1, &s2, &c2, d, x0), i, x,
-                       moments_add(&s1, &c1, &s2, &c2, x - x0));
+        LANE_WALK_RUNS(w, p, 0, out, d, moments_add_run(&s1, &c1, &s2, &c2, d, PILOT), i, x,
+                       moments_add(&s1, &c1, &s2, &c2, x - PILOT));
 #else
-        LANE_WALK(w, p, 0, out, i, x, CACHE_PUT(i, x); moments_add(&s1, &c1, &s2, &c2, x - x0));
+        LANE_WALK(w, p, 0, out, i, x, CACHE_PUT(i, x); moments_add(&s1, &c1, &s2, &c2, x - PILOT));
 #endif
 #endif
-        const ACC_T sum2 = team_reduce(nsum_value(s2, c2), K_SUM, scratch, lid, lane);
-#if (NORM != NORM_RMS && !(CACHE == CACHE_REG && PHASE == 0)) || PHASE == 1
-        const ACC_T sum1 = team_reduce(nsum_value(s1, c1), K_SUM, scratch, lid, lane);
+        ACC_T sum2 = team_reduce(nsum_value(s2, c2), K_SUM, scratch, lid, lane);
+#if ((NORM != NORM_RMS && CACHE != CACHE_REG) || PHASE == 1) && PHASE != 2
+        ACC_T sum1 = team_reduce(nsum_value(s1, c1), K_SUM, scratch, lid, lane);
+#endif
+#if PHASE == 2 && NORM != NORM_RMS
+        /* sum2 / n - mean^2 lost the variance: the row's M2 by Chan's merge (one more fold) */
+        const int chan = sums_lost(sum1, sum2, inv_row_len);
+        if (RESCUE_BRANCH(chan)) {
+            const ACC_T row_mean = sum1 * inv_row_len;
+            ACC_T e2 = 0, k2 = 0;
+            for (uint j = lane; j < (chan ? parts : 0u); j += LANES) {
+                const ACC_T dm = CHUNK_MEAN(j) - row_mean;
+                nsum_add(&e2, &k2, PARTIAL(t.row, j, 1) + CHUNK_COUNT(j) * dm * dm);
+            }
+            e2 = team_reduce(nsum_value(e2, k2), K_SUM, scratch, lid, lane);
+            if (chan) {
+                sum2 = e2;  /* M2: the variance is sum2 / n */
+            }
+        }
+#undef CHUNK_COUNT
+#undef CHUNK_MEAN
+#endif
+#if NORM != NORM_RMS && CACHE != CACHE_REG && PHASE != 2
+        ACC_T shift = PILOT;  /* sum1 and sum2 are sums of x - shift and of its square */
+#endif
+#if RESCUE
+        {
+            /* redo is uniform over the team (team_reduce results); see RESCUE above */
+#if PHASE == 0
+            const ACC_T inv_len = inv_row_len;
+#else
+            const ACC_T inv_len = (ACC_T)1 / (ACC_T)t.len;
+#endif
+            const int redo = t.len > 0 && sums_lost(sum1, sum2, inv_len);
+            if (RESCUE_BRANCH(redo)) {
+                const ACC_T mean_shift = redo ? shift + sum1 * inv_len : shift;
+                ACC_T a1 = 0, k1 = 0, a2 = 0, k2 = 0;
+                RESCUE_WALK(redo ? t.len : 0, mean_shift, a1, k1, a2, k2);
+                a2 = team_reduce(nsum_value(a2, k2), K_SUM, scratch, lid, lane);
+                a1 = team_reduce(nsum_value(a1, k1), K_SUM, scratch, lid, lane);
+                if (redo) {
+                    shift = mean_shift;
+                    sum1 = a1;
+                    sum2 = a2;
+                }
+            }
+        }
 #endif
 
-#if PHASE == 1
+#if PHASE == 1 && NORM == NORM_RMS
         put_partials(partials, t, lane, sum1, sum2);
+#elif PHASE == 1
+        /* the chunk's sum of x - x0 (the row's x0, so chunks add up) and its M2 (sum1 times
+         * its mean: sum1 * sum1 overflowed first where sum2 had not) */
+        put_partials(partials, t, lane, sum1 + (shift - x0) * (ACC_T)t.len, sum2 - sum1 * (sum1 / (ACC_T)t.len));
 #else
         const ACC_T n = (ACC_T)row_len;
 #if NORM == NORM_RMS
         const ACC_T inv = rsqrt(sum2 / n + eps);
 #define RESULT_WB(x, wt, b) ((x) * inv * (wt))
 #elif CACHE == CACHE_REG
-        /* two passes over the registers (above): sum2 is sum((d - mean_d)^2) */
+        /* two passes over the registers (above): sum2 is sum((d - mean_d)^2), which neither
+         * cancels nor overflows before numpy's own two passes do */
+#if NORM == NORM_MOMENTS
+        const ACC_T mean_e = team_reduce(nsum_value(s1, c1), K_SUM, scratch, lid, lane) / n;
+        const ACC_T var_e = sum2 / n - mean_e * mean_e;  /* mean_e: m1's error, tiny next to the spread */
+        const ACC_T var_ = isnan(var_e) ? var_e : fmax(var_e, (ACC_T)0);
+        if (lane == 0 && t.len > 0) {
+            stats[t.row] = isnan(var_) ? var_ : m1 + mean_e;  /* inf or NaN in the row: NaN (below) */
+            stats[n_rows + t.row] = var_;
+        }
+#else
         const ACC_T mean_d = mean_reg;
         const ACC_T var_ = sum2 / n;
         const ACC_T inv = rsqrt(var_ + eps);
 #define RESULT_WB(x, wt, b) ((((x) - x0) - mean_d) * inv * (wt) + (b))
+#endif
+#else
+#if PHASE == 2
+        /* the row's x0; sum2 is the row's M2 where Chan's merge ran (above) */
+#define shift x0
+        const ACC_T mean_d = sum1 / n;
+        const ACC_T var_d = chan ? sum2 / n : sum2 / n - mean_d * mean_d;
 #else
         const ACC_T mean_d = sum1 / n;
+        const ACC_T var_d = sum2 / n - mean_d * mean_d;
+#endif
         /* clamp rounding below zero; fmax would also turn a NaN variance into 0, so NaN
          * (a NaN or inf in the row) is carried past it */
-        const ACC_T var_d = sum2 / n - mean_d * mean_d;
         const ACC_T var_ = isnan(var_d) ? var_d : fmax(var_d, (ACC_T)0);
 #if NORM == NORM_MOMENTS
         if (lane == 0 && t.len > 0 && t.start == 0) {
             /* a row holding inf or NaN: NaN for both (README); x0 + mean_d alone was +-inf or
              * NaN by where the inf sat (the shift is the row's first element) */
-            stats[t.row] = isnan(var_) ? var_ : x0 + mean_d;
+            stats[t.row] = isnan(var_) ? var_ : shift + mean_d;
             stats[n_rows + t.row] = var_;
         }
 #else
         const ACC_T inv = rsqrt(var_ + eps);
-/* (x - x0) - mean_d: both differences are small next to x, so a large mean cancels exactly */
-#define RESULT_WB(x, wt, b) ((((x) - x0) - mean_d) * inv * (wt) + (b))
+/* (x - shift) - mean_d: both differences are small next to x, so a large mean cancels exactly */
+#define RESULT_WB(x, wt, b) ((((x) - shift) - mean_d) * inv * (wt) + (b))
 #endif
 #endif
 #define RESULT(x, i) RESULT_WB((x), W(t.start + (i)), B(t.start + (i)))
@@ -338,3 +505,7 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
 #if NORM == NORM_RMS
 #undef x0
 #endif
+#if PHASE == 2 && NORM != NORM_RMS
+#undef shift
+#endif
+#undef PILOT

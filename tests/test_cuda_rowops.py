@@ -275,6 +275,35 @@ def _sample(items, n, seed, request):
 
 
 @gpu
+@pytest.mark.parametrize("k", [100, 5000])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_statistics_of_rows_far_from_their_first_element(k, dtype):
+    """row_norm.cl RESCUE on CUDA (test_rowops.py's OpenCL form): moments and layer_norm of rows
+    whose sum of (x - x0)^2 overflows give numpy's float64 statistics -- whole rows (blocks of
+    a row, teams of a warp, teams of 8 lanes that reduce with the rest of their warp), local
+    memory rows, split rows."""
+    cp = _cp()
+    big = 1e19 if dtype == "float32" else 1e153  # each square fits; their sum from x0 does not
+    rng = _rng("far", k, dtype)
+    x = np.stack([big * (1 + 0.01 * rng.standard_normal(k)), 1e4 + rng.standard_normal(k),
+                  1e4 + rng.standard_normal(k)])
+    x[0, 0], x[1, 0], x[2, 0] = 0.0, -big, 0.0  # overflow, overflow, cancellation (~k * eps)
+    x = x.astype(dtype)
+    x64 = x.astype(np.float64)
+    xd = cp.asarray(x)
+    # short rows also in registers (two passes) and local memory (48 KiB of it)
+    cached = (RowForce(cache="registers"), RowForce(cache="local", lanes=8)) if k <= 1000 else ()
+    for force in (None, RowForce(cache="none", lanes=8), RowForce(cache="none", lanes=32),
+                  RowForce(cache="none", lanes=128), *cached, RowForce(cache="none", split=3)):
+        what = f"{dtype} K={k} {force}"
+        if force is None or force.cache != "local":  # moments: registers or memory
+            mean, var = rowops.moments(xd, force=force)
+            np.testing.assert_allclose(var.get(), x64.var(-1), rtol=NORM_TOL[dtype]["rtol"], err_msg=what)
+            np.testing.assert_allclose(mean.get(), x64.mean(-1), rtol=NORM_TOL[dtype]["rtol"], err_msg=what)
+        _close(rowops.layer_norm(xd, force=force).get(), ref_layer_norm(x), dtype, NORM_TOL, what)
+
+
+@gpu
 @pytest.mark.parametrize("op", sorted(FAMILIES))
 def test_forced_variants(op, request):
     cp = _cp()
