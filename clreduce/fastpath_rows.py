@@ -17,8 +17,9 @@ least recently used first; ``fastpath.clear()`` and ``CLREDUCE_FAST_PATH=0`` act
 
 **Miss**: the full path runs. When the call was one the launchers replay exactly -- a
 C-contiguous non-empty input reduced along its last axis (scans: also ``axis=None``), on
-the backend its kind goes to, statistics that need no cast (float16 ``moments`` and
-``absmax_scale``, float64 ``quantize_int8`` scales are cast after the kernel: full path),
+the backend its kind goes to, statistics that need no cast on OpenCL (float16 ``moments``
+and ``absmax_scale``, float64 ``quantize_int8`` scales are cast after the kernel: the CUDA
+launchers cast them as the full path does, OpenCL takes the full path),
 weights of a kind the launcher can bind (OpenCL: numpy or pyopencl; CUDA: the input's own
 kind, on its device) -- a launcher is built (``opencl_rowops.fast_launcher``,
 ``cuda/row_fast.py``), run once on the same input, and kept only when its result equals
@@ -147,10 +148,11 @@ def _launcher(op, x, axis, weight, bias, eps, backend, device, queue, force):
     else:
         return None
     dtype = np.dtype(str(x.dtype).replace("torch.", ""))
+    stats_dtype = None  # statistics cast after the kernel (the CUDA launchers cast them too)
     if op in _TWO_RESULTS:
-        want = np.float32 if op == "quantize_int8" else dtype
+        want = np.dtype(np.float32 if op == "quantize_int8" else dtype)
         if np.dtype(acc_dtype_of(op, dtype.name)) != want:
-            return None  # the statistics are cast after the kernel
+            stats_dtype = want
     from .rowops import params_are_half
 
     problem = RowProblem(op=op, rows=rows, row_len=k, dtype=dtype.name, weight=weight is not None,
@@ -168,8 +170,8 @@ def _launcher(op, x, axis, weight, bias, eps, backend, device, queue, force):
                 return None
         from .backends.cuda.row_fast import fast_launcher
 
-        return fast_launcher(x, problem, force, eps, rows_shape, stats_shape)
-    if chosen.name != "opencl" or module not in ("numpy", "pyopencl"):
+        return fast_launcher(x, problem, force, eps, rows_shape, stats_shape, stats_dtype)
+    if chosen.name != "opencl" or module not in ("numpy", "pyopencl") or stats_dtype is not None:
         return None
     for p in (weight, bias):
         if p is not None and type(p).__module__.partition(".")[0] not in ("numpy", "pyopencl"):

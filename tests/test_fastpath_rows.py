@@ -358,6 +358,9 @@ CUDA_CASES = [  # (op, shape, dtype, keyword arguments)
     ("layer_norm", (3, 100_000), "float16", {}),                                           # split, none cache
     ("moments", (9, 128), "float32", {}), ("absmax_scale", (9, 128), "float32", {}),
     ("quantize_int8", (9, 128), "float16", {}), ("cumsum", (9, 128), "int32", {"axis": -1}),
+    # statistics the launcher casts after the kernel, as the full path does
+    ("moments", (9, 128), "float16", {}), ("moments", (2, 100_000), "float16", {}),      # registers; split
+    ("absmax_scale", (9, 128), "float16", {}), ("quantize_int8", (9, 128), "float64", {}),
     ("cumsum", (4, 100_000), "float32", {"axis": -1}),                                     # split scan: carries
     ("cumprod", (9, 128), "float32", {"axis": 1}), ("logcumsumexp", (1, 128), "float32", {"axis": None}),
 ]

@@ -34,10 +34,10 @@ class RowLauncher:
     __slots__ = ("plan", "constants", "run", "device_id", "out_dtype", "acc", "rows_shape", "stats_shape",
                  "stats_alloc", "has_output", "partials_bytes", "scratch_bytes", "op", "cupy", "get_device",
                  "ndarray", "alloc", "cupy_stream", "torch", "torch_out", "torch_acc", "stream_of", "param",
-                 "torch_param")
+                 "torch_param", "stats_cast", "torch_stats_cast")
 
     def __init__(self, cupy, device_id: int, problem, force, eps: float, rows_shape: tuple, stats_shape: tuple,
-                 torch=None):
+                 torch=None, stats_dtype=None):
         from .rowops import plan_for
 
         with cupy.cuda.Device(device_id):
@@ -67,6 +67,12 @@ class RowLauncher:
         self.param = row_args.param_dtype(plan, problem)  # what the kernel reads weight / bias as
         self.rows_shape, self.stats_shape = rows_shape, stats_shape
         self.stats_alloc = (2,) + stats_shape if problem.op == "moments" else stats_shape if sizes["stats"] else None
+        # statistics the API returns in another dtype than the kernel's math type (float16 moments
+        # and amax, float64 quantize scales as float32): one cast of the whole stats buffer, as
+        # the full path's cast rounds them (the full path cost ~150 us a call more on an H100)
+        cast = None if stats_dtype is None or np.dtype(stats_dtype) == np.dtype(plan.acc_dtype) else \
+            np.dtype(stats_dtype)
+        self.stats_cast, self.torch_stats_cast = cast, None
         self.cupy = cupy
         self.get_device = cupy.cuda.runtime.getDevice
         self.ndarray = cupy.ndarray
@@ -77,6 +83,7 @@ class RowLauncher:
             self.torch_out = torch_dtype(torch, self.out_dtype)
             self.torch_acc = torch_dtype(torch, self.acc)
             self.torch_param = torch_dtype(torch, self.param)
+            self.torch_stats_cast = None if cast is None else torch_dtype(torch, cast)
             self.stream_of = _torch_stream_reader(torch)
 
     def _results(self, out, stats):
@@ -101,6 +108,8 @@ class RowLauncher:
         self.run((x.data.ptr, 0 if out is None else out.data.ptr, 0 if w is None else w.data.ptr,
                   0 if b is None else b.data.ptr, 0 if stats is None else stats.data.ptr, scratch,
                   scratch + self.partials_bytes if scratch else 0), self.cupy_stream())
+        if self.stats_cast is not None:
+            stats = stats.astype(self.stats_cast)
         return self._results(out, stats)
 
     def torch_call(self, t, weight, bias, queue):
@@ -123,17 +132,22 @@ class RowLauncher:
         self.run((t.data_ptr(), 0 if out is None else out.data_ptr(), 0 if w is None else w.data_ptr(),
                   0 if b is None else b.data_ptr(), 0 if stats is None else stats.data_ptr(), s,
                   s + self.partials_bytes if s else 0), stream)
+        if self.torch_stats_cast is not None:
+            stats = stats.to(self.torch_stats_cast)
         return self._results(out, stats)
 
 
-def fast_launcher(x, problem, force, eps: float, rows_shape: tuple, stats_shape: tuple):
+def fast_launcher(x, problem, force, eps: float, rows_shape: tuple, stats_shape: tuple, stats_dtype=None):
     """A ready launcher (a bound method) for calls like one that just ran on a cupy array or
-    a CUDA torch tensor ``x`` (clreduce/fastpath_rows.py checks its first result)."""
+    a CUDA torch tensor ``x`` (clreduce/fastpath_rows.py checks its first result);
+    ``stats_dtype``: the dtype the statistics are returned in (None: the kernel's)."""
     import cupy
 
     if type(x).__module__.partition(".")[0] == "torch":
         import torch
 
-        launcher = RowLauncher(cupy, x.device.index, problem, force, eps, rows_shape, stats_shape, torch)
+        launcher = RowLauncher(cupy, x.device.index, problem, force, eps, rows_shape, stats_shape, torch,
+                               stats_dtype)
         return launcher.torch_call
-    return RowLauncher(cupy, x.device.id, problem, force, eps, rows_shape, stats_shape).cupy_call
+    return RowLauncher(cupy, x.device.id, problem, force, eps, rows_shape, stats_shape,
+                       stats_dtype=stats_dtype).cupy_call
