@@ -17,9 +17,10 @@ least recently used first; ``fastpath.clear()`` and ``CLREDUCE_FAST_PATH=0`` act
 
 **Miss**: the full path runs. When the call was one the launchers replay exactly -- a
 C-contiguous non-empty input reduced along its last axis (scans: also ``axis=None``), on
-the backend its kind goes to, statistics that need no cast on OpenCL (float16 ``moments``
-and ``absmax_scale``, float64 ``quantize_int8`` scales are cast after the kernel: the CUDA
-launchers cast them as the full path does, OpenCL takes the full path),
+the backend its kind goes to, statistics that need no cast on pyopencl arrays (float16
+``moments`` and ``absmax_scale``, float64 ``quantize_int8`` scales are cast after the kernel:
+the CUDA and numpy launchers cast them as the full path does; pyopencl ones, which the full
+path casts through the host, take the full path),
 weights of a kind the launcher can bind (OpenCL: numpy or pyopencl; CUDA: the input's own
 kind, on its device) -- a launcher is built (``opencl_rowops.fast_launcher``,
 ``cuda/row_fast.py``), run once on the same input, and kept only when its result equals
@@ -171,7 +172,8 @@ def _launcher(op, x, axis, weight, bias, eps, backend, device, queue, force):
         from .backends.cuda.row_fast import fast_launcher
 
         return fast_launcher(x, problem, force, eps, rows_shape, stats_shape, stats_dtype)
-    if chosen.name != "opencl" or module not in ("numpy", "pyopencl") or stats_dtype is not None:
+    if chosen.name != "opencl" or module not in ("numpy", "pyopencl") or (stats_dtype is not None and
+                                                                         module != "numpy"):
         return None
     for p in (weight, bias):
         if p is not None and type(p).__module__.partition(".")[0] not in ("numpy", "pyopencl"):
@@ -188,7 +190,8 @@ def _launcher(op, x, axis, weight, bias, eps, backend, device, queue, force):
         if queue is not None and queue.context != x.context:
             return None
         q, kind, per_call_queue = queue or x.queue, "opencl", True
-    return opencl_rowops.fast_launcher(q, per_call_queue, problem, force, eps, kind, rows_shape, stats_shape)
+    return opencl_rowops.fast_launcher(q, per_call_queue, problem, force, eps, kind, rows_shape, stats_shape,
+                                       stats_dtype)
 
 
 def _same_cuda_device(p, x) -> bool:

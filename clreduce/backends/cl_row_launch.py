@@ -40,16 +40,19 @@ class RowLauncher:
 
     __slots__ = ("plan_key", "plan_entry", "steps", "sizes", "result_bytes", "acc", "present", "outputs", "makers",
                  "itemsize", "queue", "ctx", "cl_device", "two", "stats_shape", "per_thread", "shared", "lock",
-                 "pool_mode", "unbind", "param_dtype")
+                 "pool_mode", "unbind", "param_dtype", "stats_cast")
 
     def __init__(self, queue: cl.CommandQueue, per_call_queue: bool, problem, force, eps: float, rows_shape: tuple,
-                 stats_shape: tuple):
+                 stats_shape: tuple, stats_dtype=None):
         self.plan_entry = opencl_rowops.plan_for(queue, problem, force)
         self.plan_key = (queue.context.int_ptr, queue.device.int_ptr, problem, force)  # as plan_for keys it
         plan, kernels = self.plan_entry
         self.sizes = sizes = row_args.buffer_bytes(plan, problem)
         self.result_bytes = sizes["output"] + sizes["stats"]  # what cl_pool.pooled weighs
         self.acc = np.dtype(plan.acc_dtype)
+        # numpy results whose statistics the API returns in another dtype (float16 moments and
+        # amax, float64 quantize scales as float32): cast on the host as the full path does
+        self.stats_cast = None if stats_dtype is None or np.dtype(stats_dtype) == self.acc else np.dtype(stats_dtype)
         self.param_dtype = row_args.param_dtype(plan, problem)
         present = {"input", "output", "weight", "bias", "stats", "partials", "carries"}
         present -= {name for name in ("output", "stats", "partials", "carries") if not sizes[name]}
@@ -146,6 +149,9 @@ class RowLauncher:
         return buffers
 
     def _assemble(self, results: list):
+        if self.stats_cast is not None:  # host results only (fastpath_rows keeps pyopencl ones off)
+            with np.errstate(over="ignore"):  # beyond 65504 a float16 statistic is inf, as numpy's
+                results = results[:-1] + [results[-1].astype(self.stats_cast)]
         if len(results) == 2:
             return tuple(results)
         if self.two:  # moments: mean and var are the two rows of one (2, rows) array

@@ -176,10 +176,11 @@ def param_buffer(queue: cl.CommandQueue, p, acc: np.dtype):
 
 
 def fast_launcher(queue: cl.CommandQueue, per_call_queue: bool, problem: RowProblem, force: RowForce | None,
-                  eps: float, kind: str, rows_shape: tuple, stats_shape: tuple):
+                  eps: float, kind: str, rows_shape: tuple, stats_shape: tuple, stats_dtype=None):
     """A ready launcher (its ``host`` or ``device`` method) for calls like one that just ran
-    (clreduce/fastpath_rows.py); ``kind``: "host" (numpy) or "opencl" (pyopencl array)."""
+    (clreduce/fastpath_rows.py); ``kind``: "host" (numpy) or "opencl" (pyopencl array);
+    ``stats_dtype``: the dtype numpy statistics are returned in (None: the kernel's)."""
     from .cl_row_launch import RowLauncher
 
-    launcher = RowLauncher(queue, per_call_queue, problem, force, eps, rows_shape, stats_shape)
+    launcher = RowLauncher(queue, per_call_queue, problem, force, eps, rows_shape, stats_shape, stats_dtype)
     return launcher.host if kind == "host" else launcher.device
