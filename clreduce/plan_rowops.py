@@ -966,7 +966,9 @@ def _row_split(caps: DeviceCaps, problem: RowProblem, force: RowForce, cache: st
             raise UnsupportedOnDevice(f"cache={cache!r} for rows of {k} exceeds llvmpipe's loop limit")
         overhead = row_trips(problem.op, "none", lanes, 1, 0, 1, 0, sg_size)
         passes = row_trips(problem.op, "none", 1, 1, 1, 1, 0, None) - row_trips(problem.op, "none", 1, 1, 0, 1, 0, None)
-        max_chunk = lanes * ((LLVMPIPE_TRIP_BUDGET - overhead) // passes)
+        # less one alignment step: chunks are rounded up to ROW_SPLIT_ALIGN below (moments of
+        # 10**7 in one-lane teams, two passes with row_norm.cl's rescue, went 12 trips over)
+        max_chunk = lanes * ((LLVMPIPE_TRIP_BUDGET - overhead) // passes) - ROW_SPLIT_ALIGN
         need = _ceil_div(k, max_chunk)
         if force.split is not None and force.split < need:
             raise UnsupportedOnDevice(f"split={force.split} leaves chunks of {_ceil_div(k, force.split)} elements; "
