@@ -51,6 +51,8 @@
  *                       shuffles of any type, SG_MODE 1/2)
  *   HAS_LANE_SHUFFLE    sub_group_shuffle(v, l) (a value from lane l, l chosen per lane, as
  *                       cl_khr_subgroup_shuffle's) may be used (0 | 1: __shfl_sync)
+ *   HAS_SUB_GROUP_VOTE  sub_group_any may be used in every sub-group mode, shuffle modes too
+ *                       (0 | 1: __any_sync)
  *   HAS_VEC_MATH        built-in math on vector types (exp of a float16 vector) may be used
  *                       (1 | 0: CUDA has no vector types of more than four; its lanes are
  *                       scalar anyway)
@@ -253,6 +255,7 @@ __device__ __forceinline__ unsigned short cl_float_to_half_(float f) {
 #define HAS_WORD_SHUFFLE 0
 #define HAS_VEC_MATH 0
 #define HAS_LANE_SHUFFLE 1
+#define HAS_SUB_GROUP_VOTE 1
 /* Work-groups may wait on earlier ones (row_scan.cl's decoupled look-back): a block that took
  * a ticket from TICKET has started, and CUDA runs a started block to its end, so a block
  * spinning on the flags of lower tickets waits on blocks that are running or done.

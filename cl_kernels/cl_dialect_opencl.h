@@ -114,6 +114,8 @@
 /* sub_group_shuffle (a per-lane source lane) needs cl_khr_subgroup_shuffle, which the
  * sub-group modes do not require: kernels do not rely on it here */
 #define HAS_LANE_SHUFFLE 0
+/* sub_group_any belongs to cl_khr_subgroups, which the shuffle modes do not require */
+#define HAS_SUB_GROUP_VOTE 0
 /* OpenCL (1.2 and 3.0) promises no forward progress between work-groups: a work-group that
  * spins on another's flag may wait forever (Mali and Adreno run groups in waves). The
  * decoupled look-back of row_scan.cl #errors here; TICKET, PUBLISH_FLAG, OBSERVE_FLAG and

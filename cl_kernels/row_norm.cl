@@ -177,7 +177,7 @@ inline void load_param_run(__global const PARAM_T *weight, __global const PARAM_
  * warp's vote it ran at 2037. */
 #if LANES == 1 || LANES == WG_SIZE || (LANES == SG_SIZE && SG_MODE != SG_LOCAL)
 #define RESCUE_BRANCH(redo) (redo)
-#elif LANES < SG_SIZE && SG_MODE != SG_LOCAL && defined(CL_DIALECT_CUDA_H)
+#elif LANES < SG_SIZE && SG_MODE != SG_LOCAL && HAS_SUB_GROUP_VOTE
 #define RESCUE_BRANCH(redo) sub_group_any(redo)
 #else
 #define RESCUE_BRANCH(redo) 1
