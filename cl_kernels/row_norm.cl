@@ -203,6 +203,21 @@ inline int sums_lost(const ACC_T sum1, const ACC_T sum2, const ACC_T inv_n) {
     }
 #endif
 
+/* A variance from sums, with rounding below zero clamped; fmax would also turn a NaN
+ * variance into 0, so NaN (a NaN or inf in the row) is carried past it. */
+inline ACC_T var_clamped(const ACC_T v) {
+    return isnan(v) ? v : fmax(v, (ACC_T)0);
+}
+/* moments: lane 0 of a row's first task writes its mean and variance; a row holding inf or
+ * NaN gives NaN for both (README: the mean alone came out +-inf or NaN by where the inf sat) */
+inline void put_moments(__global ACC_T *stats, const task_t t, const ulong n_rows, const uint lane,
+                        const ACC_T mean, const ACC_T var) {
+    if (lane == 0 && t.len > 0 && t.start == 0) {
+        stats[t.row] = isnan(var) ? var : mean;
+        stats[n_rows + t.row] = var;
+    }
+}
+
 /* d = x - x0 into a lane's compensated sums of d and d * d */
 inline void moments_add(ACC_T *s1, ACC_T *c1, ACC_T *s2, ACC_T *c2, const ACC_T d) {
     nsum_add(s1, c1, d);
@@ -429,12 +444,8 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
          * cancels nor overflows before numpy's own two passes do */
 #if NORM == NORM_MOMENTS
         const ACC_T mean_e = team_reduce(nsum_value(s1, c1), K_SUM, scratch, lid, lane) / n;
-        const ACC_T var_e = sum2 / n - mean_e * mean_e;  /* mean_e: m1's error, tiny next to the spread */
-        const ACC_T var_ = isnan(var_e) ? var_e : fmax(var_e, (ACC_T)0);
-        if (lane == 0 && t.len > 0) {
-            stats[t.row] = isnan(var_) ? var_ : m1 + mean_e;  /* inf or NaN in the row: NaN (below) */
-            stats[n_rows + t.row] = var_;
-        }
+        /* mean_e: m1's error, tiny next to the spread */
+        put_moments(stats, t, n_rows, lane, m1 + mean_e, var_clamped(sum2 / n - mean_e * mean_e));
 #else
         const ACC_T mean_d = mean_reg;
         const ACC_T var_ = sum2 / n;
@@ -451,16 +462,9 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
         const ACC_T mean_d = sum1 / n;
         const ACC_T var_d = sum2 / n - mean_d * mean_d;
 #endif
-        /* clamp rounding below zero; fmax would also turn a NaN variance into 0, so NaN
-         * (a NaN or inf in the row) is carried past it */
-        const ACC_T var_ = isnan(var_d) ? var_d : fmax(var_d, (ACC_T)0);
+        const ACC_T var_ = var_clamped(var_d);
 #if NORM == NORM_MOMENTS
-        if (lane == 0 && t.len > 0 && t.start == 0) {
-            /* a row holding inf or NaN: NaN for both (README); x0 + mean_d alone was +-inf or
-             * NaN by where the inf sat (the shift is the row's first element) */
-            stats[t.row] = isnan(var_) ? var_ : shift + mean_d;
-            stats[n_rows + t.row] = var_;
-        }
+        put_moments(stats, t, n_rows, lane, shift + mean_d, var_);
 #else
         const ACC_T inv = rsqrt(var_ + eps);
 /* (x - shift) - mean_d: both differences are small next to x, so a large mean cancels exactly */

@@ -149,7 +149,7 @@ def _launcher(op, x, axis, weight, bias, eps, backend, device, queue, force):
     else:
         return None
     dtype = np.dtype(str(x.dtype).replace("torch.", ""))
-    stats_dtype = None  # statistics cast after the kernel (the CUDA launchers cast them too)
+    stats_dtype = None  # set: the statistics' dtype differs from the kernel's, the launcher casts
     if op in _TWO_RESULTS:
         want = np.dtype(np.float32 if op == "quantize_int8" else dtype)
         if np.dtype(acc_dtype_of(op, dtype.name)) != want:

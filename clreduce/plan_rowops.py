@@ -179,7 +179,7 @@ def row_trips(op: str, cache: str, lanes: int, nper: int, chunk: int, split: int
         passes = 2  # max and sum in one read (an online max), then the write
     reduces = 3
     if op in ("layer_norm", "moments") and cache != "registers" and phase != 2:
-        passes += 1  # row_norm.cl RESCUE: the statistics again where x0's squares overflowed
+        passes += 1  # row_norm.cl RESCUE: the statistics again where the shifted sums lost them
         reduces = 5
     reduce_trips = lanes.bit_length() + (lanes // sg_size if sg_size else 0) + 1
     fold = 2 * _ceil_div(split, lanes) if phase == 2 else 0

@@ -101,3 +101,15 @@ def _assert_cumsum_bound(got, x, axis, what):
         bound = bound + np.abs(exact) * 2.0 ** -11 + 6e-8
     err = np.abs(got.astype(np.float64) - exact)
     assert np.all(err <= bound), f"{what}: worst excess {np.max(err - bound)}"
+
+
+def far_first_rows(k, dtype, rng):
+    """Rows whose first element lies far from their mean: the sum of (x - x0)^2 overflows
+    where that of (x - mean)^2 does not (0 then values near 1e19 in float32, 1e153 in float64,
+    each square fits; a row near 1e4 whose first element is -1e19 / -1e153), or cancels ~k
+    times the variance (0 then 1e4 +- 1: float32 lost ~2e-4 of it at k = 5000)."""
+    big = 1e19 if dtype == "float32" else 1e153
+    x = np.stack([big * (1 + 0.01 * rng.standard_normal(k)), 1e4 + rng.standard_normal(k),
+                  1e4 + rng.standard_normal(k)])
+    x[0, 0], x[1, 0], x[2, 0] = 0.0, -big, 0.0
+    return x.astype(dtype)

@@ -22,8 +22,8 @@ import zlib
 import numpy as np
 import pytest
 from conftest import slow_enabled
-from rowops_refs import (ADVERSARIAL, LOG_TOL, NORM_TOL, TOL, U32, _assert_cumsum_bound, _close, ref_layer_norm,
-                         ref_log_softmax, ref_quantize, ref_rms_norm, ref_softmax)
+from rowops_refs import (ADVERSARIAL, LOG_TOL, NORM_TOL, TOL, U32, _assert_cumsum_bound, _close, far_first_rows,
+                         ref_layer_norm, ref_log_softmax, ref_quantize, ref_rms_norm, ref_softmax)
 
 from clreduce import rowops
 from clreduce.backends import get_backend
@@ -283,12 +283,7 @@ def test_statistics_of_rows_far_from_their_first_element(k, dtype):
     a row, teams of a warp, teams of 8 lanes that reduce with the rest of their warp), local
     memory rows, split rows."""
     cp = _cp()
-    big = 1e19 if dtype == "float32" else 1e153  # each square fits; their sum from x0 does not
-    rng = _rng("far", k, dtype)
-    x = np.stack([big * (1 + 0.01 * rng.standard_normal(k)), 1e4 + rng.standard_normal(k),
-                  1e4 + rng.standard_normal(k)])
-    x[0, 0], x[1, 0], x[2, 0] = 0.0, -big, 0.0  # overflow, overflow, cancellation (~k * eps)
-    x = x.astype(dtype)
+    x = far_first_rows(k, dtype, _rng("far", k, dtype))  # overflow, overflow, cancellation (~k * eps)
     x64 = x.astype(np.float64)
     xd = cp.asarray(x)
     # short rows also in registers (two passes) and local memory (48 KiB of it)

@@ -16,7 +16,7 @@ import pytest
 from conftest import slow_enabled
 
 from rowops_refs import (ADVERSARIAL, HALF_ROWS, LOG_TOL, NORM_TOL, TOL, U32, _assert_cumsum_bound, _close,
-                         ref_layer_norm, ref_log_softmax, ref_quantize, ref_rms_norm, ref_softmax)
+                         far_first_rows, ref_layer_norm, ref_log_softmax, ref_quantize, ref_rms_norm, ref_softmax)
 
 from clreduce import rowops
 from clreduce.backends import opencl_rowops
@@ -349,18 +349,6 @@ def test_zero_rows_and_nonfinite_rows(cl_device):
     np.testing.assert_array_equal(q[3], 0)  # inf scale: x/inf = 0, inf/inf = NaN -> 0
 
 
-def _far_first_rows(k, dtype, rng):
-    """Rows whose first element lies far from their mean: the sum of (x - x0)^2 overflows
-    where that of (x - mean)^2 does not (0 then values near 1e19 in float32, 1e153 in float64,
-    each square fits; a row near 1e4 whose first element is -1e19 / -1e153), or cancels ~k
-    times the variance (0 then 1e4 +- 1: float32 lost ~3e-4 of it at k = 5000)."""
-    big = 1e19 if dtype == "float32" else 1e153
-    x = np.stack([big * (1 + 0.01 * rng.standard_normal(k)), 1e4 + rng.standard_normal(k),
-                  1e4 + rng.standard_normal(k)])
-    x[0, 0], x[1, 0], x[2, 0] = 0.0, -big, 0.0
-    return x.astype(dtype)
-
-
 # K = 100: rows in registers (two passes: nothing to rescue), the rescue's read of a row read
 # from memory or of local memory; K = 5000: read from memory, whole and split (each chunk
 # rescued by itself, Chan's merge in the write pass)
@@ -370,8 +358,10 @@ def test_statistics_of_rows_far_from_their_first_element(cl_device, cl_queue, k,
     give numpy's two-pass float64 statistics, on sampled forced variants (an outside fuzz run
     found an inf variance where numpy's float32 var is 1.0e36)."""
     caps = opencl_rowops.runnable_caps(cl_queue)
-    for dtype in [d for d in _dtypes(cl_device) if d != "float16"]:  # float16 squares add in float32: no overflow, and its cancellation stays under float16 rounding at these k
-        x = _far_first_rows(k, dtype, _rng("far", k, dtype))
+    # float16 squares add in float32: no overflow, and its cancellation stays under float16
+    # rounding at these k
+    for dtype in [d for d in _dtypes(cl_device) if d != "float16"]:
+        x = far_first_rows(k, dtype, _rng("far", k, dtype))
         x64 = x.astype(np.float64)
         forces = [None, RowForce(cache="none", split=3)] + _sample(
             row_variants(caps, RowProblem("layer_norm", 3, k, dtype)), 3, zlib.crc32(f"far{k}{dtype}".encode()), request)

@@ -50,9 +50,10 @@ class RowLauncher:
         self.sizes = sizes = row_args.buffer_bytes(plan, problem)
         self.result_bytes = sizes["output"] + sizes["stats"]  # what cl_pool.pooled weighs
         self.acc = np.dtype(plan.acc_dtype)
-        # numpy results whose statistics the API returns in another dtype (float16 moments and
-        # amax, float64 quantize scales as float32): cast on the host as the full path does
-        self.stats_cast = None if stats_dtype is None or np.dtype(stats_dtype) == self.acc else np.dtype(stats_dtype)
+        # numpy results whose statistics the API returns in another dtype than the kernel's (float16
+        # moments and amax, float64 quantize scales as float32; fastpath_rows decides): cast on
+        # the host as the full path does
+        self.stats_cast = None if stats_dtype is None else np.dtype(stats_dtype)
         self.param_dtype = row_args.param_dtype(plan, problem)
         present = {"input", "output", "weight", "bias", "stats", "partials", "carries"}
         present -= {name for name in ("output", "stats", "partials", "carries") if not sizes[name]}

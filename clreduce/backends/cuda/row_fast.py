@@ -68,10 +68,10 @@ class RowLauncher:
         self.rows_shape, self.stats_shape = rows_shape, stats_shape
         self.stats_alloc = (2,) + stats_shape if problem.op == "moments" else stats_shape if sizes["stats"] else None
         # statistics the API returns in another dtype than the kernel's math type (float16 moments
-        # and amax, float64 quantize scales as float32): one cast of the whole stats buffer, as
-        # the full path's cast rounds them (the full path cost ~150 us a call more on an H100)
-        cast = None if stats_dtype is None or np.dtype(stats_dtype) == np.dtype(plan.acc_dtype) else \
-            np.dtype(stats_dtype)
+        # and amax, float64 quantize scales as float32; fastpath_rows decides): one cast of the
+        # whole stats buffer, as the full path's cast rounds them (the full path cost ~150 us a
+        # call more on an H100)
+        cast = None if stats_dtype is None else np.dtype(stats_dtype)
         self.stats_cast, self.torch_stats_cast = cast, None
         self.cupy = cupy
         self.get_device = cupy.cuda.runtime.getDevice
