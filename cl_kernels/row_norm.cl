@@ -30,6 +30,21 @@
  * more read, for those tasks only (for a normal row, |x0 - mean| > 4 sigma: 6e-5 of them).
  * Split rows shift each chunk by its own first element for the same reason.
  *
+ * WILD (layer_norm and moments, every cache and phase): a task whose sum of d came out inf or
+ * NaN. Either the row holds an inf or NaN, or deviations from the shift overflowed (values of
+ * both signs near the type's maximum). With every element finite, |sum(d)| past ACC_MAX puts
+ * the mean more than ACC_MAX / n from x0, itself an element, so the variance passes
+ * ACC_MAX^2 / n^3: past ACC_MAX for any n below 7e12 (float32). So the variance is NaN (an inf
+ * or NaN in the row) or +inf, as numpy's float32 two passes give (an inf element: inf - inf;
+ * else the deviations' squares overflow), and the sum of x * WILD_SCALE tells which: it
+ * neither overflows for finite x nor hides an inf or NaN. It also gives moments numpy's mean
+ * (inf where the row holds +inf; a row past the range: its mean, where numpy's float32 sum
+ * overflows). layer_norm writes 0 * w + b (x / inf) or NaN. It had given NaN for both
+ * statistics, wherever the inf sat. A read of x * WILD_SCALE for those tasks only: rows read
+ * from memory take it in RESCUE's walk; a row in registers scales its second pass (no
+ * division, no more loads); split rows mark a chunk's M2 inf or NaN and the row's first task
+ * reads the row again for moments' mean.
+ *
  * Entry:
  *   norm_rows(in, in_offset, out, out_offset, weight, bias, stats, partials,
  *             n_rows, row_len, chunk_len, eps)
@@ -162,6 +177,21 @@ inline void load_param_run(__global const PARAM_T *weight, __global const PARAM_
 
 #define RESCUE (NORM != NORM_RMS && CACHE != CACHE_REG && PHASE != 2)
 #define RESCUE_CANCEL 16  /* mean(d)^2 / var past which a task adds again: <= ~4 bits lost */
+/* WILD above: a power of two whose multiple of the type's largest value squares, n = 2^40
+ * times, below it (so a lane's sum of squares of x * WILD_SCALE is finite for finite x); values
+ * it takes below the normal range are far below the row's, which reach ACC_MAX / n */
+#if ACC_BYTES == 8
+#define WILD_SCALE 2.6497349136889905e-169  /* 2^-560 */
+#define WILD_UNSCALE 3.7739624248215414e+168 /* 2^560 */
+#else
+#define WILD_SCALE 8.077935669463161e-28f   /* 2^-90 */
+#define WILD_UNSCALE 1.2379400392853803e+27f /* 2^90 */
+#endif
+/* the statistics of a WILD task: var +inf where the scaled sum is finite (every element is),
+ * else NaN */
+inline ACC_T wild_var(const ACC_T scaled_sum) {
+    return isfinite(scaled_sum) ? (ACC_T)INFINITY : (ACC_T)NAN;
+}
 /* the shift of a task's sums: the row's first element, a split chunk's own first element */
 #if NORM != NORM_RMS && PHASE == 1
 #define PILOT chunk_x0
@@ -190,16 +220,17 @@ inline int sums_lost(const ACC_T sum1, const ACC_T sum2, const ACC_T inv_n) {
     return m * m > (ACC_T)RESCUE_CANCEL * (sum2 * inv_n - m * m) || (isinf(sum2) && isfinite(sum1));
 }
 #if RESCUE
-/* x - shift of this lane's elements of the task (i = lane, lane + LANES, ... < len) into
- * compensated sums: from the team's row buffer with CACHE 1, else from memory */
+/* (x - shift) * scale of this lane's elements of the task (i = lane, lane + LANES, ... < len)
+ * into compensated sums: from the team's row buffer with CACHE 1, else from memory; scale is
+ * 1, or WILD_SCALE around 0 */
 #if CACHE == CACHE_LOCAL
 #define RESCUE_X(i) c[i]
 #else
 #define RESCUE_X(i) LOAD(p, i)
 #endif
-#define RESCUE_WALK(len, shift, a1, k1, a2, k2)                                               \
+#define RESCUE_WALK(len, shift, scale, a1, k1, a2, k2)                                        \
     for (ulong i_ = lane; i_ < (len); i_ += LANES) {                                          \
-        moments_add(&(a1), &(k1), &(a2), &(k2), RESCUE_X(i_) - (shift));                       \
+        moments_add(&(a1), &(k1), &(a2), &(k2), (RESCUE_X(i_) - (shift)) * (scale));           \
     }
 #endif
 
@@ -208,12 +239,19 @@ inline int sums_lost(const ACC_T sum1, const ACC_T sum2, const ACC_T inv_n) {
 inline ACC_T var_clamped(const ACC_T v) {
     return isnan(v) ? v : fmax(v, (ACC_T)0);
 }
-/* moments: lane 0 of a row's first task writes its mean and variance; a row holding inf or
- * NaN gives NaN for both (README: the mean alone came out +-inf or NaN by where the inf sat) */
+/* The variance mean(d*d) - mean(d)^2 of shifted sums (sq_mean = sum2 / n), the square
+ * unrounded in a fused multiply-add: an overflowed sum of squares stays inf, as numpy's float32
+ * sum of squared deviations does, where mean(d)^2 rounded alone may overflow beside it
+ * (float32 values near 1.65e38 spread by 1e35: the rescued sum of d, ~1e31, squared) and
+ * inf - inf gave NaN. */
+inline ACC_T var_of_sums(const ACC_T sq_mean, const ACC_T mean_d) {
+    return var_clamped(fma(-mean_d, mean_d, sq_mean));
+}
+/* moments: lane 0 of a row's first task writes its mean and variance */
 inline void put_moments(__global ACC_T *stats, const task_t t, const ulong n_rows, const uint lane,
                         const ACC_T mean, const ACC_T var) {
     if (lane == 0 && t.len > 0 && t.start == 0) {
-        stats[t.row] = isnan(var) ? var : mean;
+        stats[t.row] = mean;
         stats[n_rows + t.row] = var;
     }
 }
@@ -344,31 +382,43 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
 #if NORM == NORM_MOMENTS
         /* moments, whose mean is a result: the corrected two-pass sums, around the mean's
          * estimate m1 itself, and the deviations' sum corrects m1. x0 + mean_reg alone lost
-         * bits where x0 lies far from the mean (0 then 99 values near 1e19: mean 1.7e-5 off). */
+         * bits where x0 lies far from the mean (0 then 99 values near 1e19: mean 1.7e-5 off).
+         * A WILD row's sums come out NaN here, and are taken again below. */
         const ACC_T m1 = x0 + mean_reg;
         s1 = 0;
         c1 = 0;
-#endif
         UNROLL_LOOP for (uint j = 0; j < NPER / VEC; ++j) {
             if (RUN_START(j) < t.len) {
-                ACC_T run = 0;
-#if NORM == NORM_MOMENTS
-                ACC_T run1 = 0;
+                ACC_T run = 0, run1 = 0;
                 UNROLL_LOOP for (uint e = 0; e < VEC; ++e) {
                     const ACC_T d = v[j * VEC + e] - m1;
                     run1 += d;
                     run += d * d;
                 }
                 RUN_SUM_ADD(s1, c1, run1);
-#else
-                UNROLL_LOOP for (uint e = 0; e < VEC; ++e) {
-                    const ACC_T d = (v[j * VEC + e] - x0) - mean_reg;
-                    run += d * d;
-                }
-#endif
                 RUN_SUM_ADD(s2, c2, run);
             }
         }
+#else
+        /* WILD (uniform over the team): the second pass sums squares of x * WILD_SCALE instead
+         * (finite for finite x), and the write centres x on 0. One loop, scaled (exact with
+         * scale 1; a fused multiply-add where the compiler contracts it): a loop of its own for
+         * WILD rows cost PoCL layer_norm of 1024 x 4096 28 % (4.2 -> 3.0 GB/s) and an explicit
+         * fma() 60 % (PoCL calls it per element); on an H100 each form was level. */
+        const int wild = !isfinite(mean_reg);
+        const ACC_T cx = wild ? (ACC_T)0 : x0, cm = wild ? (ACC_T)0 : mean_reg;
+        const ACC_T scale = wild ? (ACC_T)WILD_SCALE : (ACC_T)1;
+        UNROLL_LOOP for (uint j = 0; j < NPER / VEC; ++j) {
+            if (RUN_START(j) < t.len) {
+                ACC_T run = 0;
+                UNROLL_LOOP for (uint e = 0; e < VEC; ++e) {
+                    const ACC_T d = (v[j * VEC + e] - cx) * scale - cm;
+                    run += d * d;
+                }
+                RUN_SUM_ADD(s2, c2, run);
+            }
+        }
+#endif
 #endif
 #else
         ACC_T s1 = 0, c1 = 0, s2 = 0, c2 = 0;
@@ -400,11 +450,27 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
         }
 #undef CHUNK_COUNT
 #undef CHUNK_MEAN
+        /* WILD: the chunks' sums of d came out inf or NaN (a chunk's own WILD partials: M2 inf,
+         * or NaN where it holds an inf or NaN, which the fold of M2 carries). moments' first
+         * task reads the row again for the mean; layer_norm needs none (it writes 0 * w + b). */
+        const int wild = t.len > 0 && !isfinite(sum1);
+#if NORM == NORM_MOMENTS
+        ACC_T wild_sum = 0;
+        if (RESCUE_BRANCH(wild)) {
+            ACC_T a1 = 0, k1 = 0;
+            for (ulong i = lane; i < (wild ? row_len : 0); i += LANES) {
+                nsum_add(&a1, &k1, LOAD(p, i) * WILD_SCALE);  /* p: the row's start (t.start 0) */
+            }
+            wild_sum = team_reduce(nsum_value(a1, k1), K_SUM, scratch, lid, lane);
+        }
+#endif
 #endif
 #if NORM != NORM_RMS && CACHE != CACHE_REG && PHASE != 2
         ACC_T shift = PILOT;  /* sum1 and sum2 are sums of x - shift and of its square */
 #endif
 #if RESCUE
+        /* WILD above: the rescue's walk sums x * WILD_SCALE instead */
+        const int wild = t.len > 0 && !isfinite(sum1);
         {
             /* redo is uniform over the team (team_reduce results); see RESCUE above */
 #if PHASE == 0
@@ -412,11 +478,12 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
 #else
             const ACC_T inv_len = (ACC_T)1 / (ACC_T)t.len;
 #endif
-            const int redo = t.len > 0 && sums_lost(sum1, sum2, inv_len);
+            const int redo = wild || (t.len > 0 && sums_lost(sum1, sum2, inv_len));
             if (RESCUE_BRANCH(redo)) {
-                const ACC_T mean_shift = redo ? shift + sum1 * inv_len : shift;
+                const ACC_T mean_shift = wild ? (ACC_T)0 : redo ? shift + sum1 * inv_len : shift;
+                const ACC_T scale = wild ? (ACC_T)WILD_SCALE : (ACC_T)1;
                 ACC_T a1 = 0, k1 = 0, a2 = 0, k2 = 0;
-                RESCUE_WALK(redo ? t.len : 0, mean_shift, a1, k1, a2, k2);
+                RESCUE_WALK(redo ? t.len : 0, mean_shift, scale, a1, k1, a2, k2);
                 a2 = team_reduce(nsum_value(a2, k2), K_SUM, scratch, lid, lane);
                 a1 = team_reduce(nsum_value(a1, k1), K_SUM, scratch, lid, lane);
                 if (redo) {
@@ -432,8 +499,12 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
         put_partials(partials, t, lane, sum1, sum2);
 #elif PHASE == 1
         /* the chunk's sum of x - x0 (the row's x0, so chunks add up) and its M2 (sum1 times
-         * its mean: sum1 * sum1 overflowed first where sum2 had not) */
-        put_partials(partials, t, lane, sum1 + (shift - x0) * (ACC_T)t.len, sum2 - sum1 * (sum1 / (ACC_T)t.len));
+         * its mean: sum1 * sum1 overflowed first where sum2 had not; unrounded, as in
+         * var_of_sums); WILD: from the chunk's mean (inf, never NaN, for finite elements),
+         * and M2 inf or NaN (WILD above) */
+        const ACC_T len_ = (ACC_T)t.len;
+        put_partials(partials, t, lane, wild ? (sum1 / len_ * WILD_UNSCALE - x0) * len_ : sum1 + (shift - x0) * len_,
+                     wild ? wild_var(sum1) : fma(-sum1, sum1 / len_, sum2));
 #else
         const ACC_T n = (ACC_T)row_len;
 #if NORM == NORM_RMS
@@ -444,27 +515,53 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
          * cancels nor overflows before numpy's own two passes do */
 #if NORM == NORM_MOMENTS
         const ACC_T mean_e = team_reduce(nsum_value(s1, c1), K_SUM, scratch, lid, lane) / n;
-        /* mean_e: m1's error, tiny next to the spread */
-        put_moments(stats, t, n_rows, lane, m1 + mean_e, var_clamped(sum2 / n - mean_e * mean_e));
+        /* mean_e: m1's error, tiny next to the spread. WILD: lane 0 alone reads the row again
+         * for the sum of x * WILD_SCALE, inside its write. A moments task of a short row is a
+         * few instructions a lane: a branch for every lane (with the team's reduce of that sum,
+         * or selects through the pass) cost H100 float32 moments of 442368 x 128 11-13 %
+         * (2535 -> 2215 GB/s). */
+        if (lane == 0 && t.len > 0) {
+            ACC_T mean_ = m1 + mean_e, var_ = var_of_sums(sum2 / n, mean_e);
+            if (!isfinite(mean_reg)) {
+                ACC_T a = 0, k = 0;
+                for (ulong i = 0; i < t.len; ++i) {
+                    nsum_add(&a, &k, LOAD(p, i) * WILD_SCALE);
+                }
+                a = nsum_value(a, k);
+                mean_ = a / n * WILD_UNSCALE;
+                var_ = wild_var(a);
+            }
+            put_moments(stats, t, n_rows, lane, mean_, var_);
+        }
 #else
-        const ACC_T mean_d = mean_reg;
-        const ACC_T var_ = sum2 / n;
+        const ACC_T var_ = wild ? wild_var(sum2) : sum2 / n;
         const ACC_T inv = rsqrt(var_ + eps);
-#define RESULT_WB(x, wt, b) ((((x) - x0) - mean_d) * inv * (wt) + (b))
+#define RESULT_WB(x, wt, b) ((((x) - cx) - cm) * inv * (wt) + (b))
 #endif
 #else
+        /* WILD: the variance from the scaled sum (PHASE 2: the fold of M2 or moments' read of
+         * the row), the mean from it (moments), deviations around 0 (layer_norm) */
 #if PHASE == 2
         /* the row's x0; sum2 is the row's M2 where Chan's merge ran (above) */
-#define shift x0
-        const ACC_T mean_d = sum1 / n;
-        const ACC_T var_d = chan ? sum2 / n : sum2 / n - mean_d * mean_d;
-#else
-        const ACC_T mean_d = sum1 / n;
-        const ACC_T var_d = sum2 / n - mean_d * mean_d;
-#endif
-        const ACC_T var_ = var_clamped(var_d);
+        const ACC_T shift = wild ? (ACC_T)0 : x0;
+        const ACC_T mean_d = wild ? (ACC_T)0 : sum1 / n;
+        const ACC_T var_d = chan ? var_clamped(sum2 / n) : var_of_sums(sum2 / n, mean_d);
 #if NORM == NORM_MOMENTS
-        put_moments(stats, t, n_rows, lane, shift + mean_d, var_);
+        const ACC_T var_ = wild ? wild_var(wild_sum) : var_d;
+        const ACC_T wild_mean = wild_sum / n * WILD_UNSCALE;
+#else
+        const ACC_T var_ = wild ? (isnan(sum2) ? (ACC_T)NAN : (ACC_T)INFINITY) : var_d;
+#endif
+#else
+        /* shift is 0 in a WILD task (its rescue's) */
+        const ACC_T mean_d = wild ? (ACC_T)0 : sum1 / n;
+        const ACC_T var_ = wild ? wild_var(sum1) : var_of_sums(sum2 / n, mean_d);
+#if NORM == NORM_MOMENTS
+        const ACC_T wild_mean = sum1 / n * WILD_UNSCALE;
+#endif
+#endif
+#if NORM == NORM_MOMENTS
+        put_moments(stats, t, n_rows, lane, wild ? wild_mean : shift + mean_d, var_);
 #else
         const ACC_T inv = rsqrt(var_ + eps);
 /* (x - shift) - mean_d: both differences are small next to x, so a large mean cancels exactly */
@@ -508,8 +605,5 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
 }
 #if NORM == NORM_RMS
 #undef x0
-#endif
-#if PHASE == 2 && NORM != NORM_RMS
-#undef shift
 #endif
 #undef PILOT

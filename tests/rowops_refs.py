@@ -113,3 +113,32 @@ def far_first_rows(k, dtype, rng):
                   1e4 + rng.standard_normal(k)])
     x[0, 0], x[1, 0], x[2, 0] = 0.0, -big, 0.0
     return x.astype(dtype)
+
+
+def wild_rows(k, dtype, rng):
+    """Rows whose sum of deviations from their first element comes out inf or NaN (row_norm.cl
+    WILD) or whose sum of squares overflows, k >= 6, and one plain row last. Returns (x, mean, var): numpy's mean (exact, taken
+    in fractions: numpy's own float32 sum overflows on rows 5 and 6) and variance (inf where the
+    true one passes the type's range, NaN where the row holds an inf or NaN).
+      0-4: +inf second, +inf first, -inf first, NaN last, +inf first and -inf fourth
+      5:   values of both signs near the maximum (x - x0 overflows)
+      6:   the maximum's negative first, the rest near half the maximum (sum(x - x0) overflows)
+      7:   half the maximum, spread by 1e-3 of it (no WILD: the sums of squares overflow, and
+           the rescued sum of d squared beside them gave inf - inf)"""
+    from fractions import Fraction
+    top = float(np.finfo(dtype).max)
+    x = rng.uniform(1.0, 2.0, (9, k))
+    x[0, 1] = x[1, 0] = x[4, 0] = np.inf
+    x[2, 0] = x[4, 3] = -np.inf
+    x[3, -1] = np.nan
+    x[5] = top * rng.uniform(0.5, 0.99, k) * np.where(np.arange(k) % 2, -1.0, 1.0)
+    x[6] = top * rng.uniform(0.4, 0.5, k)
+    x[6, 0] = -top
+    x[7] = top * 0.5 * (1.0 + 1e-3 * rng.uniform(-1.0, 1.0, k))
+    x = x.astype(dtype)
+    mean = np.array([np.inf, np.inf, -np.inf, np.nan, np.nan]
+                    + [float(sum(map(Fraction, r.astype(np.float64).tolist())) / k) for r in x[5:8]]
+                    + [x[8].astype(np.float64).mean()])
+    var = np.array([np.nan] * 5 + [np.inf] * 3 + [x[8].astype(np.float64).var()])
+    return x, mean, var
+

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 from conftest import slow_enabled
 from rowops_refs import (ADVERSARIAL, LOG_TOL, NORM_TOL, TOL, U32, _assert_cumsum_bound, _close, far_first_rows,
-                         ref_layer_norm, ref_log_softmax, ref_quantize, ref_rms_norm, ref_softmax)
+                         ref_layer_norm, ref_log_softmax, ref_quantize, ref_rms_norm, ref_softmax, wild_rows)
 
 from clreduce import rowops
 from clreduce.backends import get_backend
@@ -255,15 +255,18 @@ def test_adversarial_rows(op):
 @gpu
 @pytest.mark.parametrize("k", [6, 40_000])  # a row in a warp's lanes; rows read from memory (blocks of 1024)
 @pytest.mark.parametrize("force", [None, RowForce(split=2, cache="none")], ids=["whole", "split"])
-def test_moments_of_nonfinite_rows_are_nan(k, force):
-    """CUDA form of test_rowops.py's: NaN mean and variance for a row holding +-inf or NaN
-    wherever it sits (row_norm.cl took x0 + mean(x - x0): +-inf or NaN by the inf's place)."""
+def test_moments_of_nonfinite_rows_follow_numpy(k, force):
+    """CUDA form of test_rowops.py's past-the-range test at K = 40 000 too: a row holding +-inf
+    or NaN wherever it sits gives numpy's mean (+-inf, or NaN) and a NaN variance (row_norm.cl
+    took x0 + mean(x - x0): NaN where the inf sat first; then NaN for both, by rule)."""
     cp = _cp()
     x = np.tile(np.array([1.0, -2.0, 2.0, 3.0, 0.5, 4.0], np.float32), (6, -(-k // 6)))[:, :k].copy()
     for row, (col, value) in enumerate([(1, np.inf), (0, np.inf), (2, -np.inf), (k - 1, np.inf), (1, np.nan)]):
         x[row, col] = value
     mean, var = (a.get() for a in rowops.moments(cp.asarray(x), force=force))
-    assert np.isnan(mean[:5]).all() and np.isnan(var[:5]).all(), (mean, var)
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_array_equal(mean[:5], x[:5].astype(np.float64).mean(-1))
+    assert np.isnan(var[:5]).all(), var
     np.testing.assert_allclose(mean[5], x[5].astype(np.float64).mean(), rtol=1e-6)
     np.testing.assert_allclose(var[5], x[5].astype(np.float64).var(), rtol=1e-5)
 
@@ -296,6 +299,37 @@ def test_statistics_of_rows_far_from_their_first_element(k, dtype):
             np.testing.assert_allclose(var.get(), x64.var(-1), rtol=NORM_TOL[dtype]["rtol"], err_msg=what)
             np.testing.assert_allclose(mean.get(), x64.mean(-1), rtol=NORM_TOL[dtype]["rtol"], err_msg=what)
         _close(rowops.layer_norm(xd, force=force).get(), ref_layer_norm(x), dtype, NORM_TOL, what)
+
+
+@gpu
+@pytest.mark.parametrize("k", [6, 100, 5000])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_statistics_of_rows_past_the_range(k, dtype):
+    """row_norm.cl WILD on CUDA (test_rowops.py's OpenCL form): rows holding an inf or NaN, or
+    whose deviations from their first element overflow, give numpy's mean and a NaN or inf
+    variance; layer_norm writes NaN or b -- the forced forms of the test above."""
+    cp = _cp()
+    x, want_mean, want_var = wild_rows(k, dtype, _rng("wild", k, dtype))
+    w = np.linspace(0.5, 1.5, k).astype(dtype)
+    b = np.linspace(-1.0, 1.0, k).astype(dtype)
+    xd, wd, bd = cp.asarray(x), cp.asarray(w), cp.asarray(b)
+    mean_abs = np.abs(x[5:].astype(np.float64)).mean(-1)
+    with np.errstate(all="ignore"):
+        want_y = ref_layer_norm(x[8:], w, b)
+    cached = (RowForce(cache="registers"), RowForce(cache="local", lanes=8)) if k <= 1000 else ()
+    for force in (None, RowForce(cache="none", lanes=8), RowForce(cache="none", lanes=32),
+                  RowForce(cache="none", lanes=128), *cached, RowForce(cache="none", split=3)):
+        what = f"{dtype} K={k} {force}"
+        if force is None or force.cache != "local":  # moments: registers or memory
+            mean, var = (a.get() for a in rowops.moments(xd, force=force))
+            np.testing.assert_array_equal(mean[:5], want_mean[:5], err_msg=what)
+            assert (np.abs(mean[5:] - want_mean[5:]) <= NORM_TOL[dtype]["rtol"] * mean_abs).all(), (what, mean)
+            np.testing.assert_array_equal(var[:8], want_var[:8], err_msg=what)
+            np.testing.assert_allclose(var[8], want_var[8], rtol=NORM_TOL[dtype]["rtol"], err_msg=what)
+        y = rowops.layer_norm(xd, wd, bd, force=force).get()
+        assert np.isnan(y[:5]).all(), (what, y[:5])
+        np.testing.assert_array_equal(y[5:8], np.broadcast_to(b, (3, k)), err_msg=what)
+        _close(y[8:], want_y, dtype, NORM_TOL, what)
 
 
 @gpu

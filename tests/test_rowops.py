@@ -16,7 +16,7 @@ import pytest
 from conftest import slow_enabled
 
 from rowops_refs import (ADVERSARIAL, HALF_ROWS, LOG_TOL, NORM_TOL, TOL, U32, _assert_cumsum_bound, _close,
-                         far_first_rows, ref_layer_norm, ref_log_softmax, ref_quantize, ref_rms_norm, ref_softmax)
+                         far_first_rows, ref_layer_norm, wild_rows, ref_log_softmax, ref_quantize, ref_rms_norm, ref_softmax)
 
 from clreduce import rowops
 from clreduce.backends import opencl_rowops
@@ -375,18 +375,37 @@ def test_statistics_of_rows_far_from_their_first_element(cl_device, cl_queue, k,
             _close(rowops.layer_norm(x, device=cl_device, force=force), ref_layer_norm(x), dtype, NORM_TOL, what)
 
 
-@pytest.mark.parametrize("force", [None, RowForce(split=2, cache="none")], ids=["whole", "split"])
-def test_moments_of_nonfinite_rows_are_nan(cl_device, force):
-    """README: a row holding +-inf (or NaN) gives NaN mean and variance wherever it sits. The
-    mean was x0 + mean(x - x0) with x0 the row's first element: +-inf or NaN by the inf's
-    place (an outside fuzz run)."""
-    x = np.array([[1.0, np.inf, 2.0, 3.0, 0.5, 4.0], [np.inf, 1.0, 2.0, 3.0, 0.5, 4.0],
-                  [1.0, 2.0, -np.inf, 3.0, 0.5, 4.0], [1.0, 2.0, 3.0, 0.5, 4.0, np.inf],
-                  [1.0, np.nan, 2.0, 3.0, 0.5, 4.0], [1.0, -2.0, 2.0, 3.0, 0.5, 4.0]], np.float32)
-    mean, var = rowops.moments(x, device=cl_device, force=force)
-    assert np.isnan(mean[:5]).all() and np.isnan(var[:5]).all(), (mean, var)
-    np.testing.assert_allclose(mean[5], x[5].astype(np.float64).mean(), rtol=1e-6)
-    np.testing.assert_allclose(var[5], x[5].astype(np.float64).var(), rtol=1e-5)
+# K = 6: whole rows in registers or read from memory, split in three; K = 100 and 5000 as
+# above (the rescue's walk, registers' scaled second pass, split chunks' marked partials)
+@pytest.mark.parametrize("k", [6, 100, 5000])
+def test_statistics_of_rows_past_the_range(cl_device, cl_queue, k, request):
+    """row_norm.cl WILD: a row holding an inf or NaN, or whose deviations from its first element
+    overflow, gives numpy's mean and a NaN or inf variance (an inf first element gave a NaN
+    mean, ±3e38 values a NaN variance), as does a row whose squares overflow (it gave NaN
+    where split); layer_norm then writes NaN, or b (x / inf * w + b)."""
+    caps = opencl_rowops.runnable_caps(cl_queue)
+    for dtype in [d for d in _dtypes(cl_device) if d != "float16"]:
+        x, want_mean, want_var = wild_rows(k, dtype, _rng("wild", k, dtype))
+        w = np.linspace(0.5, 1.5, k).astype(dtype)
+        b = np.linspace(-1.0, 1.0, k).astype(dtype)
+        forces = [None, RowForce(cache="none"), RowForce(cache="none", split=3)] + _sample(
+            row_variants(caps, RowProblem("layer_norm", 9, k, dtype)), 3, zlib.crc32(f"wild{k}{dtype}".encode()), request)
+        mean_abs = np.abs(x[5:].astype(np.float64)).mean(-1)
+        with np.errstate(all="ignore"):
+            want_y = ref_layer_norm(x[8:], w, b)
+        for force in forces:
+            what = f"{dtype} K={k} {force}"
+            mean, var = rowops.moments(x, device=cl_device, force=force if force is None or force.cache != "local"
+                                       else dataclasses.replace(force, cache="none"))
+            np.testing.assert_array_equal(mean[:5], want_mean[:5], err_msg=what)
+            # row 5 cancels: its mean's error is relative to the mean of |x|, as a sum's
+            assert (np.abs(mean[5:] - want_mean[5:]) <= NORM_TOL[dtype]["rtol"] * mean_abs).all(), (what, mean)
+            np.testing.assert_array_equal(var[:8], want_var[:8], err_msg=what)
+            np.testing.assert_allclose(var[8], want_var[8], rtol=NORM_TOL[dtype]["rtol"], err_msg=what)
+            y = rowops.layer_norm(x, w, b, device=cl_device, force=force)
+            assert np.isnan(y[:5]).all(), (what, y[:5])
+            np.testing.assert_array_equal(y[5:8], np.broadcast_to(b, (3, k)), err_msg=what)
+            _close(y[8:], want_y, dtype, NORM_TOL, what)
 
 
 def test_absmax_scale_float16_near_max(cl_device):
