@@ -176,7 +176,8 @@
 #if OPK != OPK_WELFORD
 #define TO_ACC(raw, pilot) ((ACC_T)MAPPED(raw))
 #elif SHIFT_MODE == 0
-#define TO_ACC(raw, pilot) ((ACC_T)(raw) - (ACC_T)(pilot))
+/* scaled before the difference (SHIFT_SCALE below), which then never overflows */
+#define TO_ACC(raw, pilot) ((ACC_T)(raw) * (ACC_T)SHIFT_SCALE - (ACC_T)(pilot) * (ACC_T)SHIFT_SCALE)
 #elif SHIFT_MODE == 1
 #define TO_ACC(raw, pilot) ((ACC_T)((long)(raw) - (long)(pilot)))
 #elif SHIFT_MODE == 2
@@ -192,8 +193,13 @@ inline ACC_T shifted(const ulong x, const ulong x0) {
 #define TO_ACC(raw, pilot) (shifted((raw), (pilot)) * (ACC_T)SHIFT_SCALE)
 #endif
 /* SHIFT_SCALE: a power of two (exact) the planner gives 64-bit integers summed in float32,
- * 2**-32, so squares of differences up to 2**64 stay far below FLT_MAX; var is scaled back
- * by its inverse square when written. */
+ * 2**-32, so squares of differences up to 2**64 stay far below FLT_MAX, and floats summed in
+ * their own type, 2**-10: x/1024 - pilot/1024, Welford's differences and block_state's sums of
+ * up to 256 such values stay finite for finite x, where x - pilot overflowed (float32 values
+ * of +-3e38 in a row: inf - inf in the running mean gave var NaN where numpy's is inf; an inf
+ * or NaN element still gives NaN; 1/4 left rusticl's blocks of 16 overflowing). Values below
+ * 2**10 times the smallest normal lose bits to it; their squares are below the range.
+ * var is scaled back by its inverse square when written. */
 #ifndef SHIFT_SCALE
 #define SHIFT_SCALE 1
 #endif
@@ -545,7 +551,7 @@ inline state_t team_to_row_pilot(state_t st, const ACC_T pilot, const uint lane)
         const ACC_T other = shuffle_xor(row_pilot, m);
         if (lane & m) row_pilot = other;
     }
-    if (st.n > 0) st.mean += pilot - row_pilot;
+    if (st.n > 0) st.mean += pilot * (ACC_T)SHIFT_SCALE - row_pilot * (ACC_T)SHIFT_SCALE;
     return st;
 }
 #else
@@ -960,7 +966,7 @@ inline state_t cpu_task(__global const IN_T *p, const ulong start, const ulong l
 
 /* x - pilot for a vector (TO_ACC's SHIFT_MODEs 0 and 1; 64-bit integers run VEC 1) */
 #if SHIFT_MODE == 0
-#define CPU_SHIFTED(x, pilot) (CPU_TO_ACC(x) - (CPU_ACCV)((ACC_T)(pilot)))
+#define CPU_SHIFTED(x, pilot) (CPU_TO_ACC(x) * (ACC_T)SHIFT_SCALE - (CPU_ACCV)((ACC_T)(pilot) * (ACC_T)SHIFT_SCALE))
 #elif SHIFT_MODE == 1
 #define CPU_SHIFTED(x, pilot) CPU_TO_ACC(CAT(convert_, CPU_V(long))(x) - (CPU_V(long))((long)(pilot)))
 #elif VEC == 1

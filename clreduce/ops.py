@@ -138,8 +138,9 @@ class DtypeRule:
     device_out: str
     out: str
     host_divide: bool = False
-    # var/std of 64-bit integers in float32 (no fp64): the power of two every difference is
-    # scaled by so squares fit (reduce_state.cl SHIFT_SCALE), on every pass
+    # var/std: the power of two every difference is scaled by (reduce_state.cl SHIFT_SCALE),
+    # on every pass: 64-bit integers in float32 (no fp64), so squares fit; floats in their
+    # own type, so differences do
     var_scale: str | None = None
 
 
@@ -188,7 +189,11 @@ def dtype_rule(op: Op, dtype, requested=None) -> DtypeRule:
             return DtypeRule(acc=acc, device_out="int64", out="int64")
         return DtypeRule(acc="int64", device_out="int64", out="int64")
     if dtype.kind == "f":
-        return DtypeRule(acc=_float_acc(name), device_out=name, out=name)
+        # var/std summed in the input's own type: elements scaled by 2**-10 before the pilot's
+        # difference, which then cannot overflow (reduce_state.cl SHIFT_SCALE)
+        own = op.kind == "welford" and _float_acc(name) == name
+        return DtypeRule(acc=_float_acc(name), device_out=name, out=name,
+                         var_scale=("0x1p-10f" if name == "float32" else "0x1p-10") if own else None)
     # integers and bool
     if op.result == "wide":
         wide = "uint64" if dtype.kind == "u" else "int64"

@@ -200,6 +200,51 @@ def test_hard_variants_as_accurate_as_numpy(cl_device, cl_caps, op):
     assert ran, "no hard variant runs on this device"
 
 
+def _past_the_range(dtype, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows whose deviations from their first element overflow, or whose squares do, with
+    numpy's var: +-top values (x - x0 overflows), -top first then +top/2 values, values near
+    top/2 spread by 1e-3 of it, one inf (NaN), and a plain row (reduce_state.cl SHIFT_SCALE)."""
+    top = float(np.finfo(dtype).max)
+    rng = np.random.default_rng(k)
+    x = rng.uniform(1.0, 2.0, (5, k))
+    x[0] = top * rng.uniform(0.5, 0.99, k) * np.where(np.arange(k) % 2, -1.0, 1.0)
+    x[1] = top * rng.uniform(0.4, 0.5, k)
+    x[1, 0] = -top
+    x[2] = top * 0.5 * (1.0 + 1e-3 * rng.uniform(-1.0, 1.0, k))
+    x[3, k // 2] = np.inf
+    x = x.astype(dtype)
+    return x, np.array([np.inf, np.inf, np.inf, np.nan, x[4].astype(np.float64).var()])
+
+
+def _assert_var_past_the_range(var, want, dtype, what):
+    np.testing.assert_array_equal(var[:4], want[:4], err_msg=what)
+    np.testing.assert_allclose(var[4], want[4], rtol=1e-5 if dtype == "float32" else 1e-12, err_msg=what)
+
+
+# K = 7: one lane or block; 2001: lanes, blocks and split plans (the hard variants)
+@pytest.mark.parametrize("k", [7, 2001])
+@pytest.mark.parametrize("op", ["var", "std"])
+def test_var_past_the_float_range_matches_numpy(cl_device, cl_caps, op, k):
+    """float var/std whose deviations from the pilot overflow is inf, as numpy's two-pass
+    var (it was NaN: inf - inf in Welford's mean), and NaN where the row holds an inf; rows
+    and columns, the default and the hard forced variants."""
+    from conftest import Variant
+
+    for dtype in ("float32",) + (("float64",) if cl_caps.fp64 else ()):
+        x, want = _past_the_range(dtype, k)
+        if op == "std":
+            want = np.sqrt(want)
+        for variant in [Variant("default", None, 0)] + _hard_variants(cl_caps):
+            what = f"{op} {dtype} K={k} [{variant.id}]"
+            try:
+                rows = getattr(clreduce, op)(x, axis=-1, device=cl_device, force=variant.force)
+                cols = getattr(clreduce, op)(np.ascontiguousarray(x.T), axis=0, device=cl_device, force=variant.force)
+            except UnsupportedOnDevice:
+                continue
+            _assert_var_past_the_range(rows, want, dtype, what + " rows")
+            _assert_var_past_the_range(cols, want, dtype, what + " columns")
+
+
 # ---- the CUDA backend: the same kernels, its own plans (skips without CuPy and a GPU) -----------
 
 def _cuda_reason():
@@ -242,6 +287,22 @@ def test_cuda_as_accurate_as_numpy(op, dtype):
             for _, case in col_cases(32):
                 ran += not _check_as_accurate_as_numpy(None, variant, case, dtype, op, run=_run_cuda)
     assert ran, "no variant runs on this GPU"
+
+
+@pytest.mark.skipif(CUDA_REASON is not None, reason=f"CUDA backend unavailable: {CUDA_REASON}")
+@pytest.mark.parametrize("k", [7, 2001])
+@pytest.mark.parametrize("dtype", ("float32", "float64"))
+def test_cuda_var_past_the_float_range_matches_numpy(dtype, k):
+    x, want = _past_the_range(dtype, k)
+    for variant in _cuda_variants():
+        what = f"var {dtype} K={k} [{variant.id}]"
+        try:
+            rows = _run_cuda("var", x, -1, variant.force)
+            cols = _run_cuda("var", np.ascontiguousarray(x.T), 0, variant.force)
+        except UnsupportedOnDevice:
+            continue
+        _assert_var_past_the_range(rows, want, dtype, what + " rows")
+        _assert_var_past_the_range(cols, want, dtype, what + " columns")
 
 
 @pytest.mark.skipif(CUDA_REASON is not None, reason=f"CUDA backend unavailable: {CUDA_REASON}")
