@@ -73,6 +73,10 @@ def test_import_loads_no_gpu_library():
 
 def test_unavailable_reason_names_the_missing_package(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy", None)  # import cupy -> ImportError
+    # and forget a CuPy an earlier test found ready (the backend checks once per process):
+    # on a GPU host, after test_accuracy.py, the call below had run on the cached CuPy
+    import clreduce.backends.cuda as cuda_backend
+    monkeypatch.setattr(cuda_backend, "_READY", {})
     reason = BACKEND.unavailable_reason()
     assert "cupy not installed" in reason and "pip install 'clreduce[cuda]'" in reason
     with pytest.raises(RuntimeError, match="cupy not installed"):
