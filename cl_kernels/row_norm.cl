@@ -41,9 +41,9 @@
  * (inf where the row holds +inf; a row past the range: its mean, where numpy's float32 sum
  * overflows). layer_norm writes 0 * w + b (x / inf) or NaN. It had given NaN for both
  * statistics, wherever the inf sat. A read of x * WILD_SCALE for those tasks only: rows read
- * from memory take it in RESCUE's walk; a row in registers scales its second pass (no
- * division, no more loads); split rows mark a chunk's M2 inf or NaN and the row's first task
- * reads the row again for moments' mean.
+ * from memory take it in RESCUE's walk; layer_norm's rows in registers scale their second
+ * pass, moments' lane 0 reads its register row again; split rows mark a chunk's M2 inf or NaN
+ * and the row's first task reads the row again for moments' mean.
  *
  * Entry:
  *   norm_rows(in, in_offset, out, out_offset, weight, bias, stats, partials,
