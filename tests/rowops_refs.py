@@ -117,9 +117,10 @@ def far_first_rows(k, dtype, rng):
 
 def wild_rows(k, dtype, rng):
     """Rows whose sum of deviations from their first element comes out inf or NaN (row_norm.cl
-    WILD) or whose sum of squares overflows, k >= 6, and one plain row last. Returns (x, mean, var): numpy's mean (exact, taken
-    in fractions: numpy's own float32 sum overflows on rows 5 and 6) and variance (inf where the
-    true one passes the type's range, NaN where the row holds an inf or NaN).
+    WILD) or whose sum of squares overflows, k >= 6, and one plain row last. Returns
+    (x, mean, var): numpy's mean (exact, taken in fractions: numpy's own float32 sum overflows
+    on rows 5 and 6) and variance (inf where the true one passes the type's range, NaN where
+    the row holds an inf or NaN).
       0-4: +inf second, +inf first, -inf first, NaN last, +inf first and -inf fourth
       5:   values of both signs near the maximum (x - x0 overflows)
       6:   the maximum's negative first, the rest near half the maximum (sum(x - x0) overflows)
@@ -141,4 +142,3 @@ def wild_rows(k, dtype, rng):
                     + [x[8].astype(np.float64).mean()])
     var = np.array([np.nan] * 5 + [np.inf] * 3 + [x[8].astype(np.float64).var()])
     return x, mean, var
-

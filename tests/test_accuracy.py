@@ -22,6 +22,7 @@ import pytest
 import clreduce
 from clreduce.plan import UnsupportedOnDevice
 
+from rowops_refs import wild_rows
 from test_differential import _check, adversarial
 
 # Slack over numpy's own error, in ulp of the output: the final roundings (sum, then the
@@ -200,25 +201,17 @@ def test_hard_variants_as_accurate_as_numpy(cl_device, cl_caps, op):
     assert ran, "no hard variant runs on this device"
 
 
-def _past_the_range(dtype, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Rows whose deviations from their first element overflow, or whose squares do, with
-    numpy's var: +-top values (x - x0 overflows), -top first then +top/2 values, values near
-    top/2 spread by 1e-3 of it, one inf (NaN), and a plain row (reduce_state.cl SHIFT_SCALE)."""
-    top = float(np.finfo(dtype).max)
-    rng = np.random.default_rng(k)
-    x = rng.uniform(1.0, 2.0, (5, k))
-    x[0] = top * rng.uniform(0.5, 0.99, k) * np.where(np.arange(k) % 2, -1.0, 1.0)
-    x[1] = top * rng.uniform(0.4, 0.5, k)
-    x[1, 0] = -top
-    x[2] = top * 0.5 * (1.0 + 1e-3 * rng.uniform(-1.0, 1.0, k))
-    x[3, k // 2] = np.inf
-    x = x.astype(dtype)
-    return x, np.array([np.inf, np.inf, np.inf, np.nan, x[4].astype(np.float64).var()])
+def _var_past_the_range(dtype, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """rowops_refs.wild_rows (inf or NaN rows; rows whose deviations from their first element,
+    or whose squares, overflow; a plain row last) with numpy's var of each row
+    (reduce_state.cl SHIFT_SCALE)."""
+    x, _, var = wild_rows(k, dtype, np.random.default_rng(k))
+    return x, var
 
 
 def _assert_var_past_the_range(var, want, dtype, what):
-    np.testing.assert_array_equal(var[:4], want[:4], err_msg=what)
-    np.testing.assert_allclose(var[4], want[4], rtol=1e-5 if dtype == "float32" else 1e-12, err_msg=what)
+    np.testing.assert_array_equal(var[:-1], want[:-1], err_msg=what)
+    np.testing.assert_allclose(var[-1], want[-1], rtol=1e-5 if dtype == "float32" else 1e-12, err_msg=what)
 
 
 # K = 7: one lane or block; 2001: lanes, blocks and split plans (the hard variants)
@@ -231,7 +224,7 @@ def test_var_past_the_float_range_matches_numpy(cl_device, cl_caps, op, k):
     from conftest import Variant
 
     for dtype in ("float32",) + (("float64",) if cl_caps.fp64 else ()):
-        x, want = _past_the_range(dtype, k)
+        x, want = _var_past_the_range(dtype, k)
         if op == "std":
             want = np.sqrt(want)
         for variant in [Variant("default", None, 0)] + _hard_variants(cl_caps):
@@ -293,7 +286,7 @@ def test_cuda_as_accurate_as_numpy(op, dtype):
 @pytest.mark.parametrize("k", [7, 2001])
 @pytest.mark.parametrize("dtype", ("float32", "float64"))
 def test_cuda_var_past_the_float_range_matches_numpy(dtype, k):
-    x, want = _past_the_range(dtype, k)
+    x, want = _var_past_the_range(dtype, k)
     for variant in _cuda_variants():
         what = f"var {dtype} K={k} [{variant.id}]"
         try:
