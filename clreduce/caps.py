@@ -29,6 +29,12 @@ def parse_adreno_compiler(driver_version: str | None) -> tuple[int, ...] | None:
     return tuple(int(g) for g in m.groups() if g is not None)
 
 
+# LLVM x86 CPU names with AVX-512 (PoCL's HSTR target): see DeviceCaps.vector_bytes_limit
+_AVX512_TARGETS = ("avx512", "knl", "knm", "cannonlake", "icelake", "tigerlake", "rocketlake", "cascadelake",
+                   "cooperlake", "sapphirerapids", "emeraldrapids", "graniterapids", "diamondrapids", "znver4",
+                   "znver5", "x86-64-v4")
+
+
 @dataclass(frozen=True)
 class DeviceCaps:
     """Capabilities of one device, as the planner needs them.
@@ -121,6 +127,26 @@ class DeviceCaps:
     def has(self, extension_or_feature: str) -> bool:
         """True when the extension or OpenCL C feature macro is listed."""
         return extension_or_feature in self.extensions or extension_or_feature in self.c_features
+
+    @property
+    def vector_bytes_limit(self) -> int | None:
+        """The widest vector, in bytes, that kernels may use on this device, where narrower
+        than the planner's 64-byte CPU vectors; None: no limit.
+
+        PoCL whose compile target (``HSTR: ...-<cpu>`` in the device version) has no AVX-512
+        gets 32. pip's PoCL 3.0 names an AVX-512 Zen 4 host ``znver3`` (its LLVM predates
+        znver4) yet links the builtin library of the host's AVX-512 variant. A builtin call on a
+        512-bit vector (``fmin`` of ``float16``, ``double8`` or ``int16`` in reduce_rows.cl)
+        then breaks: clang warns that the argument ABI changes, the first build sometimes
+        aborts in LLVM ("Do not know how to scalarize this operator's operand!"), and the
+        next process, building the same source from PoCL's kernel cache, gets a program with
+        no kernels (INVALID_KERNEL_NAME) and aborts at exit ("still have references to IRs").
+        Found on a 2-core AMD EPYC host with AVX-512 (2026-11-26); 32-byte vectors build and
+        run there."""
+        if self.implementation != "pocl" or "HSTR:" not in self.device_version:
+            return None
+        target = self.device_version.split("HSTR:", 1)[1].strip().lower()
+        return None if any(t in target for t in _AVX512_TARGETS) else 32
 
     @property
     def adreno_compiler(self) -> tuple[int, ...] | None:

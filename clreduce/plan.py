@@ -291,15 +291,33 @@ def plan(caps: DeviceCaps, problem: Problem, force: Force | None = None) -> Laun
         raise ValueError(f"unknown strategy {force.strategy!r}; known: {', '.join(ALL_STRATEGIES)}")
     if force.vec is not None and force.vec not in (1, 2, 4, 8, 16):
         raise ValueError(f"vec={force.vec} must be 1, 2, 4, 8 or 16")
+    plan_kind = _plan_columns if problem.inner > 1 else _plan_rows
+    planned = plan_kind(caps, problem, force, op, rule)
+    widest = _widest_vec(caps, problem, rule)
+    if widest is not None and planned.vec > widest:
+        if force.vec is not None:
+            raise UnsupportedOnDevice(f"vec={force.vec} of {problem.dtype} (accumulated as {rule.acc}) needs vectors "
+                                      f"wider than the {caps.vector_bytes_limit} bytes {caps.name!r} compiles "
+                                      f"correctly (DeviceCaps.vector_bytes_limit); use vec <= {widest}")
+        planned = plan_kind(caps, problem, dataclasses.replace(force, vec=widest), op, rule)
     if problem.inner > 1:
-        return _plan_columns(caps, problem, force, op, rule)
-    planned = _plan_rows(caps, problem, force, op, rule)
+        return planned
     if _pocl_half_nonzero_vec8(caps, problem, op, planned.vec):
         if force.vec is not None:
             raise UnsupportedOnDevice(f"vec=8 for {op.name} of float16 rows crashes {caps.name!r} (PoCL's "
                                       "compiled kernel segfaults); use vec 4 or 16")
         planned = _plan_rows(caps, problem, dataclasses.replace(force, vec=4), op, rule)
     return planned
+
+
+def _widest_vec(caps: DeviceCaps, problem: Problem, rule) -> int | None:
+    """The largest vec whose input and accumulator vectors stay within the device's
+    ``vector_bytes_limit`` (None: no limit)."""
+    limit = caps.vector_bytes_limit
+    if limit is None:
+        return None
+    width = max(np.dtype(problem.dtype).itemsize, np.dtype(rule.acc).itemsize)
+    return _pow2_floor(max(1, limit // width))
 
 
 def _pocl_half_nonzero_vec8(caps: DeviceCaps, problem: Problem, op, vec: int) -> bool:

@@ -429,8 +429,8 @@ def plan_scan(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = No
     wg = _choose_wg(caps, Force(wg_size=force.wg_size), sg_size)
     if cpu and force.wg_size is None:
         wg = max(min(wg, SCAN_CPU_WG), sg_size or 1)
-    items = max(1, min(16, SCAN_ITEMS_CPU_BYTES // acc_bytes if cpu else
-                           SCAN_ITEMS_BYTES // np.dtype(problem.dtype).itemsize))
+    cpu_bytes = min(SCAN_ITEMS_CPU_BYTES, caps.vector_bytes_limit or SCAN_ITEMS_CPU_BYTES)
+    items = max(1, min(16, cpu_bytes // acc_bytes if cpu else SCAN_ITEMS_BYTES // np.dtype(problem.dtype).itemsize))
     if force.lanes is not None:
         lanes = force.lanes
         if lanes < 1 or lanes & (lanes - 1) or lanes > wg:
@@ -882,8 +882,26 @@ def _cpu_register_rows(caps: DeviceCaps, problem: RowProblem, force: RowForce, a
         return False
     if dataclasses.replace(force, cache=None) != RowForce() or force.cache not in (None, "registers"):
         return False
-    vec = _widest_vec(problem, CPU_VEC_BYTES)
+    vec = _widest_vec(problem, _cpu_vec_bytes(caps, problem))
     return _ceil_div(problem.row_len, vec) * vec <= reg_budget(caps, acc_bytes, CPU_ROW_WG)
+
+
+def _cpu_vec_bytes(caps: DeviceCaps, problem: RowProblem) -> int:
+    """Input bytes per vector run on a CPU: CPU_VEC_BYTES, or fewer where the device's
+    compiler limits vectors (``DeviceCaps.vector_bytes_limit``). The row math is float32 or
+    wider, so a float16 row's vectors count 4 bytes an element."""
+    limit = caps.vector_bytes_limit
+    if limit is None:
+        return CPU_VEC_BYTES
+    item = np.dtype(problem.dtype).itemsize
+    return limit * item // max(item, 4)
+
+
+def _check_forced_vec(caps: DeviceCaps, problem: RowProblem, vec: int) -> None:
+    limit = caps.vector_bytes_limit
+    if limit is not None and vec * max(np.dtype(problem.dtype).itemsize, 4) > limit:
+        raise UnsupportedOnDevice(f"vec={vec} of {problem.dtype} rows needs vectors wider than the {limit} bytes "
+                                  f"{caps.name!r} compiles correctly (DeviceCaps.vector_bytes_limit)")
 
 
 def _walk_vec(caps: DeviceCaps, problem: RowProblem, force: RowForce) -> int:
@@ -892,6 +910,7 @@ def _walk_vec(caps: DeviceCaps, problem: RowProblem, force: RowForce) -> int:
     PoCL 64 but for absmax_scale; 1 on llvmpipe and for scans
     (row_scan.cl has its own tiles)."""
     if force.vec is not None:
+        _check_forced_vec(caps, problem, force.vec)
         return force.vec
     if FAMILIES[problem.op][0] not in WALK_FAMILIES or llvmpipe_loop_limited(caps):
         return 1
@@ -903,7 +922,7 @@ def _walk_vec(caps: DeviceCaps, problem: RowProblem, force: RowForce) -> int:
         # absmax_scale, a compare and a divide per element, still lost (1.45-1.53 -> 1.30
         # GB/s at 16000 x 1000, level at 244 x 65536)
         return 1
-    vec_bytes = CPU_VEC_BYTES if caps.device_type == "cpu" else VEC_BYTES
+    vec_bytes = _cpu_vec_bytes(caps, problem) if caps.device_type == "cpu" else VEC_BYTES
     return max(1, min(VEC_MAX, vec_bytes // np.dtype(problem.dtype).itemsize))
 
 
@@ -930,9 +949,10 @@ def _row_vec(caps: DeviceCaps, problem: RowProblem, force: RowForce, cpu_rows: b
             raise UnsupportedOnDevice(f"vec={v}: vector runs are for softmax, norm and (uncached) scale rows "
                                       f"in registers or read from memory, not {problem.op} with "
                                       f"cache={force.cache!r}, split={force.split} on {caps.name!r}")
+        _check_forced_vec(caps, problem, v)
         return v
     if cpu_rows:
-        return _widest_vec(problem, CPU_VEC_BYTES)
+        return _widest_vec(problem, _cpu_vec_bytes(caps, problem))
     if caps.device_type == "cpu" or FAMILIES[problem.op][0] not in VEC_FAMILIES:
         return 1
     if force.cache not in (None, "registers") or (force.split or 1) > 1:

@@ -434,3 +434,44 @@ def test_subgroups_listed_without_widths_falls_back_to_local():
     p = plan(caps, problem)
     assert p.sg_mode == "local"
     check_plan(caps, problem, p)
+
+
+# ---- vectors no wider than the compile target's registers (DeviceCaps.vector_bytes_limit) ----
+def _pocl_on(target: str) -> DeviceCaps:
+    return dataclasses.replace(POCL, device_version=f"OpenCL 3.0 PoCL HSTR: pthread-x86_64-unknown-linux-gnu-{target}")
+
+
+@pytest.mark.parametrize("target, limit", [
+    ("znver3", 32),          # pip's PoCL 3.0 on an AVX-512 Zen 4 host: the case that broke
+    ("haswell", 32),
+    ("skylake-avx512", None),  # Debian's PoCL 3.1 on the same host
+    ("znver4", None),
+    ("sapphirerapids", None),
+])
+def test_pocl_vector_limit_follows_its_compile_target(target, limit):
+    assert _pocl_on(target).vector_bytes_limit == limit
+    # other runtimes never report one, whatever their version string says
+    assert dataclasses.replace(INTEL_CPU, device_version=f"HSTR: {target}").vector_bytes_limit is None
+
+
+@pytest.mark.parametrize("dtype, op", [("float32", "min"), ("float64", "sum"), ("int32", "max"), ("int8", "sum"),
+                                       ("float16", "mean"), ("float32", "var"), ("float32", "argmax")])
+# rows of 4096 and 375 (rows and split rows), columns: min over axis 0 of (1, 375) (the
+# kernel that aborted in LLVM) and of (40, 3000)
+@pytest.mark.parametrize("rows, row_len, inner", [(64, 4096, 1), (1, 375, 1), (1, 1, 375), (1, 40, 3000)])
+def test_plans_keep_vectors_within_the_device_limit(dtype, op, rows, row_len, inner):
+    import numpy as np
+
+    p = plan(_pocl_on("znver3"), Problem(rows=rows, row_len=row_len, dtype=dtype, op=op, inner=inner))
+    for launch in p.passes:
+        widest = max(np.dtype(dtype).itemsize, np.dtype(launch.acc_dtype).itemsize)
+        assert p.vec * widest <= 32, (p.vec, launch.acc_dtype)
+
+
+def test_forced_vectors_past_the_device_limit_are_refused():
+    caps = _pocl_on("znver3")
+    with pytest.raises(UnsupportedOnDevice, match="vector_bytes_limit"):
+        plan(caps, Problem(rows=64, row_len=4096, dtype="float32", op="min"), Force(vec=16))
+    assert plan(caps, Problem(rows=64, row_len=4096, dtype="float32", op="min"), Force(vec=8)).vec == 8
+    # without the limit the same force is a plan
+    assert plan(POCL, Problem(rows=64, row_len=4096, dtype="float32", op="min"), Force(vec=16)).vec == 16

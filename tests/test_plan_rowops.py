@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
+import numpy as np
 import pytest
 from test_plan import ALL_CAPS, PROFILES, required_macros
 
@@ -274,3 +275,36 @@ def test_forced_split_needs_an_uncached_row():
         plan_row(caps, RowProblem("softmax", 4, 100, "float32"), RowForce(split=2, cache="registers"))
     with pytest.raises(ValueError, match="split"):
         plan_row(caps, RowProblem("softmax", 4, 100, "float32"), RowForce(split=101))
+
+
+# ---- vectors no wider than the compile target's registers (DeviceCaps.vector_bytes_limit) ----
+# pip's PoCL 3.0 compiles for "znver3" on an AVX-512 Zen 4 host: 512-bit vectors through its
+# builtins abort in LLVM or come back from PoCL's kernel cache as a program without kernels.
+_POCL_ZNVER3 = dataclasses.replace(
+    ALL_CAPS["pthread CPU (synthetic PoCL)"],
+    device_version="OpenCL 3.0 PoCL HSTR: pthread-x86_64-unknown-linux-gnu-znver3")
+
+
+@pytest.mark.parametrize("op", ["softmax", "rms_norm", "layer_norm", "moments", "absmax_scale", "cumsum",
+                                "logcumsumexp"])
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("k", [64, 1000, 65536])  # register rows (CPU_ROW_OPS), walked rows, long rows
+def test_row_plans_keep_vectors_within_the_device_limit(op, dtype, k):
+    from clreduce.plan_rowops import plan_scan
+
+    problem = RowProblem(op=op, rows=64, row_len=k, dtype=dtype)
+    planner = plan_scan if op in SCAN_OPS else plan_row
+    p = planner(_POCL_ZNVER3, problem)
+    math_bytes = max(np.dtype(dtype).itemsize, 4)  # row math runs in float32 or wider
+    width = p.nper if op in SCAN_OPS else p.vec  # a scan lane loads ITEMS (nper) at once
+    assert width * math_bytes <= 32, (op, dtype, k, width)
+    # the same problem without the limit may use 64-byte vectors: the limit is what narrows them
+    unlimited = planner(dataclasses.replace(_POCL_ZNVER3, device_version="OpenCL 3.0 PoCL"), problem)
+    assert (unlimited.nper if op in SCAN_OPS else unlimited.vec) >= width
+
+
+def test_forced_row_vectors_past_the_device_limit_are_refused():
+    with pytest.raises(UnsupportedOnDevice, match="vector_bytes_limit"):
+        plan_row(_POCL_ZNVER3, RowProblem("softmax", 64, 1024, "float32"), RowForce(cache="none", vec=16))
+    # 8 float32 elements (32 bytes) fit
+    assert plan_row(_POCL_ZNVER3, RowProblem("softmax", 64, 1024, "float32"), RowForce(cache="none", vec=8)).vec == 8
