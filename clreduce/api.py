@@ -238,7 +238,9 @@ _BOOL_AS = {"sum": "count_nonzero", "nansum": "count_nonzero", "mean": "count_no
 
 
 def _host(values):
-    return values if isinstance(values, np.ndarray) else values.get()
+    from .fastpath_rows import to_numpy
+
+    return values if isinstance(values, np.ndarray) else to_numpy(values)
 
 
 def _lacks_fp64(values) -> bool:
@@ -310,7 +312,9 @@ def _divide_by_count(chosen, sums, k: int):
     if isinstance(sums, np.ndarray):
         return sums.astype(np.float64) / k
     if _lacks_fp64(sums):
-        return chosen.from_host(sums.get().astype(np.float64) / k, sums)
+        from .fastpath_rows import to_numpy
+
+        return chosen.from_host(to_numpy(sums).astype(np.float64) / k, sums)
     if getattr(sums, "queue", None) is not None:
         # pyopencl divides an array by a scalar as a multiply by its reciprocal (6 / 17 came
         # out an ulp off numpy's); an array divisor is a true, correctly rounded divide

@@ -230,7 +230,18 @@ def _host(a) -> np.ndarray:
     module = type(a).__module__.partition(".")[0]
     if module == "torch":
         return a.detach().cpu().numpy()
-    return a.get()  # pyopencl (waits for its events), cupy (synchronises its stream)
+    return to_numpy(a)
+
+
+def to_numpy(a) -> np.ndarray:
+    """A numpy copy of a backend array: pyopencl's through ``cl_transfer.to_host`` (which
+    waits for the copy itself: its module doc names the driver bug), cupy's with ``get``
+    (which synchronises its stream). Imports pyopencl only for a pyopencl array."""
+    if type(a).__module__.startswith("pyopencl"):
+        from .backends.cl_transfer import to_host
+
+        return to_host(a)
+    return a.get()
 
 
 def _same(got, want) -> bool:

@@ -20,6 +20,7 @@ import operator
 import numpy as np
 
 from . import fastpath_rows
+from .fastpath_rows import to_numpy
 from .plan_rowops import FLOAT_DTYPES, INT_DTYPES, RowForce, RowProblem, out_dtype_of
 
 try:
@@ -194,13 +195,13 @@ class _Run:
     def rows(self):
         """The transformed rows in the input's layout, as the caller's kind."""
         if self.inp.kind == "host":
-            return _from_last(self.out.get(), self.inp, self.order, None, self.moved.shape)
+            return _from_last(to_numpy(self.out), self.inp, self.order, None, self.moved.shape)
         return self.inp.back(_from_last(self.out, self.inp, self.order, self.q, self.moved.shape))
 
     def deliver(self, result):
         """A backend array (pyopencl / cupy) as the caller's kind."""
         if self.inp.kind == "host":
-            return result.get()
+            return to_numpy(result)
         return self.inp.back(result)
 
     def empty_array(self, shape, dtype, fill=None):
@@ -211,9 +212,9 @@ class _Run:
             return host
         if self.inp.kind == "cuda":
             return self.inp.back(host)  # the converter puts host values on the caller's device
-        import pyopencl.array as cla
+        from .backends.cl_transfer import to_device
 
-        return cla.to_device(self.q, host)
+        return to_device(self.q, host)
 
     def cast(self, res, dtype):
         """``res`` (backend kind) as ``dtype``. pyopencl has no float16 arithmetic type, so a
@@ -222,10 +223,10 @@ class _Run:
         if res.dtype == dtype:
             return res
         if self.inp.kind != "cuda" and dtype == np.float16:
-            import pyopencl.array as cla
+            from .backends.cl_transfer import to_device
 
             with np.errstate(over="ignore"):  # beyond 65504 the float16 result is inf, as numpy's
-                return cla.to_device(res.queue, res.get().astype(dtype))
+                return to_device(res.queue, to_numpy(res).astype(dtype))
         return res.astype(dtype)
 
 
@@ -452,7 +453,7 @@ def _param_in_math_type(p, acc):
     float16 arithmetic to convert it on the device)."""
     if p is None or p.dtype == acc or not type(p).__module__.startswith("pyopencl"):
         return p
-    return p.get().astype(acc)
+    return to_numpy(p).astype(acc)
 
 
 def rms_norm(x, weight=None, eps=1e-6, *, out=None, backend=None, device=None, queue=None,
@@ -662,13 +663,13 @@ def dequantize(q, scale, axis=-1, *, out=None, backend=None):
 
         res = qi.back(qa.astype(np.float32) * cupy.expand_dims(sa.astype(np.float32), ax))
     else:
-        qh = qa.get() if qi.kind == "opencl" else qa
-        sh = sa.get() if type(sa).__module__.startswith("pyopencl") else sa
+        qh = to_numpy(qa) if qi.kind == "opencl" else qa
+        sh = to_numpy(sa) if type(sa).__module__.startswith("pyopencl") else sa
         res = qh.astype(np.float32) * np.expand_dims(sh.astype(np.float32), ax)
         if qi.kind == "opencl":
-            import pyopencl.array as cla
+            from .backends.cl_transfer import to_device
 
-            res = cla.to_device(qa.queue, res)
+            res = to_device(qa.queue, res)
     return _write_out(out, res, "dequantize")
 
 

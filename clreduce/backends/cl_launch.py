@@ -218,9 +218,11 @@ class _Launcher:
                 partials = cl.Buffer(ctx, _RW, self.partials_bytes) if self.partials_bytes else None
             event = self._enqueue(queue, self.kernels, (in_buf, out, partials), (in_offset, 0, 0))
             host = np.empty(self.out_shape, self.out_dtype)
-            # one blocking read; it also means the kernels finished, so a buffer wrapping the
-            # caller's memory can go now, and the output buffers can serve the next call
-            cl.enqueue_copy(queue, host, out, wait_for=(event,), is_blocking=True)
+            # one read, waited on; it also means the kernels finished, so a buffer wrapping the
+            # caller's memory can go now, and the output buffers can serve the next call. Its
+            # event, not the blocking call, says when: Mesa 22.3's rusticl returns from a
+            # blocking read early when another thread flushed the queue (cl_transfer)
+            cl.enqueue_copy(queue, host, out, wait_for=(event,), is_blocking=True).wait()
         except (cl.Error, MemoryError) as exc:
             raise self._error(exc, queue) from exc
         finally:

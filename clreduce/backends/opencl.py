@@ -29,7 +29,7 @@ from ..plan import Force, LaunchPlan, Problem, UnsupportedOnDevice, plan
 from . import cl_args
 from . import cl_fallback as fallback
 from . import cl_host as host_buffers
-from . import cl_pool
+from . import cl_pool, cl_transfer
 from .cl_chunks import reduce_pieces
 from .cl_cache_lock import CompilerCacheLocked, check_compiler_cache_lock  # noqa: F401 (re-exported)
 from .opencl_probe import probe_device
@@ -582,9 +582,9 @@ class PreparedReduction:
 
     def result(self, events=None) -> np.ndarray:
         """The result on the host; waits for the passes (``enqueue`` adds the last one's event
-        to ``device_result``, whose ``get`` waits for its events). Exact two-word integer sums
+        to ``device_result``, whose read waits for its events) and for the read itself. Exact two-word integer sums
         (``plan.out_words == 2``) come back as float64, each rounded once."""
-        host = self.device_result.get(queue=self.queue)
+        host = cl_transfer.to_host(self.device_result, self.queue)
         if self.plan.out_words == 2:
             return wide_sums_to_float64(host, signed=self.plan.acc_dtype == "int64")
         return host
@@ -709,26 +709,25 @@ class OpenCLBackend:
     def from_host(self, host: np.ndarray, like, queue=None, device=None):
         """``host`` moved to where ``like`` lives (a no-op for numpy ``like``)."""
         if _is_cl_array(like):
-            import pyopencl.array as cla
-
             # np.ascontiguousarray would make a 0-d result (a full reduction) 1-d: shape (1,)
             host = np.asarray(host)
             if not host.flags.c_contiguous:
                 host = host.copy(order="C")
-            return cla.to_device(self.queue_for_array(like, queue), host)
+            return cl_transfer.to_device(self.queue_for_array(like, queue), host)
         return host
 
     def write_out(self, out, result) -> None:
         """Copy ``result`` into the caller's ``out=`` (numpy or pyopencl array)."""
         if isinstance(out, np.ndarray):
-            out[...] = result.get() if _is_cl_array(result) else result
+            out[...] = cl_transfer.to_host(result) if _is_cl_array(result) else result
             return
         if not _is_cl_array(out):
             raise TypeError(f"out must be a numpy or pyopencl array, not {type(out).__name__}")
         if not out.flags.c_contiguous:
             raise ValueError("out= must be a C-contiguous pyopencl array")
         if not _is_cl_array(result):
-            out.set(np.ascontiguousarray(result, dtype=out.dtype))
+            out.set(np.ascontiguousarray(result, dtype=out.dtype), async_=True)
+            out.finish()  # the copy reads a temporary: wait for it (cl_transfer says why)
             return
         if result.context != out.context:
             raise ValueError("out= lives in another OpenCL context than the input")

@@ -15,7 +15,7 @@ import pyopencl.array as cla
 from ..plan import UnsupportedOnDevice
 from ..plan_rowops import RowForce, RowPlan, RowProblem, plan_row
 from . import cl_host as host_buffers
-from . import cl_args, row_args
+from . import cl_args, cl_transfer, row_args
 from .. import config
 from ..lru import LRU
 from . import opencl
@@ -170,7 +170,7 @@ def param_buffer(queue: cl.CommandQueue, p, acc: np.dtype):
     if is_cl_array(p):
         if p.dtype == acc and p.offset == 0 and p.flags.c_contiguous:
             return p.base_data
-        p = p.get()
+        p = cl_transfer.to_host(p)
     host = np.ascontiguousarray(p, dtype=acc)
     return cl.Buffer(queue.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=host)
 
