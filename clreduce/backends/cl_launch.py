@@ -6,8 +6,9 @@ and when one is reused), bind the buffers (offsets and scalars stay set on the k
 while they do not change, under the kernel's lock: see opencl._CachedKernel), enqueue the passes, and
 hand the result back -- a ``pyopencl.array.Array`` of the result's shape for device input
 (built with pyopencl's fast constructor: the ordinary one costs ~35 us of shape checks), or
-for numpy input one blocking read into a fresh numpy array (cheaper than ``Array.get()``
-or map + unmap on both CPU runtimes; the input is wrapped or copied as on the slow path).
+for numpy input one blocking read into a fresh numpy array, also waited on through its event
+(cl_transfer says why; cheaper than ``Array.get()`` or map + unmap on both CPU runtimes; the
+input is wrapped or copied as on the slow path).
 
 What it costs per call, measured on the 2-core EPYC (Intel CPU runtime / PoCL): output
 ``cl.Buffer`` 1-2 us, two buffer arguments 0.6 us, each enqueue 4 us, the fast Array 2 us,
