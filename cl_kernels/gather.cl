@@ -23,9 +23,11 @@ __kernel void gather_strided(__global const T *restrict src, const long src_offs
                              __global T *restrict dst, const ulong n,
                              const long8 shape8, const long8 strides8)
 {
-    long shape[8], src_strides[8];
-    vstore8(shape8, 0, shape);
-    vstore8(strides8, 0, src_strides);
+    /* component copies, not vstore8: pip's PoCL 3.0 on an AVX-512 host miscompiles builtin
+     * calls on 512-bit vectors (DeviceCaps.vector_bytes_limit says how) */
+    const long shape[8] = {shape8.s0, shape8.s1, shape8.s2, shape8.s3, shape8.s4, shape8.s5, shape8.s6, shape8.s7};
+    const long src_strides[8] = {strides8.s0, strides8.s1, strides8.s2, strides8.s3,
+                                 strides8.s4, strides8.s5, strides8.s6, strides8.s7};
     for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
         ulong rest = i;
         long offset = src_offset;

@@ -233,7 +233,8 @@ def _tolerance(op, x, ref, out_dtype, axis, keepdims, ord_, ddof=0.0, fp64=True)
         # element at index 0 of the reduced axes (reduce_state.cl shifts every element by it)
         pilot = xf
         for a in axes:
-            pilot = np.take(pilot, [0], axis=a)
+            if pilot.shape[a]:  # an empty reduced axis has no pilot (numpy's var is NaN there)
+                pilot = np.take(pilot, [0], axis=a)
         var_eps = eps if x.dtype.kind == "f" or fp64 else TOLERANCE["eps"]["float32"]
         var_tol = DIFF_TOLERANCE["var_terms"] * var_eps * np.sum((xf - pilot) ** 2, **red) / max(k - ddof, 1)
         if op == "var":
