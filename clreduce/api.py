@@ -18,6 +18,7 @@ import numpy as np
 
 from . import config, fastpath
 from .backends import backend_for
+from .fastpath_rows import to_numpy
 from .ops import OPS, check_dtype, dtype_rule
 from .plan import Force, Problem, UnsupportedOnDevice
 
@@ -238,8 +239,6 @@ _BOOL_AS = {"sum": "count_nonzero", "nansum": "count_nonzero", "mean": "count_no
 
 
 def _host(values):
-    from .fastpath_rows import to_numpy
-
     return values if isinstance(values, np.ndarray) else to_numpy(values)
 
 
@@ -312,8 +311,6 @@ def _divide_by_count(chosen, sums, k: int):
     if isinstance(sums, np.ndarray):
         return sums.astype(np.float64) / k
     if _lacks_fp64(sums):
-        from .fastpath_rows import to_numpy
-
         return chosen.from_host(to_numpy(sums).astype(np.float64) / k, sums)
     if getattr(sums, "queue", None) is not None:
         # pyopencl divides an array by a scalar as a multiply by its reciprocal (6 / 17 came

@@ -293,7 +293,7 @@ def plan(caps: DeviceCaps, problem: Problem, force: Force | None = None) -> Laun
         raise ValueError(f"vec={force.vec} must be 1, 2, 4, 8 or 16")
     plan_kind = _plan_columns if problem.inner > 1 else _plan_rows
     planned = plan_kind(caps, problem, force, op, rule)
-    widest = _widest_vec(caps, problem, rule)
+    widest = _vec_within_limit(caps, problem, rule)
     if widest is not None and planned.vec > widest:
         if force.vec is not None:
             raise UnsupportedOnDevice(f"vec={force.vec} of {problem.dtype} (accumulated as {rule.acc}) needs vectors "
@@ -310,7 +310,7 @@ def plan(caps: DeviceCaps, problem: Problem, force: Force | None = None) -> Laun
     return planned
 
 
-def _widest_vec(caps: DeviceCaps, problem: Problem, rule) -> int | None:
+def _vec_within_limit(caps: DeviceCaps, problem: Problem, rule) -> int | None:
     """The largest vec whose input and accumulator vectors stay within the device's
     ``vector_bytes_limit`` (None: no limit)."""
     limit = caps.vector_bytes_limit

@@ -899,7 +899,7 @@ def _cpu_vec_bytes(caps: DeviceCaps, problem: RowProblem) -> int:
 
 def _check_forced_vec(caps: DeviceCaps, problem: RowProblem, vec: int) -> None:
     limit = caps.vector_bytes_limit
-    if limit is not None and vec * max(np.dtype(problem.dtype).itemsize, 4) > limit:
+    if limit is not None and vec * np.dtype(problem.dtype).itemsize > _cpu_vec_bytes(caps, problem):
         raise UnsupportedOnDevice(f"vec={vec} of {problem.dtype} rows needs vectors wider than the {limit} bytes "
                                   f"{caps.name!r} compiles correctly (DeviceCaps.vector_bytes_limit)")
 

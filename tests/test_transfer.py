@@ -2,7 +2,7 @@
 
 Mesa 22.3's rusticl returns from a blocking ``clEnqueueReadBuffer`` before the copy ran when
 another thread flushed the same queue in between (clreduce/backends/cl_transfer.py). CI
-caught it as a wrong value once in a few hundred threaded runs. The race cannot be forced
+caught it once, as a wrong value in test_fastpath's threaded pool test. The race cannot be forced
 through the driver, so ``early_blocking_reads`` emulates the flaw on every device: a
 blocking copy into host memory returns at once and runs 30 ms later. Each read of a result
 into numpy must wait on the copy's own event; one that trusts the blocking call hands back

@@ -7,8 +7,8 @@ the same queue in between (its own blocking read, ``clFinish``, or ``clWaitForEv
 event of that queue, as ``cl_pool`` does at its bound), there is nothing left to flush, and
 the call returns at once. A numpy array read that way is still being written:
 
-* three threads sharing two queues read pooled results with ``Array.get()``; about one
-  round in fifty on a loaded 2-core host came back with another call's values or with
+* three threads sharing two queues read pooled results with ``Array.get()``; 1-3 rounds in
+  100 on a loaded 2-core host came back with another call's values or with
   uninitialised memory, and matched numpy a few milliseconds later (the failure first seen
   in CI, in ``tests/test_fastpath.py``);
 * the same flaw, single-threaded: ``queue.flush(); queue.finish()`` returns in 0.0 ms with
@@ -17,8 +17,9 @@ the call returns at once. A numpy array read that way is still being written:
 
 Newer rusticl waits for the last command flushed by anyone. The event a command returns is
 always right, so the copies here enqueue without blocking and wait on that event (for a
-copy into numpy, pyopencl's NannyEvent also keeps the host array alive until then). The
-cost is one wait on an event, a microsecond; the per-call fast paths (``cl_launch``,
+copy into numpy, pyopencl's NannyEvent also keeps the host array alive until then). Against a
+plain blocking read of 4 KB the difference was inside this 2-core VM's timing noise (10-16 us
+on Intel's runtime); the per-call fast paths (``cl_launch``,
 ``cl_row_launch``) already wait on their copies' events.
 """
 
