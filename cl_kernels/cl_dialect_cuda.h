@@ -41,6 +41,7 @@
  *   VSTORE_WIDE(n, d, p), VSTORE_HALF_WIDE(n, d, p)  the same (VSTORE_ARRAY | one store
  *                              instruction per 16 bytes, where VSTORE_ARRAY's may give four)
  *   UNROLL_LOOP / NO_UNROLL   loop pragmas (nothing | #pragma unroll / unroll 1)
+ *   COLD_INLINE         a function for rare data, out of the hot code (inline | __noinline__)
  *   UNROLL_READ_WALK    the row ops' read-only run walks (nothing | #pragma unroll 4)
  *   UNROLL_DEFAULT      loads in flight per work-item when the plan gives no UNROLL (1 | 4)
  *   FIXED_SG_SIZE       the only sub-group width there is, 0 if the device picks (0 | 32)
@@ -84,6 +85,8 @@
 #define LOCAL_PTR
 #define restrict __restrict__
 #define inline __device__ __forceinline__
+/* COLD_INLINE: a function only rare data reach, kept out of the kernel's hot code */
+#define COLD_INLINE __device__ __noinline__
 
 /* ---- types ----------------------------------------------------------------------------- */
 /* These match glibc's own typedefs (seen by nvcc's host pass), so both may coexist. */

@@ -100,6 +100,8 @@
 #define CL_VSTORE_ARRAY_1(d, p) ((p)[0] = (d)[0])
 #define CL_VSTORE_HALF_ARRAY_1(d, p) vstore_half((d)[0], 0, p)
 /* The compilers unroll the small fixed loops anyway; not every driver parses the pragma. */
+/* COLD_INLINE: a function only rare data reach; the CUDA dialect keeps it out of line */
+#define COLD_INLINE inline
 #define UNROLL_LOOP
 #define NO_UNROLL
 #define UNROLL_READ_WALK

@@ -271,6 +271,81 @@ inline ACC_T outer_mean(const outer_t o, const ACC_T n) { return o.s / n; }
 #define BLOCK_DONE_IF(blocked, i, end) (!(blocked) || (i) >= (end))
 #define BLOCK_DONE(i, end) BLOCK_DONE_IF(ACC_BLOCKED, (i), (end))
 
+/* ---- sums past the float range (issue 8) ----------------------------------------------
+ * A float sum of signed terms can overflow in its partial sums although its value is finite:
+ * [3e38, -3e38, 1e38, 2e38] is 3e38, but a lane that adds 3e38 + 1e38 first reaches inf, and
+ * rusticl's order gave inf - inf = NaN; numpy's pairwise order overflows on other rows (its
+ * sum of [3e38, 3e38, -3e38, -3e38, 1e30] is inf). So a task whose result comes out inf or
+ * NaN is summed again by its writing work-item alone, every term times 2^-e with 2^e > 2n for
+ * n terms: no partial sum of finite terms can then pass half the range, an inf term stays inf
+ * and inf - inf stays NaN. Scaled back, the result is +-inf only where the true sum (or mean)
+ * passes the range or the data hold an infinity, NaN where they hold a NaN or both
+ * infinities; a mean divides before scaling back, so it is finite wherever the true mean is
+ * (numpy's float32 mean is inf once its sum overflows). The scaling is exact except for terms
+ * below 2^e times the smallest normal, which lie far below the error bound of a sum that
+ * reached the range (README, accuracy). The walk is serial because no sub-group step or
+ * barrier may sit in a branch that only some teams take: slow for a long row, but only rows
+ * whose first sum was not finite take it. Terms with a sign: MAP none or nan-to-zero, and
+ * every second pass over partial sums (MAP none); abs, squares and counts cannot cancel. */
+#if defined(OP_SUM) && ACC_IS_FLOAT && (MAP == MAP_NONE || MAP == MAP_NAN_TO_ZERO)
+#define RESCUE_SUM 1
+#else
+#define RESCUE_SUM 0
+#endif
+#ifndef RESCUE_BLOCK
+#define RESCUE_BLOCK 32
+#endif
+#if RESCUE_BLOCK != 32 && RESCUE_BLOCK != 256
+#error "RESCUE_BLOCK must be 32 or 256"
+#endif
+#if RESCUE_SUM
+#if RESCUE_BLOCK == 256
+/* llvmpipe (the planner's RESCUE_BLOCK 256): the block's terms written out, not looped, since
+ * its loop limiter counts loop trips and OpenCL has no portable unroll pragma (UNROLL_LOOP is
+ * empty there). Written out everywhere, 32 of them cost the H100's short rows 5-40 %. */
+#define RESCUE_TERM(k) if (i + (k) < n) block += load_1(p + (i + (k)) * step) * down;
+#define RESCUE_8(k) RESCUE_TERM(k) RESCUE_TERM((k) + 1) RESCUE_TERM((k) + 2) RESCUE_TERM((k) + 3) \
+                    RESCUE_TERM((k) + 4) RESCUE_TERM((k) + 5) RESCUE_TERM((k) + 6) RESCUE_TERM((k) + 7)
+#define RESCUE_32(k) RESCUE_8(k) RESCUE_8((k) + 8) RESCUE_8((k) + 16) RESCUE_8((k) + 24)
+#define RESCUE_BLOCK_TERMS RESCUE_32(0) RESCUE_32(32) RESCUE_32(64) RESCUE_32(96) \
+                           RESCUE_32(128) RESCUE_32(160) RESCUE_32(192) RESCUE_32(224)
+#else
+#define RESCUE_BLOCK_TERMS \
+    for (ulong j = i; j < i + RESCUE_BLOCK && j < n; ++j) block += load_1(p + j * step) * down;
+#endif
+/* The sum of the n terms at p, step elements apart (FIN_MEAN: their mean over count), with
+ * every term scaled by 2^-(bits(n) + 1): blocks of RESCUE_BLOCK plain adds joined by Kahan
+ * adds, as in lane_partial. A NaN ends the walk; so does llvmpipe's loop limiter (plan.py,
+ * RUSTICL_LOOP_TRIPS), silently, and a walk that stopped short gives NaN rather than the sum
+ * of a part of the row. */
+COLD_INLINE ACC_T rescued_sum(__global const IN_T *p, const ulong n, const ulong step, const ulong count) {
+    ACC_T down = (ACC_T)0.5;
+    for (ulong m = n; m > 0; m >>= 1) down *= (ACC_T)0.5;
+    outer_t total = outer_init();
+    ulong i = 0;
+    for (; i < n; i += RESCUE_BLOCK) {
+        ACC_T block = (ACC_T)0;
+        RESCUE_BLOCK_TERMS
+        total = outer_add(total, block);
+        if (total.s != total.s) break;
+    }
+    if (i < n) return (ACC_T)NAN;
+#if FINALIZE == FIN_MEAN
+    return outer_mean(total, (ACC_T)count) / down;
+#else
+    return outer_value(total) / down;
+#endif
+}
+/* r itself where it is finite, else the task summed again (rescued_sum) */
+inline ACC_T finite_or_rescued(const ACC_T r, __global const IN_T *p, const ulong n, const ulong step,
+                               const ulong count) {
+    return fabs(r) < (ACC_T)INFINITY ? r : rescued_sum(p, n, step, count);
+}
+#define RESCUED(r, p, n, step, count) finite_or_rescued((r), (p), (n), (step), (count))
+#else
+#define RESCUED(r, p, n, step, count) (r)
+#endif
+
 /* ---- sub-group steps: one helper per SG_MODE behind sg_reduce (and butterfly) ------- */
 #if SG_MODE == SG_SHUFFLE_KHR || SG_MODE == SG_SHUFFLE_QCOM || SG_MODE == SG_SHUFFLE_PTX
 /* Butterfly over aligned groups of `width` lanes: xor masks below `width` never leave the
@@ -494,6 +569,13 @@ void reduce_rows(__global const IN_T *restrict in, const ulong in_offset,
 #else
             ACC_T r = outer_value(acc);
 #endif
+#if RESCUE_SUM
+            {
+                const ulong start = (task % SPLIT) * chunk_len;
+                const ulong stop = min(start + chunk_len, row_len);
+                r = RESCUED(r, in + in_offset + (task / SPLIT) * row_stride + start, stop - start, 1, mean_count);
+            }
+#endif
 #if FINALIZE == FIN_SQRT
             r = sqrt(r);
 #endif
@@ -630,11 +712,16 @@ void reduce_cols(__global const IN_T *restrict in, const ulong in_offset,
             for (uint j = 0; j < rem; ++j) { total_tail[j] = outer_add(total_tail[j], tail[j]); tail[j] = IDENTITY; }
 #endif
         }
+        /* p + k0 * k_stride + column: where a column's sum that came out inf or NaN is read again */
         for (uint b = 0; b < full; ++b) {
             UNROLL_LOOP
-            for (int j = 0; j < VEC; ++j) store_1(dst + b * VEC + j, FINISH(COL_RESULT(b, j)));
+            for (int j = 0; j < VEC; ++j) {
+                store_1(dst + b * VEC + j, RESCUED(FINISH(COL_RESULT(b, j)), p + k0 * k_stride + b * VEC + j, k1 - k0, k_stride, count));
+            }
         }
-        for (uint j = 0; j < rem; ++j) store_1(dst + full * VEC + j, FINISH(TAIL_RESULT(j)));
+        for (uint j = 0; j < rem; ++j) {
+            store_1(dst + full * VEC + j, RESCUED(FINISH(TAIL_RESULT(j)), p + k0 * k_stride + full * VEC + j, k1 - k0, k_stride, count));
+        }
     }
 }
 
@@ -882,6 +969,9 @@ void reduce_rows_cpu(__global const IN_T *restrict in, const ulong in_offset,
         ACC_T acc = res / (ACC_T)mean_count;
 #else
         ACC_T acc = res;
+#endif
+#if RESCUE_SUM
+        acc = RESCUED(acc, in + in_offset + row * row_stride + start, stop - start, 1, mean_count);
 #endif
 #if FINALIZE == FIN_SQRT
         acc = sqrt(acc);

@@ -661,6 +661,23 @@ def _compensated(op, rule) -> bool:
     return op.kind == "scalar" and op.combine == "sum" and rule.acc.startswith("float")
 
 
+def _rescues(op, rule, in_dtype: str, first: bool) -> bool:
+    """Float sums of signed terms sum a task again where it came out inf or NaN (reduce_rows.cl,
+    RESCUE_SUM): a second pass's partial sums, or elements mapped by none or nan_to_zero."""
+    return _compensated(op, rule) and (not first or _element_map(op.map, in_dtype) in ("none", "nan_to_zero"))
+
+
+# reduce_rows.cl RESCUE_BLOCK on llvmpipe: elements per loop trip of a rescue walk, so that
+# walking a chunk of at most RUSTICL_LOOP_TRIPS * 16 elements takes at most 1/16 of the trips
+RUSTICL_RESCUE_BLOCK = 256
+
+
+def _rescue_defines(caps: DeviceCaps, op, rule, in_dtype: str, first: bool) -> dict:
+    if _rescues(op, rule, in_dtype, first) and _loop_limit(caps) and caps.device_type == "cpu":
+        return {"RESCUE_BLOCK": RUSTICL_RESCUE_BLOCK}
+    return {}
+
+
 _MAP_MACRO = {"none": 0, "abs": 1, "square": 2, "nonzero": 3, "notnan": 4, "nan_to_zero": 5, "one": 6}
 _FIN_MACRO = {"none": 0, "mean": 1, "sqrt": 2, "var": 3, "std": 4, "index": 5, "lse": 6}
 _OPK_MACRO = {"scalar": 0, "welford": 1, "arg": 2, "lse": 3, "wide": 4}
@@ -765,6 +782,7 @@ def _launch_rows(*, caps, op, rule, sg_mode, sg_size, reqd, wg, rows, row_len, l
         # runs the plain code (block 0)
         loads = _ceil_div(_ceil_div(min(chunk, row_len), vec), CPU_UNROLL if cpu_items else lanes)
         defines["ACC_BLOCK"] = 1 if not first else (0 if loads <= ACC_BLOCK else ACC_BLOCK)
+    defines.update(_rescue_defines(caps, op, rule, in_dtype, first))
     scalars = [("n_rows", "u64", rows), ("row_len", "u64", row_len), ("row_stride", "u64", row_len),
                ("chunk_len", "u64", chunk), ("mean_count", "u64", count)]
     if cpu_items:  # cpu_blocks: reduce_rows_cpu, one contiguous block of tasks per work-item
@@ -773,6 +791,10 @@ def _launch_rows(*, caps, op, rule, sg_mode, sg_size, reqd, wg, rows, row_len, l
         return _finish(caps, "reduce_rows.cl", "reduce_rows_cpu", defines, None, groups, wg, scalars, rule.acc,
                        first, last)
     groups = _groups(caps, _ceil_div(rows * split, wg // lanes))
+    if "RESCUE_BLOCK" in defines:
+        # llvmpipe counts a work-item's loop trips over every task of its grid stride: one task
+        # per team, so rescue walks (a row of infinities each) do not add up past the limiter
+        groups = _ceil_div(rows * split, wg // lanes)
     return _finish(caps, "reduce_rows.cl", "reduce_rows", defines, cl_std, groups, wg, scalars, rule.acc, first, last)
 
 
@@ -807,6 +829,7 @@ def _launch_cols(*, caps, op, rule, wg, outer, inner, k_len, vec, in_dtype, spli
         # split partials each join their column's compensated sum; a K range of one block
         # runs the plain code (block 0)
         defines["COL_BLOCK"] = 1 if not first else (0 if chunk <= COL_BLOCK else COL_BLOCK)
+    defines.update(_rescue_defines(caps, op, rule, in_dtype, first))
     scalars = [("outer", "u64", outer), ("k_len", "u64", k_len), ("inner", "u64", inner),
                ("outer_stride", "u64", outer_stride), ("k_stride", "u64", inner),
                ("chunk_len", "u64", chunk), ("count", "u64", count)]

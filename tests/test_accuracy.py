@@ -238,6 +238,104 @@ def test_var_past_the_float_range_matches_numpy(cl_device, cl_caps, op, k):
             _assert_var_past_the_range(cols, want, dtype, what + " columns")
 
 
+def sums_past_the_range(dtype, k: int, seed: int = 0) -> tuple[np.ndarray, list]:
+    """Rows whose partial sums can pass the float range (reduce_rows.cl, RESCUE_SUM), k >= 7,
+    with each row's exact sum: a Fraction, or the extended reals' answer where the row holds
+    an inf or NaN (NaN with a NaN or both infinities, else the infinity):
+      0: the issue's row 0.88, -0.88, 0.29, 0.59 times the maximum, then zeros: sum 0.59 max,
+         but a lane that adds 0.88 + 0.29 first overflows (PoCL, Intel: inf)
+      1: (v, -v) pairs of values near the maximum, then 1 where K is odd: the sum is 0 or 1,
+         and every lane or vector slot that takes every other element overflows
+      2: v, v, -v, -v, then 1e-8 of the maximum: numpy's own float32 sum is inf (rusticl: NaN)
+      3: all near 0.9 of the maximum: the sum passes the range (inf), the mean does not
+      4: minus the maximum, then values near 0.45 of it: likewise
+      5: pairs, and +inf second: +inf; 6: +inf second and -inf last: NaN; 7: NaN fourth: NaN
+      8: a plain row"""
+    from fractions import Fraction
+
+    top = float(np.finfo(dtype).max)
+    rng = np.random.default_rng(seed)
+    x = np.zeros((9, k))
+    x[0, :4] = np.array([0.88, -0.88, 0.29, 0.59]) * top
+    v = top * rng.uniform(0.5, 0.99, k // 2)
+    x[1, :k - k % 2] = np.stack([v, -v], 1).ravel()
+    x[1, k - 1] = 1.0 if k % 2 else x[1, k - 1]
+    x[2, :4] = np.array([v[0], v[0], -v[0], -v[0]])
+    x[2, 4] = 1e-8 * top
+    x[3] = top * rng.uniform(0.85, 0.95, k)
+    x[4] = top * rng.uniform(0.44, 0.46, k)
+    x[4, 0] = -top
+    x[5:8] = x[1]
+    x[5, 1] = x[6, 1] = np.inf
+    x[6, -1] = -np.inf
+    x[7, 3] = np.nan
+    x[8] = rng.uniform(-1.0, 1.0, k)
+    x = x.astype(dtype)
+    return x, [_extended_sum(r) if not np.isfinite(r).all() else sum(map(Fraction, r.astype(np.float64).tolist()))
+               for r in x]
+
+
+def _extended_sum(row: np.ndarray) -> float:
+    """The sum of a row holding an inf or NaN, in the extended reals."""
+    if np.isnan(row).any() or (np.isposinf(row).any() and np.isneginf(row).any()):
+        return np.nan
+    return np.inf if np.isposinf(row).any() else -np.inf
+
+
+def _assert_sums_past_the_range(got, x, exact, op, strided, what):
+    """Rows with an inf or NaN: the extended reals' answer (numpy's pairwise sum can give NaN
+    where its partial sums overflow beside an inf). Finite rows: ±inf where the exact sum
+    (mean) passes the range by far, else within the README's sum bound of the exact value;
+    a mean whose sum passes the range may also be numpy's ±inf (a split row whose chunk's
+    sum passes the range, README)."""
+    from fractions import Fraction
+    from conftest import sum_rtol
+
+    dtype = x.dtype
+    k = x.shape[1]
+    top = Fraction(float(np.finfo(dtype).max))
+    far = top * Fraction(5, 4)
+    for i, (g, e) in enumerate(zip(np.asarray(got, np.float64), exact)):
+        if not isinstance(e, Fraction):
+            np.testing.assert_equal(g, e, err_msg=f"{what} row {i}")
+            continue
+        want = e / k if op == "mean" else e
+        if abs(want) > far or (op == "mean" and abs(e) > far and np.isinf(g)):
+            assert g == (np.inf if want > 0 else -np.inf), f"{what} row {i}: {g} (exact {float(want):.4g}: past the range)"
+            continue
+        assert np.isfinite(g), f"{what} row {i}: {g}, exact {float(want):.6g}"
+        magnitude = sum(abs(Fraction(float(t))) for t in x[i].astype(np.float64))
+        bound = magnitude * Fraction(sum_rtol(k, str(dtype), strided)) / (k if op == "mean" else 1)
+        bound += Fraction(float(np.spacing(np.abs(np.asarray(float(want), dtype)))))
+        assert abs(Fraction(float(g)) - want) <= bound, \
+            f"{what} row {i}: {g} vs exact {float(want):.6g} (bound {float(bound):.3g})"
+
+
+# K = 7: one lane or block; 2001: lanes, blocks and split plans (the hard variants)
+@pytest.mark.parametrize("k", [7, 2001])
+@pytest.mark.parametrize("op", ["sum", "mean"])
+def test_sums_past_the_float_range(cl_device, cl_caps, op, k):
+    """A float sum whose partial sums pass the range in the kernel's order is summed again
+    scaled (reduce_rows.cl, RESCUE_SUM): finite wherever the exact sum is (PoCL and Intel gave
+    inf, rusticl NaN), ±inf only where the exact sum passes the range; a mean is finite
+    wherever the exact mean is, except in a split row whose chunk's sum passes the range
+    (numpy's float32 mean is inf once its sum overflows). Rows and columns, the default and
+    the hard forced variants."""
+    from conftest import Variant
+
+    for dtype in ("float32",) + (("float64",) if cl_caps.fp64 else ()):
+        x, exact = sums_past_the_range(dtype, k)
+        for variant in [Variant("default", None, 0)] + _hard_variants(cl_caps):
+            what = f"{op} {dtype} K={k} [{variant.id}]"
+            try:
+                rows = getattr(clreduce, op)(x, axis=-1, device=cl_device, force=variant.force)
+                cols = getattr(clreduce, op)(np.ascontiguousarray(x.T), axis=0, device=cl_device, force=variant.force)
+            except UnsupportedOnDevice:
+                continue
+            _assert_sums_past_the_range(rows, x, exact, op, False, what + " rows")
+            _assert_sums_past_the_range(cols, x, exact, op, True, what + " columns")
+
+
 # ---- the CUDA backend: the same kernels, its own plans (skips without CuPy and a GPU) -----------
 
 def _cuda_reason():
@@ -296,6 +394,23 @@ def test_cuda_var_past_the_float_range_matches_numpy(dtype, k):
             continue
         _assert_var_past_the_range(rows, want, dtype, what + " rows")
         _assert_var_past_the_range(cols, want, dtype, what + " columns")
+
+
+@pytest.mark.skipif(CUDA_REASON is not None, reason=f"CUDA backend unavailable: {CUDA_REASON}")
+@pytest.mark.parametrize("dtype", ("float32", "float64"))
+@pytest.mark.parametrize("k", [7, 2001])
+@pytest.mark.parametrize("op", ["sum", "mean"])
+def test_cuda_sums_past_the_float_range(op, k, dtype):
+    x, exact = sums_past_the_range(dtype, k)
+    for variant in _cuda_variants():
+        what = f"{op} {dtype} K={k} [{variant.id}]"
+        try:
+            rows = _run_cuda(op, x, -1, variant.force)
+            cols = _run_cuda(op, np.ascontiguousarray(x.T), 0, variant.force)
+        except UnsupportedOnDevice:
+            continue
+        _assert_sums_past_the_range(rows, x, exact, op, False, what + " rows")
+        _assert_sums_past_the_range(cols, x, exact, op, True, what + " columns")
 
 
 @pytest.mark.skipif(CUDA_REASON is not None, reason=f"CUDA backend unavailable: {CUDA_REASON}")

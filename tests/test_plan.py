@@ -475,3 +475,35 @@ def test_forced_vectors_past_the_device_limit_are_refused():
     assert plan(caps, Problem(rows=64, row_len=4096, dtype="float32", op="min"), Force(vec=8)).vec == 8
     # without the limit the same force is a plan
     assert plan(POCL, Problem(rows=64, row_len=4096, dtype="float32", op="min"), Force(vec=16)).vec == 16
+
+
+# llvmpipe as rusticl reports it: the device whose loop limiter counts every trip of a work-item
+LLVMPIPE = DeviceCaps(vendor="mesa", name="llvmpipe (synthetic rusticl)", device_type="cpu", implementation="rusticl",
+                      opencl_c_versions=("1.2", "3.0"), max_work_group_size=1024, local_mem_size=65536,
+                      compute_units=2)
+
+
+@pytest.mark.parametrize("caps", [LLVMPIPE, POCL, INTEL_CPU, NVIDIA], ids=lambda c: c.name)
+@pytest.mark.parametrize("op", ["sum", "mean", "nansum", "norm1", "max"])
+def test_sum_rescue_walk_fits_llvmpipe(caps, op):
+    """Float sums of signed terms sum a task again where it came out inf or NaN (reduce_rows.cl
+    RESCUE_SUM). On llvmpipe that walk takes 256 elements a loop trip (RESCUE_BLOCK: a chunk
+    of at most RUSTICL_LOOP_TRIPS * 16 elements then costs at most 1/16 of the limiter's
+    trips) and rows get one task per team (no grid stride adding walks up); elsewhere the
+    kernel's default of 32 and the usual grid. Terms that cannot cancel (|x|) and max walk
+    nothing."""
+    from clreduce.plan import RUSTICL_RESCUE_BLOCK
+
+    signed = op in ("sum", "mean", "nansum")
+    llvmpipe = caps is LLVMPIPE
+    for rows, k, inner in ((10**6, 32, 1), (4096, 70001, 1), (3, 10**6, 1), (2001, 9, 7)):
+        p = plan(caps, Problem(rows=rows, row_len=k, dtype="float32", op=op, inner=inner))
+        for launch in p.passes:
+            defines = dict(launch.defines)
+            walks = signed or launch.reads == "partials"
+            want = str(RUSTICL_RESCUE_BLOCK) if (walks and llvmpipe and op != "max") else None
+            assert defines.get("RESCUE_BLOCK") == want, (caps.name, op, rows, k, launch.entry, defines)
+            if launch.entry == "reduce_rows" and want:
+                teams = launch.local_size // int(defines["LANES"])
+                tasks = int(defines["SPLIT"]) * rows
+                assert launch.global_size // launch.local_size * teams >= tasks, (op, rows, k, launch)
