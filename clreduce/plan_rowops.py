@@ -131,6 +131,19 @@ WALK_FAMILIES = ("softmax.cl", "row_norm.cl", "row_scale.cl")
 # -0.6 %. Split rows (64 x 4194304, 1 x 2^28) gained nothing from it and keep 256.
 CUDA_UNCACHED_WG = 1024
 CUDA_UNCACHED_OPS = ("softmax", "log_softmax", "rms_norm", "layer_norm")
+# ... and narrower blocks where a row has fewer runs: a block as wide as leaves each thread
+# this many runs of a row (256 to 1024 threads). Forced shapes on one H100, public call, cupy
+# input, GB/s (2026-11-27): float16 softmax 8192 x 32768 (4096 runs): 1024 threads 1609, 512
+# 2197, 256 1756 (torch 2269); 16384 x 16384 (2048 runs): 256 2281, 512 1933. float16
+# rms_norm 16384 x 16384: 256 2418, 512 2947; 8192 x 32768: 1024 2918, 512 2670. softmax's
+# walk (an online max and an exp per element) wants 8 runs a thread, the norms' 4.
+CUDA_UNCACHED_RUNS = {"softmax": 8, "log_softmax": 8, "rms_norm": 4, "layer_norm": 4}
+# CUDA, float32 softmax rows too long for a block of 256 to cache in registers: a block of up
+# to 1024 caches them (NPER 32 a thread), read once. Same runs: float32 softmax 16384 x 16384
+# 1779 -> 2959 GB/s (512 threads; read twice by 1024: 1779, by 512: 2406; torch 2575),
+# 8192 x 32768 2210 -> 2957 (1024 threads; torch 1604). float16 softmax and the norms were no
+# faster that way (float16 softmax 8192 x 32768 1581, rms_norm float32 +3 %).
+CUDA_WIDE_REGISTER_OPS = ("softmax", "log_softmax")
 # Families whose runs (WALK_RUNS) have a scalar form for the CUDA dialect (no vector math):
 # one max, rescale and compensated add per run of 16 bytes instead of per element
 CUDA_WALK_RUNS = ("softmax.cl", "row_norm.cl")
@@ -683,6 +696,7 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
     else:
         sg_size, reqd = _choose_sg_size(caps, force.sg_size)
     wg = _choose_wg(caps, Force(wg_size=force.wg_size), sg_size)
+    wg = _cuda_register_wg(caps, problem, force, wg, acc_bytes)
     cpu_rows = _cpu_register_rows(caps, problem, force, acc_bytes)
     if cpu_rows:
         sg_mode, sg_size, reqd = "local", None, "none"
@@ -765,8 +779,9 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
         nper, vec = 1, 1
     elif cache == "none":
         nper, vec = 1, _walk_vec(caps, problem, force)
-        if _cuda_wide_uncached(caps, problem, force, split, vec):
-            wg = lanes = CUDA_UNCACHED_WG
+        wide = _cuda_uncached_wg(caps, problem, force, split, vec)
+        if wide:
+            wg = lanes = wide
             teams = 1
             scratch = _team_scratch(lanes, wg, sg_mode, sg_size, acc_bytes)
     if cache != "local":
@@ -837,12 +852,33 @@ def _team_scratch(lanes: int, wg: int, sg_mode: str, sg_size: int | None, acc_by
     return 0 if lanes == 1 else (wg if sg_mode == "local" else wg // sg_size) * acc_bytes
 
 
-def _cuda_wide_uncached(caps: DeviceCaps, problem: RowProblem, force: RowForce, split: int, vec: int) -> bool:
-    """Whole rows read twice from memory on CUDA (CUDA_UNCACHED_WG): a block of 1024 takes a row
-    of at least four runs a thread, unless the launch shape is forced."""
-    return (caps.backend == "cuda" and split == 1 and problem.op in CUDA_UNCACHED_OPS
-            and force.wg_size is None and force.lanes is None
-            and caps.max_work_group_size >= CUDA_UNCACHED_WG and problem.row_len >= 4 * CUDA_UNCACHED_WG * vec)
+def _cuda_uncached_wg(caps: DeviceCaps, problem: RowProblem, force: RowForce, split: int, vec: int) -> int | None:
+    """Whole rows read twice from memory on CUDA: the block (= team) width that leaves each
+    thread CUDA_UNCACHED_RUNS runs of the row, 512 or 1024 (CUDA_UNCACHED_WG); None keeps the
+    planner's group (256), as does a forced launch shape."""
+    if not (caps.backend == "cuda" and split == 1 and problem.op in CUDA_UNCACHED_OPS
+            and force.wg_size is None and force.lanes is None):
+        return None
+    wide = min(CUDA_UNCACHED_WG, _pow2_floor(caps.max_work_group_size),
+               _pow2_floor(max(1, problem.row_len // vec // CUDA_UNCACHED_RUNS[problem.op])))
+    return wide if wide > 256 else None
+
+
+def _cuda_register_wg(caps: DeviceCaps, problem: RowProblem, force: RowForce, wg: int, acc_bytes: int) -> int:
+    """The group of a CUDA float32 softmax row that a group of ``wg`` cannot cache in registers
+    but one of up to CUDA_UNCACHED_WG can (CUDA_WIDE_REGISTER_OPS); ``wg`` otherwise."""
+    if (caps.backend != "cuda" or problem.op not in CUDA_WIDE_REGISTER_OPS or problem.dtype != "float32"
+            or any(v is not None for v in (force.wg_size, force.lanes, force.cache, force.split, force.vec))):
+        return wg
+    need = _pow2_ceil(_ceil_div(problem.row_len, reg_budget(caps, acc_bytes, wg)))
+    if not (wg < need <= min(CUDA_UNCACHED_WG, _pow2_floor(caps.max_work_group_size))
+            and problem.row_len % VEC_MAX == 0):
+        return wg
+    # a group a row: only where the rows fill every SM's threads once (fewer long rows are
+    # split over groups and read from memory, as before)
+    from .backends.cuda.probe import device_extras  # pure: reads caps.notes
+    wave = max(1, caps.compute_units) * max(1, device_extras(caps)["threads_per_sm"] // need)
+    return need if problem.rows >= wave else wg
 
 
 def cuda_min_blocks(caps: DeviceCaps, problem: RowProblem, cache: str, nper: int, wg: int) -> int:

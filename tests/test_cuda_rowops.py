@@ -508,8 +508,11 @@ def test_float16_register_rows_ask_for_resident_threads(op, dtype, shape, want):
 UNCACHED_CASES = [
     ("rms_norm", "float16", (4096, 65_536), (1024, 1, "1")),   # whole rows read twice: a block of 1024
     ("softmax", "float32", (4096, 65_536), (1024, 1, "1")),
-    ("layer_norm", "float32", (64, 20_000), (1024, 1, "1")),   # 20000 >= 4 runs x 1024 lanes x 4
-    ("softmax", "float16", (64, 20_000), (256, 1, "1")),       # < 4 runs a thread at 1024: keeps 256
+    ("layer_norm", "float32", (64, 20_000), (1024, 1, "1")),   # 5000 runs: >= 4 a thread at 1024
+    ("softmax", "float16", (64, 20_000), (256, 1, "1")),       # 2500 runs: < 8 a thread at 512, keeps 256
+    ("softmax", "float16", (8192, 32_768), (512, 1, "1")),     # 4096 runs, 8 a thread (1024: 1609 -> 2197 GB/s)
+    ("rms_norm", "float16", (16_384, 16_384), (512, 1, "1")),  # 2048 runs, 4 a thread (256: 2418 -> 2947)
+    ("softmax", "float32", (64, 16_384), (512, 1, "1")),       # too few rows to cache a row a group
     ("rms_norm", "float16", (64, 4_194_304), (256, 8, "1")),   # split rows: 256 was as fast; 8 chunks: 512 tasks, one wave
     ("moments", "float16", (4096, 65_536), (256, 1, "1")),     # one read: nothing comes back from L2
     ("absmax_scale", "float16", (4096, 65_536), (256, 1, "0")),  # row_scale.cl: vector-only runs
@@ -528,6 +531,32 @@ def test_uncached_rows_take_wide_blocks_and_runs(op, dtype, shape, want):
     assert (forced.lanes, forced.wg_size) == (256, 256)
     opencl = plan_row(dataclasses.replace(H100, backend="opencl", implementation="nvidia"), problem)
     assert opencl.wg_size <= 256 and dict(opencl.defines)["WALK_RUNS"] == "0"
+
+
+# (op, dtype, shape) -> (cache, lanes = work-group size, NPER), planned for an H100
+WIDE_REGISTER_CASES = [
+    ("softmax", "float32", (16_384, 16_384), ("registers", 512, 32)),   # 1779 -> 2959 GB/s
+    ("log_softmax", "float32", (8192, 32_768), ("registers", 1024, 32)),
+    ("softmax", "float32", (8192, 32_768), ("registers", 1024, 32)),    # 2210 -> 2957
+    ("softmax", "float32", (4096, 65_536), ("none", 1024, 1)),          # past 1024 x 32: read twice
+    ("softmax", "float32", (132, 32_768), ("none", 256, 1)),            # fewer rows than a wave: split
+    ("softmax", "float16", (8192, 32_768), ("none", 512, 1)),           # float16 in registers: 1581
+    ("rms_norm", "float32", (8192, 32_768), ("none", 1024, 1)),         # +3 % only: left as it was
+]
+
+
+@pytest.mark.parametrize("op,dtype,shape,want", WIDE_REGISTER_CASES)
+def test_float32_softmax_rows_cached_by_wide_groups(op, dtype, shape, want):
+    """CUDA_WIDE_REGISTER_OPS: float32 softmax rows of up to 1024 x 32 elements are cached in
+    registers by a group of 512 or 1024 where the rows fill a wave; a forced shape, NVIDIA's
+    OpenCL and the other ops keep the planner's usual choice."""
+    problem = RowProblem(op, *shape, dtype)
+    p = plan_row(H100, problem)
+    assert (p.cache, p.lanes, p.nper) == want and p.wg_size == p.lanes
+    forced = plan_row(H100, problem, RowForce(wg_size=256))
+    assert forced.wg_size == 256
+    opencl = plan_row(dataclasses.replace(H100, backend="opencl", implementation="nvidia"), problem)
+    assert opencl.wg_size <= 256
 
 
 @pytest.mark.parametrize("rows,k,want", [
@@ -565,9 +594,36 @@ def test_param_runs_on_cuda_only(op, shape, weight, bias, want):
 
 
 @gpu
+@pytest.mark.parametrize("rows,k", [(528, 16_384), (264, 32_768)])  # groups of 512 / 1024, a wave of rows
+def test_float32_softmax_rows_in_wide_group_registers(rows, k):
+    """CUDA_WIDE_REGISTER_OPS on the GPU: float32 rows cached in registers by a group of 512 or
+    1024 (NPER 32): NaN, +inf, all -inf and offset rows follow the reference, like the rows
+    read from memory (forced cache="none") of the same data."""
+    cp = _cp()
+    rng = _rng("wide-register-rows", str(k))
+    x = rng.standard_normal((rows, k)).astype(np.float32)
+    x[1, 12_345] = np.nan
+    x[2, 3_001] = np.inf
+    x[3, :] = -np.inf
+    x[4, rng.integers(0, k, 500)] = -np.inf
+    x[5] += 1e4
+    x[6, -3:] = 50.0
+    plan = plan_row(H100, RowProblem("softmax", rows, k, "float32"))
+    assert (plan.cache, plan.lanes, plan.nper) == ("registers", k // 32, 32)
+    src = cp.asarray(x)
+    for op, ref, tol in (("softmax", ref_softmax, TOL), ("log_softmax", ref_log_softmax, LOG_TOL)):
+        want = ref(x)
+        for force in (None, RowForce(cache="none")):
+            got = getattr(rowops, op)(src, force=force).get()
+            np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=f"{op} {force}")
+            _close(got, want, "float32", tol, f"{op} {force}")
+
+
+@gpu
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
 def test_long_uncached_rows_with_specials(dtype):
-    """Rows read from memory run by run (WALK_RUNS) by blocks of 1024: NaN, +inf, -inf and
+    """Rows read from memory run by run (WALK_RUNS) by blocks wider than 256 (1024 for float32,
+    512 for float16: CUDA_UNCACHED_RUNS): NaN, +inf, -inf and
     all -inf rows follow scipy's rules, a large offset stays accurate, weights and biases
     come in runs (PARAM_RUNS), and the head / tail elements outside whole runs (rows one
     element off 16 bytes) are covered too."""
@@ -584,7 +640,7 @@ def test_long_uncached_rows_with_specials(dtype):
     x = x.astype(dtype)
     # 7 rows are split (PHASE 1 / 2 runs); split=1 gives the whole-row plan of many such rows
     whole = RowForce(split=1)
-    assert plan_row(H100, RowProblem("softmax", 7, k, dtype), whole).wg_size == 1024
+    assert plan_row(H100, RowProblem("softmax", 7, k, dtype), whole).wg_size == (1024 if dtype == "float32" else 512)
     for h in (np.ascontiguousarray(x[:, :k]), x):  # rows of 40000, then of 40001 (rows 1.. start off
         # 16 bytes: a head and a tail outside the runs)
         src = cp.asarray(h)
