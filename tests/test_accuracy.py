@@ -221,21 +221,28 @@ def test_var_past_the_float_range_matches_numpy(cl_device, cl_caps, op, k):
     """float var/std whose deviations from the pilot overflow is inf, as numpy's two-pass
     var (it was NaN: inf - inf in Welford's mean), and NaN where the row holds an inf; rows
     and columns, the default and the hard forced variants."""
-    from conftest import Variant
-
     for dtype in ("float32",) + (("float64",) if cl_caps.fp64 else ()):
         x, want = _var_past_the_range(dtype, k)
         if op == "std":
             want = np.sqrt(want)
-        for variant in [Variant("default", None, 0)] + _hard_variants(cl_caps):
-            what = f"{op} {dtype} K={k} [{variant.id}]"
-            try:
-                rows = getattr(clreduce, op)(x, axis=-1, device=cl_device, force=variant.force)
-                cols = getattr(clreduce, op)(np.ascontiguousarray(x.T), axis=0, device=cl_device, force=variant.force)
-            except UnsupportedOnDevice:
-                continue
+        for variant, rows, cols in _rows_and_columns(op, x, cl_device, cl_caps):
+            what = f"{op} {dtype} K={k} [{variant}]"
             _assert_var_past_the_range(rows, want, dtype, what + " rows")
             _assert_var_past_the_range(cols, want, dtype, what + " columns")
+
+
+def _rows_and_columns(op, x, cl_device, cl_caps):
+    """(variant id, result over x's last axis, result over x.T's first axis) for the default
+    plan and each hard forced variant (``_hard_variants``) the device runs."""
+    from conftest import Variant
+
+    for variant in [Variant("default", None, 0)] + _hard_variants(cl_caps):
+        try:
+            rows = getattr(clreduce, op)(x, axis=-1, device=cl_device, force=variant.force)
+            cols = getattr(clreduce, op)(np.ascontiguousarray(x.T), axis=0, device=cl_device, force=variant.force)
+        except UnsupportedOnDevice:
+            continue
+        yield variant.id, rows, cols
 
 
 def sums_past_the_range(dtype, k: int, seed: int = 0) -> tuple[np.ndarray, list]:
@@ -321,17 +328,10 @@ def test_sums_past_the_float_range(cl_device, cl_caps, op, k):
     wherever the exact mean is, except in a split row whose chunk's sum passes the range
     (numpy's float32 mean is inf once its sum overflows). Rows and columns, the default and
     the hard forced variants."""
-    from conftest import Variant
-
     for dtype in ("float32",) + (("float64",) if cl_caps.fp64 else ()):
         x, exact = sums_past_the_range(dtype, k)
-        for variant in [Variant("default", None, 0)] + _hard_variants(cl_caps):
-            what = f"{op} {dtype} K={k} [{variant.id}]"
-            try:
-                rows = getattr(clreduce, op)(x, axis=-1, device=cl_device, force=variant.force)
-                cols = getattr(clreduce, op)(np.ascontiguousarray(x.T), axis=0, device=cl_device, force=variant.force)
-            except UnsupportedOnDevice:
-                continue
+        for variant, rows, cols in _rows_and_columns(op, x, cl_device, cl_caps):
+            what = f"{op} {dtype} K={k} [{variant}]"
             _assert_sums_past_the_range(rows, x, exact, op, False, what + " rows")
             _assert_sums_past_the_range(cols, x, exact, op, True, what + " columns")
 
@@ -385,15 +385,21 @@ def test_cuda_as_accurate_as_numpy(op, dtype):
 @pytest.mark.parametrize("dtype", ("float32", "float64"))
 def test_cuda_var_past_the_float_range_matches_numpy(dtype, k):
     x, want = _var_past_the_range(dtype, k)
-    for variant in _cuda_variants():
-        what = f"var {dtype} K={k} [{variant.id}]"
-        try:
-            rows = _run_cuda("var", x, -1, variant.force)
-            cols = _run_cuda("var", np.ascontiguousarray(x.T), 0, variant.force)
-        except UnsupportedOnDevice:
-            continue
+    for variant, rows, cols in _cuda_rows_and_columns("var", x):
+        what = f"var {dtype} K={k} [{variant}]"
         _assert_var_past_the_range(rows, want, dtype, what + " rows")
         _assert_var_past_the_range(cols, want, dtype, what + " columns")
+
+
+def _cuda_rows_and_columns(op, x):
+    """``_rows_and_columns`` on the CUDA backend: its plans and ``_cuda_variants``."""
+    for variant in _cuda_variants():
+        try:
+            rows = _run_cuda(op, x, -1, variant.force)
+            cols = _run_cuda(op, np.ascontiguousarray(x.T), 0, variant.force)
+        except UnsupportedOnDevice:
+            continue
+        yield variant.id, rows, cols
 
 
 @pytest.mark.skipif(CUDA_REASON is not None, reason=f"CUDA backend unavailable: {CUDA_REASON}")
@@ -402,13 +408,8 @@ def test_cuda_var_past_the_float_range_matches_numpy(dtype, k):
 @pytest.mark.parametrize("op", ["sum", "mean"])
 def test_cuda_sums_past_the_float_range(op, k, dtype):
     x, exact = sums_past_the_range(dtype, k)
-    for variant in _cuda_variants():
-        what = f"{op} {dtype} K={k} [{variant.id}]"
-        try:
-            rows = _run_cuda(op, x, -1, variant.force)
-            cols = _run_cuda(op, np.ascontiguousarray(x.T), 0, variant.force)
-        except UnsupportedOnDevice:
-            continue
+    for variant, rows, cols in _cuda_rows_and_columns(op, x):
+        what = f"{op} {dtype} K={k} [{variant}]"
         _assert_sums_past_the_range(rows, x, exact, op, False, what + " rows")
         _assert_sums_past_the_range(cols, x, exact, op, True, what + " columns")
 
