@@ -338,6 +338,12 @@ def _loop_limit(caps: DeviceCaps) -> int | None:
     return RUSTICL_LOOP_TRIPS if caps.implementation == "rusticl" else None
 
 
+def llvmpipe_loop_limited(caps: DeviceCaps) -> bool:
+    """True for the device whose compiler cuts loops at RUSTICL_LOOP_TRIPS trips (llvmpipe,
+    the CPU device behind rusticl; plan_rowops.LLVMPIPE_LOOP_LIMIT is the same count)."""
+    return caps.implementation == "rusticl" and caps.device_type == "cpu"
+
+
 # reduce_rows.cl's reduce_cols (scalar ops) counts several limiter trips per step of K, more
 # with more column blocks (NBLK) and wider vectors (VEC) per work-item: forced plans that
 # walked a whole column gave wrong sums from K ~ 16200 (NBLK 1-2, VEC 1-16), 3700 (NBLK 16),
@@ -673,7 +679,7 @@ RUSTICL_RESCUE_BLOCK = 256
 
 
 def _rescue_defines(caps: DeviceCaps, op, rule, in_dtype: str, first: bool) -> dict:
-    if _rescues(op, rule, in_dtype, first) and _loop_limit(caps) and caps.device_type == "cpu":
+    if _rescues(op, rule, in_dtype, first) and llvmpipe_loop_limited(caps):
         return {"RESCUE_BLOCK": RUSTICL_RESCUE_BLOCK}
     return {}
 
@@ -790,11 +796,10 @@ def _launch_rows(*, caps, op, rule, sg_mode, sg_size, reqd, wg, rows, row_len, l
         groups = max(1, _ceil_div(min(cpu_items, rows * split), wg))
         return _finish(caps, "reduce_rows.cl", "reduce_rows_cpu", defines, None, groups, wg, scalars, rule.acc,
                        first, last)
-    groups = _groups(caps, _ceil_div(rows * split, wg // lanes))
-    if "RESCUE_BLOCK" in defines:
-        # llvmpipe counts a work-item's loop trips over every task of its grid stride: one task
-        # per team, so rescue walks (a row of infinities each) do not add up past the limiter
-        groups = _ceil_div(rows * split, wg // lanes)
+    needed = _ceil_div(rows * split, wg // lanes)
+    # llvmpipe counts a work-item's loop trips over every task of its grid stride: with rescue
+    # walks (a row of infinities each) one task per team, so they do not add up past the limiter
+    groups = needed if "RESCUE_BLOCK" in defines else _groups(caps, needed)
     return _finish(caps, "reduce_rows.cl", "reduce_rows", defines, cl_std, groups, wg, scalars, rule.acc, first, last)
 
 

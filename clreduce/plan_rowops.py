@@ -30,7 +30,7 @@ from .caps import DeviceCaps
 from .kernels import build_options
 from .ops import CL_TYPE
 from .plan import (_REQD_MACRO, SG_MODES, Force, _SG_MODE_MACRO, UnsupportedOnDevice, _ceil_div, _choose_sg_mode,
-                   _choose_sg_size, _choose_wg, _groups, _pow2_floor, _shuffle_mode)
+                   _choose_sg_size, _choose_wg, _groups, _pow2_floor, _shuffle_mode, llvmpipe_loop_limited)
 
 CACHES = ("registers", "local", "none")
 _CACHE_MACRO = {"registers": 0, "local": 1, "none": 2}
@@ -173,11 +173,6 @@ _PASSES = {"softmax": 3, "log_softmax": 3, "rms_norm": 2, "layer_norm": 2, "mome
 # shorten the grid stride. Main's reductions stay under it by their vector loads and splits.
 LLVMPIPE_LOOP_LIMIT = 65535
 LLVMPIPE_TRIP_BUDGET = LLVMPIPE_LOOP_LIMIT // 2
-
-
-def llvmpipe_loop_limited(caps: DeviceCaps) -> bool:
-    """True for the device whose compiler cuts loops at ``LLVMPIPE_LOOP_LIMIT`` trips."""
-    return caps.implementation == "rusticl" and caps.device_type == "cpu"
 
 
 def row_trips(op: str, cache: str, lanes: int, nper: int, chunk: int, split: int, phase: int,
