@@ -121,8 +121,13 @@ __device__ __forceinline__ ulong cl_dim_(const dim3 v, uint d) { return d == 0 ?
 template <class T> __device__ __forceinline__ T sub_group_shuffle_xor(T v, uint m) {
     return __shfl_xor_sync(CL_FULL_MASK_, v, (int)m);
 }
-/* Plain max/min inside the butterfly: like OpenCL's built-ins, NaN handling is the kernel's
- * business (reduce_rows.cl adds sub_group_any(isnan(v))). */
+/* Every lane must end with the same value, as OpenCL's built-ins return one result to the
+ * whole sub-group: callers branch on it (reduce_rows.cl's compensated sg_reduce tests the
+ * sub-group's max |s|). A butterfly gives that only with a commutative step; the plain
+ * `o > v ? o : v` is not one with a NaN (a lane holding the NaN keeps it, its partner drops
+ * it), and a warp split on such a max hung the H100 in __shfl_xor_sync (norm1 of a 3 x 4099
+ * float32 row holding a NaN). So a NaN wins in either order; which NaN a kernel reports stays
+ * its own business (reduce_rows.cl adds sub_group_any(isnan(v))). */
 #define CL_SG_BUTTERFLY_(v, op)                                     \
     _Pragma("unroll") for (int m_ = 16; m_ > 0; m_ >>= 1) {        \
         const T o_ = __shfl_xor_sync(CL_FULL_MASK_, v, m_);         \
@@ -130,8 +135,8 @@ template <class T> __device__ __forceinline__ T sub_group_shuffle_xor(T v, uint 
     }                                                               \
     return v
 template <class T> __device__ __forceinline__ T sub_group_reduce_add(T v) { CL_SG_BUTTERFLY_(v, v + o_); }
-template <class T> __device__ __forceinline__ T sub_group_reduce_max(T v) { CL_SG_BUTTERFLY_(v, o_ > v ? o_ : v); }
-template <class T> __device__ __forceinline__ T sub_group_reduce_min(T v) { CL_SG_BUTTERFLY_(v, o_ < v ? o_ : v); }
+template <class T> __device__ __forceinline__ T sub_group_reduce_max(T v) { CL_SG_BUTTERFLY_(v, (o_ > v || o_ != o_) ? o_ : v); }
+template <class T> __device__ __forceinline__ T sub_group_reduce_min(T v) { CL_SG_BUTTERFLY_(v, (o_ < v || o_ != o_) ? o_ : v); }
 /* Exclusive prefix sum over the warp: Hillis-Steele inclusive steps, then one shift, so the
  * float result is a sum of the lower lanes' values (never inclusive - own, which rounds). */
 template <class T> __device__ __forceinline__ T sub_group_scan_exclusive_add(T v) {

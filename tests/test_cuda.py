@@ -449,6 +449,41 @@ def test_specials_nan_inf_and_half_overflow():
     assert np.all(np.isinf(clreduce.sum(cp.asarray(big), axis=-1).get()))  # as numpy: the sum is > 65504
 
 
+_NAN_IN_ONE_LANE = textwrap.dedent("""
+    import sys
+    import numpy as np, cupy as cp
+    from clreduce.backends import get_backend
+    from clreduce.plan import Force, Problem
+    backend = get_backend("cuda")
+    for op in ("norm1", "norm2", "sum", "mean"):
+        for strategy in ("sg_per_row", "wg_per_row"):
+            for rows, k in ((3, 4099), (5, 64)):
+                x = np.ones((rows, k), np.float32)
+                x[0, k // 2] = np.nan   # one lane's partial is NaN, its warp partners' are 1s
+                got = backend.reduce(cp.asarray(x), Problem(rows, k, "float32", op),
+                                     force=Force(sg_mode="builtin", strategy=strategy)).get()
+                want = {"norm1": k, "norm2": np.sqrt(k), "sum": k, "mean": 1}[op]
+                assert np.isnan(got[0]) and np.allclose(got[1:], want), (op, strategy, rows, k, got)
+    print("ok")
+""")
+
+
+@gpu
+def test_a_nan_in_one_lane_keeps_the_warp_together():
+    """The compensated built-in step branches on the warp's max |s|; the dialect's butterfly
+    max gave lanes different answers when one held a NaN, the warp split around
+    __shfl_xor_sync and the kernel never ended (norm1 of a 3 x 4099 row). A child process,
+    so that a hang fails here instead of stalling the suite."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1]),
+                                                       os.environ.get("PYTHONPATH", "")]))
+    try:
+        proc = subprocess.run([sys.executable, "-c", _NAN_IN_ONE_LANE], capture_output=True, text=True,
+                              timeout=240, env=env)
+    except subprocess.TimeoutExpired:
+        pytest.fail("a float sum over rows holding a NaN did not finish in 240 s (a split warp?)")
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-3000:]
+
+
 @gpu
 def test_integer_sums_are_exact():
     cp = _cupy()
