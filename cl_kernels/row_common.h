@@ -337,10 +337,25 @@ inline walk_t walk_of(__global const IN_T *p, const ulong len) {
  * scalars). A read-only walk (WRITE 0) is unrolled by the dialect's UNROLL_READ_WALK (CUDA:
  * several runs' loads in flight a thread); the write walk is not (its store's alignment test
  * splits the body, and an unrolled write walk measured mixed on an H100). */
+/* WALK_BACK (the planner's choice, default 0): the write walk takes the runs last to first.
+ * A row read twice from memory (statistics, then the write) finds in L2 only what its first
+ * walk read last; walking forward again it first asks for the oldest lines, which the rows in
+ * flight have evicted where they pass the L2 (LRU's worst case, nothing hits), walking back it
+ * starts with the lines still there. Neighbouring lanes keep neighbouring runs. */
+#ifndef WALK_BACK
+#define WALK_BACK 0
+#endif
+#if WALK_BACK
+#define WRITE_RUN_FIRST(runs) ((runs) - 1 - lane)
+#define WRITE_RUN_NEXT(r) ((r) - LANES)
+#else
+#define WRITE_RUN_FIRST(runs) ((ulong)lane)
+#define WRITE_RUN_NEXT(r) ((r) + LANES)
+#endif
 #define LANE_WALK_RUNS(w, p, WRITE, q, d, run_body, i, x, body) do {                          \
         const int q_ok_ = WRITE && VLOAD_ALIGNED((q) + (w).head, VEC);                        \
         if (WRITE) {                                                                          \
-            for (ulong r_ = lane; r_ < (w).runs; r_ += LANES) {                               \
+            for (ulong r_ = WRITE_RUN_FIRST((w).runs); r_ < (w).runs; r_ = WRITE_RUN_NEXT(r_)) { \
                 ACC_T d[VEC];                                                                 \
                 const ulong i0_ = (w).head + r_ * VEC;                                        \
                 (void)i0_;                                                                    \

@@ -144,6 +144,17 @@ CUDA_UNCACHED_RUNS = {"softmax": 8, "log_softmax": 8, "rms_norm": 4, "layer_norm
 # 8192 x 32768 2210 -> 2957 (1024 threads; torch 1604). float16 softmax and the norms were no
 # faster that way (float16 softmax 8192 x 32768 1581, rms_norm float32 +3 %).
 CUDA_WIDE_REGISTER_OPS = ("softmax", "log_softmax")
+# CUDA, whole rows read twice from memory (cache "none", unsplit): the write walk goes last run
+# to first (row_common.h, WALK_BACK) where the rows in flight (resident groups x row bytes) pass
+# the L2, so that it starts on the lines the statistics walk read last. Where they fit, the
+# forward walk already hits and the backward one lost 1-3 %. One H100 (50 MB L2), public call on
+# torch tensors, GB/s, two runs each (benchmarks/rowops_walk_back_h100_2026-11-27): float32
+# 4096 x 65536 (1024 threads, 264 rows of 256 KB: 69 MB) softmax 1860-1866 -> 1948-1957,
+# rms_norm 2037-2054 -> 2138-2160, layer_norm 2005-2009 -> 2173-2185; rows of 262144 +2-5 %
+# but float32 softmax (-1 %); 34 MB in flight lost:
+# float16 softmax 8192 x 32768 2229 -> 2152-2173, float32 rms_norm 8192 x 32768 2788-2823 ->
+# 2701-2735, float16 4096 x 65536 rms/layer_norm -1-2 %. Split rows (their second walk is another
+# launch: little of a chunk is left in L2, whatever the order) gained nothing clear.
 # Families whose runs (WALK_RUNS) have a scalar form for the CUDA dialect (no vector math):
 # one max, rescale and compensated add per run of 16 bytes instead of per element
 CUDA_WALK_RUNS = ("softmax.cl", "row_norm.cl")
@@ -804,6 +815,8 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
             # CUDA takes softmax and norm runs too, in scalar loops (CUDA_WALK_RUNS)
             runs = (cpu and caps.backend == "opencl") or (caps.backend == "cuda" and kernel_file in CUDA_WALK_RUNS)
             defines["WALK_RUNS"] = int(runs and cache == "none" and vec > 1)
+        if kernel_file in CUDA_WALK_RUNS and cuda_walk_back(caps, problem, cache, split, lanes):
+            defines["WALK_BACK"] = 1
         min_blocks = cuda_min_blocks(caps, problem, cache, nper, wg)
         if min_blocks > 1:
             defines["MIN_BLOCKS"] = min_blocks
@@ -874,6 +887,18 @@ def _cuda_register_wg(caps: DeviceCaps, problem: RowProblem, force: RowForce, wg
     from .backends.cuda.probe import device_extras  # pure: reads caps.notes
     wave = max(1, caps.compute_units) * max(1, device_extras(caps)["threads_per_sm"] // need)
     return need if problem.rows >= wave else wg
+
+
+def cuda_walk_back(caps: DeviceCaps, problem: RowProblem, cache: str, split: int, lanes: int) -> bool:
+    """Whether a CUDA launch of whole rows read from memory writes them last run first
+    (WALK_BACK): where its rows in flight, one a team of ``lanes`` threads, pass the L2."""
+    if caps.backend != "cuda" or cache != "none" or split != 1 or problem.op not in CUDA_UNCACHED_OPS:
+        return False
+    from .backends.cuda.probe import device_extras  # pure: reads caps.notes
+    extras = device_extras(caps)
+    resident = max(1, caps.compute_units) * max(1, extras["threads_per_sm"] // lanes)
+    row_bytes = problem.row_len * np.dtype(problem.dtype).itemsize
+    return 0 < extras["l2_bytes"] < min(problem.rows, resident) * row_bytes
 
 
 def cuda_min_blocks(caps: DeviceCaps, problem: RowProblem, cache: str, nper: int, wg: int) -> int:

@@ -533,6 +533,66 @@ def test_uncached_rows_take_wide_blocks_and_runs(op, dtype, shape, want):
     assert opencl.wg_size <= 256 and dict(opencl.defines)["WALK_RUNS"] == "0"
 
 
+# (op, dtype, shape) -> whether the write walk goes backwards (WALK_BACK), planned for an H100
+# (132 SMs of 2048 threads, 50 MB L2): rows in flight x row bytes against the L2
+WALK_BACK_CASES = [
+    ("softmax", "float32", (4096, 65_536), True),       # 264 rows of 256 KB: 69 MB (1875 -> 1957+ GB/s)
+    ("log_softmax", "float32", (4096, 65_536), True),
+    ("rms_norm", "float32", (4096, 65_536), True),      # 2043 -> 2138
+    ("layer_norm", "float32", (4096, 65_536), True),    # 2001 -> 2204
+    ("rms_norm", "float16", (2048, 262_144), True),     # 264 rows of 512 KB
+    ("rms_norm", "float16", (4096, 65_536), False),     # 34 MB fit: backwards lost 1-2 %
+    ("softmax", "float16", (8192, 32_768), False),      # 528 rows of 64 KB (blocks of 512): 34 MB
+    ("rms_norm", "float32", (8192, 32_768), False),     # 34 MB: backwards lost 3 %
+    ("softmax", "float32", (8192, 32_768), False),      # cached in registers: read once
+    ("rms_norm", "float32", (250, 65_536), False),      # split rows: the second walk is another launch
+    ("moments", "float32", (4096, 65_536), False),      # one read, no write walk
+]
+
+
+@pytest.mark.parametrize("op,dtype,shape,back", WALK_BACK_CASES)
+def test_rows_past_the_l2_write_backwards(op, dtype, shape, back):
+    """CUDA walk_back: only where an uncached launch's rows in flight pass the L2; never on
+    NVIDIA's OpenCL (unmeasured there), whatever the shape."""
+    problem = RowProblem(op, *shape, dtype)
+    assert dict(plan_row(H100, problem).defines).get("WALK_BACK") == ("1" if back else None)
+    opencl = plan_row(dataclasses.replace(H100, backend="opencl", implementation="nvidia"), problem)
+    assert "WALK_BACK" not in dict(opencl.defines)
+
+
+@gpu
+def test_write_walk_backwards_gives_the_same_rows(monkeypatch):
+    """The backward write walk forced on small rows (the planner takes it only for rows of
+    ~256 KB and more): K = 1237 starting off the 16-byte grid (a scalar head, runs, a tail)
+    and K = 5 (fewer runs than lanes)."""
+    from clreduce import plan_rowops
+    from clreduce.backends.cuda import rowops as cuda_rowops
+
+    cp = _cp()
+    chosen = []
+
+    def always_back(caps, problem, cache, split, lanes):
+        back = cache == "none" and split == 1 and problem.op in plan_rowops.CUDA_UNCACHED_OPS
+        chosen.append(back)
+        return back
+
+    monkeypatch.setattr(plan_rowops, "cuda_walk_back", always_back)
+    monkeypatch.setattr(cuda_rowops, "_plans", type(cuda_rowops._plans)(lambda: 64))  # plans made here
+    force = RowForce(cache="none", split=1)
+    for k in (1237, 5):
+        base = np.random.default_rng(k).standard_normal((9, k + 1)).astype(np.float32) * 3
+        x = base[:, 1:]
+        xd = cp.asarray(base)[:, 1:]
+        what = f"K={k} WALK_BACK"
+        _close(rowops.softmax(xd, force=force).get(), ref_softmax(x), "float32", TOL, what)
+        _close(rowops.log_softmax(xd, force=force).get(), ref_log_softmax(x), "float32", LOG_TOL, what)
+        _close(rowops.rms_norm(xd, force=force).get(), ref_rms_norm(x), "float32", NORM_TOL, what)
+        _close(rowops.layer_norm(xd, force=force).get(), ref_layer_norm(x), "float32", NORM_TOL, what)
+        xh = x.astype(np.float16)
+        _close(rowops.softmax(cp.asarray(xh), force=force).get(), ref_softmax(xh), "float16", TOL, what)
+    assert any(chosen), "no plan took the backward walk: the test checked nothing"
+
+
 # (op, dtype, shape) -> (cache, lanes = work-group size, NPER), planned for an H100
 WIDE_REGISTER_CASES = [
     ("softmax", "float32", (16_384, 16_384), ("registers", 512, 32)),   # 1779 -> 2959 GB/s
