@@ -260,7 +260,7 @@ inline void add_prefix(const ACC_T pre, ACC_T *d) {
 /* Published values live in slots: one per tile (its total), then one per group for its total
  * and one for its inclusive prefix. The workspace (`carries`), in 32-bit words: 4 for the
  * ticket counter, then the slots -- PHASE 3 zeroes all of that -- and, for 8-byte ACC_T, the
- * values from the next 8-byte boundary. clreduce/plan_rowops.py (lookback_workspace) computes
+ * values from the next 8-byte boundary. clreduce/plan_scan.py (lookback_workspace) computes
  * the same sizes.
  * A 4-byte ACC_T shares one 64-bit word with its ready bit, written and read whole: a reader
  * gets the value in the load that sees it ready (one trip to L2, no fence). An 8-byte ACC_T

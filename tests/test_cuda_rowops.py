@@ -31,8 +31,8 @@ from clreduce.backends.cuda import probe as cuda_probe
 from clreduce.backends.cuda.launch import cuda_source, nvrtc_options
 from clreduce.plan import UnsupportedOnDevice
 from clreduce.backends import row_args
-from clreduce.plan_rowops import (FAMILIES, LOOKBACK_ACC_BYTES, SCAN_OPS, RowForce, RowProblem, lookback_workspace,
-                                  plan_row, row_variants)
+from clreduce.plan_rowops import FAMILIES, SCAN_OPS, RowForce, RowProblem, plan_row, row_variants
+from clreduce.plan_scan import LOOKBACK_ACC_BYTES, lookback_workspace
 
 try:
     from numpy.exceptions import AxisError

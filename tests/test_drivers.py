@@ -139,7 +139,8 @@ def test_llvmpipe_row_plans_stay_under_the_trip_budget():
     import math
 
     from clreduce.plan_rowops import (FAMILIES, LLVMPIPE_TRIP_BUDGET, SCAN_OPS, RowForce, RowProblem, plan_row,
-                                      row_trips, scan_tile_trips)
+                                      row_trips)
+    from clreduce.plan_scan import scan_tile_trips
 
     shapes = [(2, 100_000), (2, 10**6), (1, 10**7), (5000, 100_000), (300_000, 1000), (10**7, 7), (64, 4097)]
     for caps in (RUSTICL_LLVMPIPE, dataclasses.replace(RUSTICL_LLVMPIPE, max_work_group_size=32)):

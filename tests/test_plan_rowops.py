@@ -290,7 +290,7 @@ _POCL_ZNVER3 = dataclasses.replace(
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
 @pytest.mark.parametrize("k", [64, 1000, 65536])  # register rows (CPU_ROW_OPS), walked rows, long rows
 def test_row_plans_keep_vectors_within_the_device_limit(op, dtype, k):
-    from clreduce.plan_rowops import plan_scan
+    from clreduce.plan_scan import plan_scan
 
     problem = RowProblem(op=op, rows=64, row_len=k, dtype=dtype)
     planner = plan_scan if op in SCAN_OPS else plan_row

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..plan_rowops import RowPlan, RowProblem, lookback_workspace
+from ..plan_rowops import RowPlan, RowProblem
+from ..plan_scan import lookback_workspace
 
 BUFFERS = ("input", "output", "weight", "bias", "stats", "partials", "carries")
 IN_OFFSET = "in_offset"

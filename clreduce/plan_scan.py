@@ -1,0 +1,320 @@
+"""Planner for the scans along rows (cumsum, cumprod, logcumsumexp; ``row_scan.cl``): pure, no
+device.
+
+CPUs give each row one work-item (a serial scan streams through the cache); GPUs scan tiles of
+a row with a team's sub-group or local-memory scan, split long rows over work-groups
+(reduce-then-scan: three launches), and on CUDA run a decoupled look-back instead (one read
+of the row). Split out of :mod:`clreduce.plan_rowops`, whose row types and helpers it uses;
+``plan_rowops.plan_row`` hands scans here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .caps import DeviceCaps
+from .kernels import build_options
+from .ops import CL_TYPE
+from .plan import (_REQD_MACRO, Force, _SG_MODE_MACRO, UnsupportedOnDevice, _ceil_div, _choose_sg_mode, _choose_sg_size,
+                   _choose_wg, _groups, _pow2_floor, _shuffle_mode, llvmpipe_loop_limited)
+from .plan_rowops import (FAMILIES, LLVMPIPE_TRIP_BUDGET, RowForce, RowPass, RowPlan, RowProblem, _resident_blocks,
+                          _trip_groups, acc_dtype_of, out_dtype_of)
+
+
+# Scans: consecutive elements a lane scans per tile. GPUs: 16 bytes of input, one vector load
+# per lane with the lanes' loads adjacent (32 bytes of float32 per lane left every warp access
+# half-used: float32 cumsum at 57 % of an H100's copy where float16's 16-byte runs gave 93 %).
+# CPUs: 64 bytes of accumulators.
+SCAN_ITEMS_BYTES = 16
+SCAN_ITEMS_CPU_BYTES = 64
+# Split a scanned row over work-groups only when it is this long (three launches and two
+# extra reads of partials must pay off), into chunks of at least SCAN_SPLIT_MIN_CHUNK.
+SCAN_SPLIT_MIN_ROW = 1 << 15
+SCAN_SPLIT_MIN_CHUNK = 1 << 13
+# CPUs: a work-group runs on one core; small groups of one-work-item rows spread over cores.
+SCAN_CPU_WG = 16
+# The decoupled look-back (CUDA only: it needs blocks that wait on earlier blocks to make
+# progress, which OpenCL does not promise). Where the planner would split a few long rows,
+# reduce-then-scan reads the input twice (an H100's float16 cumsum of one 2**28 row: 43 % of
+# copy); the look-back reads it once. A tile is a block of LOOKBACK_WG threads, each holding
+# runs of 16 bytes of input, LOOKBACK_ACC_BYTES of accumulators in all (int8 input into int64
+# sums: one run; float32: eight).
+LOOKBACK_WG = 256
+LOOKBACK_ACC_BYTES = 128
+# Float accumulators, by input element size: (threads per block, share of the SM's threads
+# kept resident through MIN_BLOCKS). A block waits a trip or two to L2 for its prefix with its
+# tile in registers, so the tiles in flight per SM set the speed. Sweep on an H200, float32 /
+# float16, one row of 2**28, GB/s of a 4200 GB/s copy (benchmarks/cumsum_lookback_h200_2026-11-26):
+# 256 threads x 4 runs uncapped 1818 / 1164; at 4 blocks 2115 / 1878; 128 x 8 at 6 blocks
+# 2592 / 1768; 128 x 4 at 8 blocks 2087 / 1764. On an H100 (copy 3000), float32 128 x 8 at
+# 6 / 7 / 8 blocks: 2156 / 2226 / 2215 (sweep_h100.txt there).
+LOOKBACK_FLOAT = {4: (128, 0.4375), 2: (256, 0.5)}
+# The look-back with blocks that stay (row_scan.cl LB_AHEAD, sm_80+ for cp.async): one launch
+# of as many blocks as the SMs hold, each taking tile after tile; while a block waits for a
+# tile's prefix its second sub-group copies the next tile into shared memory and publishes
+# that tile's total (and each run's). The tile is read from shared memory once more, for its
+# running values, and never held in registers.
+# A block per tile holds its tile in registers with nothing in flight while it waits (a row
+# of one tile, nothing to wait for, ran at 96 % of copy; a row of 2**28 at 75 %).
+# (threads per block, share of an SM's threads, runs of 16 bytes per thread) by input
+# element size, float accumulators. H100, GPU time of float32 / float16 1 x 2**28, GB/s of a
+# 3000 GB/s copy (benchmarks/cumsum_lookback_ahead_2026-11-26): a block per tile 2219 / 1670;
+# these shapes 2470-2520 / 2340-2435 (6 blocks per SM: what two 16 KB copies leave of
+# 228 KB); 8 KB tiles at 8-10 blocks 2074-2115 / 2011-2102.
+LOOKBACK_AHEAD = {4: (128, 0.375, 8), 2: (128, 0.375, 8)}
+LOOKBACK_GROUP = 32  # tiles per group of the look-back's chain (row_scan.cl LB_GROUP)
+
+
+def lookback_workspace(rows: int, row_len: int, tile: int, acc_bytes: int) -> tuple[int, int]:
+    """(32-bit words PHASE 3 clears, bytes) of the look-back's workspace, as row_scan.cl lays
+    it out: a 4-word counter, then a slot per tile and two per group (a total, an inclusive
+    prefix) -- a 64-bit word each (value and ready bit) for 4-byte accumulators, else a flag
+    word each and the 8-byte values after them."""
+    tiles = _ceil_div(row_len, tile)
+    slots = rows * tiles + 2 * rows * _ceil_div(tiles, LOOKBACK_GROUP)
+    if acc_bytes == 4:
+        words = 4 + 2 * slots
+        return words, 4 * words
+    words = 4 + slots
+    return words, (words + 1) // 2 * 8 + slots * acc_bytes
+
+
+def scan_tile_trips(items: int, lanes: int) -> int:
+    """Upper bound on a scan tile's loop back-edges: ITEMS loads, the lane's scan, the prefix
+    added, ITEMS stores, the team prefix."""
+    return 4 * items + lanes.bit_length() + 2
+
+
+def plan_scan(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = None) -> RowPlan:
+    """Plan a scan (cumsum, cumprod, logcumsumexp) along the rows; ``nper`` holds ITEMS.
+
+    CPUs give each row one work-item (a serial scan streams through the cache). GPUs give a
+    row a team: a sub-group (xor-butterfly prefix, or the built-in exclusive scan for sums)
+    where the device has one, else up to a work-group with a local-memory prefix.
+    """
+    force = force or RowForce()
+    if force.cache not in (None, "none"):
+        raise UnsupportedOnDevice(f"{problem.op} is a scan: it has no row cache to force")
+    acc = acc_dtype_of(problem.op, problem.dtype)
+    if "float64" in (acc, problem.dtype) and not caps.fp64:
+        raise UnsupportedOnDevice(f"float64 {problem.op} needs fp64, which device {caps.name!r} lacks; "
+                                  "convert the input with .astype(numpy.float32)")
+    acc_bytes = np.dtype(acc).itemsize
+    cpu = caps.device_type == "cpu"
+    k = problem.row_len
+    sg_mode = _choose_sg_mode(caps, force.sg_mode)
+    if force.sg_mode is None and not caps.subgroup_sizes:
+        sg_mode = "local"
+    sg_size, reqd = (None, "none") if sg_mode == "local" else _choose_sg_size(caps, force.sg_size)
+    wg = _choose_wg(caps, Force(wg_size=force.wg_size), sg_size)
+    if cpu and force.wg_size is None:
+        wg = max(min(wg, SCAN_CPU_WG), sg_size or 1)
+    cpu_bytes = min(SCAN_ITEMS_CPU_BYTES, caps.vector_bytes_limit or SCAN_ITEMS_CPU_BYTES)
+    items = max(1, min(16, cpu_bytes // acc_bytes if cpu else SCAN_ITEMS_BYTES // np.dtype(problem.dtype).itemsize))
+    if force.lanes is not None:
+        lanes = force.lanes
+        if lanes < 1 or lanes & (lanes - 1) or lanes > wg:
+            raise ValueError(f"lanes={lanes} must be a power of two <= the work-group size {wg}")
+    else:
+        lanes = 1 if cpu else max(1, min(wg, _pow2_floor(_ceil_div(k, items))))
+    if sg_mode == "builtin" and problem.op == "cumsum" and force.lanes is None and lanes > sg_size:
+        lanes = sg_size  # the built-in scan spans one sub-group: a row per sub-group, more tiles
+    if sg_mode == "builtin" and not (problem.op == "cumsum" and lanes == sg_size):
+        if force.sg_mode is not None:
+            raise UnsupportedOnDevice("the built-in sub-group scan is a whole-sub-group sum: "
+                                      f"{problem.op} with lanes={lanes} (sub-group {sg_size}) cannot use it")
+        sg_mode = _shuffle_mode(caps) or "local"
+    if sg_mode.startswith("shuffle") and lanes > sg_size:
+        if force.lanes is not None:
+            if force.sg_mode is not None:
+                raise UnsupportedOnDevice(f"shuffle scans stay in one sub-group: lanes={lanes} > {sg_size}")
+            sg_mode = "local"
+        else:
+            lanes = sg_size  # one sub-group per row; more tiles, no barriers
+    if sg_mode == "local":
+        sg_size, reqd = None, "none"
+        lanes = min(lanes, wg)
+    local_bytes = wg * acc_bytes if sg_mode == "local" and lanes > 1 else 0
+    if local_bytes > caps.local_mem_size:
+        raise UnsupportedOnDevice(f"{local_bytes} B of local memory exceeds {caps.name!r}'s {caps.local_mem_size} B")
+    kernel_file, entry, _ = FAMILIES[problem.op]
+    out = out_dtype_of(problem.op, problem.dtype)
+    teams = wg // lanes
+    split = 1
+    if force.split is not None:
+        split = force.split
+        if split < 1 or split > k:
+            raise ValueError(f"split={split} must be between 1 and the row length {k}")
+    elif k >= SCAN_SPLIT_MIN_ROW:
+        # few long rows cannot fill the device with one team per row. Twice the teams a
+        # device holds at once: an H100's float32 cumsum of 4096 x 65536 ran at 1786 GB/s
+        # split in two (4x: the input read twice) and 2523 GB/s unsplit (one warp per row)
+        want_tasks = max(1, caps.compute_units) * teams * 2
+        split = max(1, min(_ceil_div(want_tasks, problem.rows), _ceil_div(k, SCAN_SPLIT_MIN_CHUNK)))
+    lookback = force.lookback
+    if lookback is None:
+        lookback = _lookback_ok(caps) and force.split is None and split > 1 and sg_mode != "local" \
+            and lanes == sg_size
+    elif lookback:
+        if not _lookback_ok(caps):
+            raise UnsupportedOnDevice("the look-back scan needs CUDA on sm_70 or newer (release / acquire "
+                                      "flags, __nanosleep): OpenCL promises no progress between work-groups")
+        if force.split not in (None, 1):
+            raise ValueError(f"split={force.split} and lookback=True exclude each other (the look-back "
+                             "tiles the row itself)")
+        if sg_mode == "local" or lanes != sg_size:
+            raise UnsupportedOnDevice(f"the look-back scans with whole sub-groups: lanes={lanes}, "
+                                      f"sub-group mode {sg_mode!r}")
+    if lookback:
+        return _plan_lookback(caps, problem, force, sg_mode, sg_size, reqd, items)
+    tile = lanes * items
+    if llvmpipe_loop_limited(caps):
+        # a tile runs ITEMS loads, ITEMS stores and the team prefix; see LLVMPIPE_LOOP_LIMIT
+        need = _ceil_div(k, ((LLVMPIPE_TRIP_BUDGET - 4) // scan_tile_trips(items, lanes)) * tile)
+        if force.split is not None and split < need:
+            raise UnsupportedOnDevice(f"split={split} leaves chunks too long for llvmpipe's loop limit "
+                                      f"(Mesa's loop limiter): it needs split >= {need} here")
+        split = max(split, need)
+    chunk = _ceil_div(_ceil_div(k, split), tile) * tile if split > 1 else k
+    split = _ceil_div(k, chunk)  # no empty chunk
+    if force.split is not None and force.split > 1 and split < 2:
+        chunk, split = _ceil_div(k, 2), 2  # a forced split of a short row: two chunks
+        split = _ceil_div(k, chunk)
+
+    def defines_for(in_dtype, out_dtype, mode, size, req, n_lanes, sp, phase):
+        return _scan_defines(caps, problem.op, acc, in_dtype, out_dtype, wg, mode, size, req, n_lanes, items, sp,
+                             phase)
+
+    def launch(pairs_options, reads, writes, rows, row_len, chunk_len, n_lanes, sp):
+        tasks, teams_ = rows * sp, wg // n_lanes
+        trips = _ceil_div(chunk_len, n_lanes * items) * scan_tile_trips(items, n_lanes) + 2
+        groups = _trip_groups(caps, _groups(caps, _ceil_div(tasks, teams_)), tasks, teams_, trips,
+                              f"{problem.op} of rows of {row_len}")
+        return RowPass(options=pairs_options[1], global_size=groups * wg, local_size=wg, reads=reads, writes=writes,
+                       n_rows=rows, row_len=row_len, chunk_len=chunk_len, defines=pairs_options[0])
+
+    main = defines_for(problem.dtype, out, sg_mode, sg_size, reqd, lanes, split, 0)
+    if split == 1:
+        passes = (launch(main, "input", "output", problem.rows, k, k, lanes, 1),)
+    else:
+        totals = defines_for(problem.dtype, acc, sg_mode, sg_size, reqd, lanes, split, 1)
+        # the (rows, split) totals are short rows: one work-item each, no collectives
+        carries = defines_for(acc, acc, "local", None, "none", 1, 1, 0)
+        passes = (launch(totals, "input", "partials", problem.rows, k, chunk, lanes, split),
+                  launch(carries, "partials", "carries", problem.rows, split, split, 1, 1),
+                  launch(main, "input", "output", problem.rows, k, chunk, lanes, split))
+    return RowPlan(op=problem.op, cache="none", sg_mode=sg_mode, sg_size=sg_size, reqd_sg=reqd, wg_size=wg,
+                   lanes=lanes, nper=items, local_len=1, local_mem_bytes=local_bytes, acc_dtype=acc, out_dtype=out,
+                   kernel_file=kernel_file, entry=entry, defines=main[0], options=main[1],
+                   global_size=passes[-1].global_size, local_size=wg,
+                   scalars=(("n_rows", "u64", problem.rows), ("row_len", "u64", k), ("chunk_len", "u64", chunk)),
+                   split=split, passes=passes)
+
+
+def _scan_defines(caps: DeviceCaps, op: str, acc: str, in_dtype: str, out_dtype: str, wg: int, mode: str,
+                  sg_size: int | None, reqd: str, lanes: int, items: int, split: int, phase: int,
+                  **more) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
+    """(-D pairs, build options) of one row_scan.cl launch; ``more``: macros only some phases
+    take (the look-back's ROUNDS and MIN_BLOCKS)."""
+    d = {"IN_T": CL_TYPE[in_dtype], "OUT_T": CL_TYPE[out_dtype], "ACC_T": CL_TYPE[acc],
+         "ACC_BYTES": np.dtype(acc).itemsize, "ACC_IS_FLOAT": int(acc.startswith("float")),
+         "IN_HALF": int(in_dtype == "float16"), "OUT_HALF": int(out_dtype == "float16"), "WG_SIZE": wg,
+         "LANES": lanes, "SG_MODE": _SG_MODE_MACRO[mode], "SG_SIZE": sg_size or 0, "REQD_SG": _REQD_MACRO[reqd],
+         "ITEMS": items, "SPLIT": split, "PHASE": phase, **FAMILIES[op][2], **more}
+    pairs = tuple(sorted((name, str(value)) for name, value in d.items()))
+    return pairs, build_options(pairs, caps.cl_std if mode != "local" else None)
+
+
+def _lookback_ok(caps: DeviceCaps) -> bool:
+    """The look-back runs here: CUDA (blocks that wait on earlier blocks progress) on sm_70+."""
+    if caps.backend != "cuda":
+        return False
+    from .backends.cuda.probe import device_extras  # pure: reads caps.notes
+    return device_extras(caps).get("cc", 0) >= 70
+
+
+def _lookback_rounds(wg: int, sg_size: int, items: int, acc_bytes: int) -> int:
+    """Runs of 16 bytes per thread in a look-back tile: LOOKBACK_ACC_BYTES of accumulators, and
+    at most sg_size runs per tile (one sub-group scans their totals)."""
+    return max(1, min(LOOKBACK_ACC_BYTES // (items * acc_bytes), sg_size // (wg // sg_size)))
+
+
+def _lookback_shape(caps: DeviceCaps, problem: RowProblem, force: RowForce, acc: str, sg_size: int,
+                    items: int) -> tuple[int, float | None, int, bool]:
+    """(threads per block, share of an SM's threads or None, runs per thread, LB_AHEAD) of a
+    look-back plan. LB_AHEAD: float accumulators of 16-byte runs on sm_80+ (cp.async), blocks
+    of two sub-groups or more whose two copies of a tile (and its runs' totals) fit shared
+    memory, rows of at least two tiles per SM; its own shapes (LOOKBACK_AHEAD), else
+    LOOKBACK_FLOAT's."""
+    from .backends.cuda.probe import device_extras  # pure: reads caps.notes
+    size = np.dtype(problem.dtype).itemsize
+    acc_bytes = np.dtype(acc).itemsize
+    ahead_shape = LOOKBACK_AHEAD.get(size) if acc == "float32" else None
+    if ahead_shape is not None and items * size == 16 and device_extras(caps).get("cc", 0) >= 80:
+        wg, share, rounds = ahead_shape
+        if force.wg_size is not None:
+            wg, share = force.wg_size, None
+        wg = min(wg, caps.max_work_group_size)
+        if wg >= 2 * sg_size and wg % sg_size == 0:
+            rounds = max(1, min(rounds, sg_size // (wg // sg_size)))  # one sub-group scans the run totals
+            tile = rounds * wg * items
+            tiles = problem.rows * _ceil_div(problem.row_len, tile)
+            # two copies of a tile and its runs' totals, beside 1 KB of the rest
+            local = 2 * tile * size + tile // items * acc_bytes + 1024
+            if local <= caps.local_mem_size and tiles >= 2 * max(1, caps.compute_units):
+                return wg, share, rounds, True
+    wg, share = LOOKBACK_WG, None
+    if acc == "float32" and size in LOOKBACK_FLOAT:
+        wg, share = LOOKBACK_FLOAT[size]
+    if force.wg_size is not None:
+        wg, share = force.wg_size, None
+    wg = min(wg, caps.max_work_group_size)
+    return wg, share, _lookback_rounds(wg, sg_size, items, acc_bytes), False
+
+
+def _plan_lookback(caps: DeviceCaps, problem: RowProblem, force: RowForce, sg_mode: str, sg_size: int,
+                   reqd: str, items: int) -> RowPlan:
+    """The look-back scan (row_scan.cl PHASE 2) after a pass that clears its flags (PHASE 3)."""
+    acc = acc_dtype_of(problem.op, problem.dtype)
+    out = out_dtype_of(problem.op, problem.dtype)
+    acc_bytes = np.dtype(acc).itemsize
+    wg, share, rounds, ahead = _lookback_shape(caps, problem, force, acc, sg_size, items)
+    if wg % sg_size:
+        raise UnsupportedOnDevice(f"the look-back needs whole sub-groups of {sg_size} in at most "
+                                  f"{caps.max_work_group_size} threads: wg_size={wg}")
+    min_blocks = 1 if share is None else _resident_blocks(caps, share, wg)
+    tile = rounds * wg * items
+    k = problem.row_len
+    words, _ = lookback_workspace(problem.rows, k, tile, acc_bytes)
+    kernel_file, entry, _ = FAMILIES[problem.op]
+    tiles = problem.rows * _ceil_div(k, tile)
+    # the segments' totals (with LB_AHEAD two buffers and a scratch), the tile's prefix and
+    # total, the ticket; LB_AHEAD's two copies of a tile and its runs' totals
+    segs = rounds * wg // sg_size
+    local_bytes = (segs * (3 if ahead else 1) + 2) * acc_bytes + 4 + (
+        2 * tile * np.dtype(problem.dtype).itemsize + segs * sg_size * acc_bytes if ahead else 16 + acc_bytes)
+    extra = {"MIN_BLOCKS": min_blocks} if min_blocks > 1 else {}
+    if ahead:
+        extra["LB_AHEAD"] = 1
+    common = (caps, problem.op, acc, problem.dtype, out, wg, sg_mode, sg_size, reqd, sg_size, items, 1)
+    clear = _scan_defines(*common, 3, ROUNDS=rounds)
+    main = _scan_defines(*common, 2, ROUNDS=rounds, **extra)
+    # LB_AHEAD blocks stay and take tile after tile: as many as the SMs hold at once (a
+    # forced wg_size has no share: as many as the SM's threads and shared memory allow)
+    per_sm = min_blocks
+    if ahead and share is None:
+        from .backends.cuda.probe import device_extras  # pure: reads caps.notes
+        extras = device_extras(caps)
+        per_sm = max(1, min(extras["threads_per_sm"] // wg, extras["smem_per_sm"] // (local_bytes + 1024)))
+    blocks = min(tiles, max(1, caps.compute_units) * per_sm) if ahead else tiles
+    clear_groups = max(1, min(_ceil_div(words, wg), 4 * max(1, caps.compute_units)))
+    passes = (RowPass(options=clear[1], global_size=clear_groups * wg, local_size=wg, reads="partials",
+                      writes="partials", n_rows=1, row_len=words, chunk_len=words, defines=clear[0]),
+              RowPass(options=main[1], global_size=blocks * wg, local_size=wg, reads="input", writes="output",
+                      n_rows=problem.rows, row_len=k, chunk_len=tile, defines=main[0]))
+    return RowPlan(op=problem.op, cache="none", sg_mode=sg_mode, sg_size=sg_size, reqd_sg=reqd, wg_size=wg,
+                   lanes=sg_size, nper=items, local_len=1, local_mem_bytes=local_bytes, acc_dtype=acc,
+                   out_dtype=out, kernel_file=kernel_file, entry=entry, defines=main[0], options=main[1],
+                   global_size=passes[-1].global_size, local_size=wg,
+                   scalars=(("n_rows", "u64", problem.rows), ("row_len", "u64", k), ("chunk_len", "u64", tile)),
+                   split=1, passes=passes, lookback_tile=tile)
