@@ -327,6 +327,23 @@ class RowPlan:
         return dataclasses.asdict(self)
 
 
+def require_fp64(caps: DeviceCaps, problem: RowProblem, acc: str) -> None:
+    """Raise ``UnsupportedOnDevice`` where the input or the accumulator is float64 on a device
+    without fp64."""
+    if "float64" in (acc, problem.dtype) and not caps.fp64:
+        raise UnsupportedOnDevice(f"float64 {problem.op} needs fp64, which device {caps.name!r} lacks; "
+                                  "convert the input with .astype(numpy.float32)")
+
+
+def row_sg_mode(caps: DeviceCaps, force: RowForce) -> str:
+    """The sub-group mode of a row launch: plan.py's choice, and local memory where the device
+    has no sub-groups and none was forced."""
+    sg_mode = _choose_sg_mode(caps, force.sg_mode)
+    if force.sg_mode is None and not caps.subgroup_sizes:
+        sg_mode = "local"
+    return sg_mode
+
+
 def _pow2_ceil(n: int) -> int:
     n = max(int(n), 1)
     return 1 << (n - 1).bit_length()
@@ -383,18 +400,14 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
     force = force or RowForce()
     if force.cache is not None and force.cache not in CACHES:
         raise ValueError(f"unknown cache {force.cache!r}; known: {', '.join(CACHES)}")
-    if problem.dtype == "float64" and not caps.fp64:
-        raise UnsupportedOnDevice(f"float64 {problem.op} needs fp64, which device {caps.name!r} lacks; "
-                                  "convert the input with .astype(numpy.float32)")
     # float16 needs no cl_khr_fp16: vload_half/vstore_half are core OpenCL C (math is float)
     acc = "float64" if problem.dtype == "float64" else "float32"
+    require_fp64(caps, problem, acc)
     acc_bytes = np.dtype(acc).itemsize
     cpu = caps.device_type == "cpu"
     k = problem.row_len
 
-    sg_mode = _choose_sg_mode(caps, force.sg_mode)
-    if force.sg_mode is None and not caps.subgroup_sizes:
-        sg_mode = "local"
+    sg_mode = row_sg_mode(caps, force)
     if sg_mode == "shuffle_qcom" and acc_bytes == 8:
         if force.sg_mode is not None:
             raise UnsupportedOnDevice("the qcom shuffle moves 32-bit values: no float64 row ops with it")

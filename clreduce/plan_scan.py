@@ -15,10 +15,10 @@ import numpy as np
 from .caps import DeviceCaps
 from .kernels import build_options
 from .ops import CL_TYPE
-from .plan import (_REQD_MACRO, Force, _SG_MODE_MACRO, UnsupportedOnDevice, _ceil_div, _choose_sg_mode, _choose_sg_size,
+from .plan import (_REQD_MACRO, Force, _SG_MODE_MACRO, UnsupportedOnDevice, _ceil_div, _choose_sg_size,
                    _choose_wg, _groups, _pow2_floor, _shuffle_mode, llvmpipe_loop_limited)
 from .plan_rowops import (FAMILIES, LLVMPIPE_TRIP_BUDGET, RowForce, RowPass, RowPlan, RowProblem, _resident_blocks,
-                          _trip_groups, acc_dtype_of, out_dtype_of)
+                          _trip_groups, acc_dtype_of, out_dtype_of, require_fp64, row_sg_mode)
 
 
 # Scans: consecutive elements a lane scans per tile. GPUs: 16 bytes of input, one vector load
@@ -96,15 +96,11 @@ def plan_scan(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = No
     if force.cache not in (None, "none"):
         raise UnsupportedOnDevice(f"{problem.op} is a scan: it has no row cache to force")
     acc = acc_dtype_of(problem.op, problem.dtype)
-    if "float64" in (acc, problem.dtype) and not caps.fp64:
-        raise UnsupportedOnDevice(f"float64 {problem.op} needs fp64, which device {caps.name!r} lacks; "
-                                  "convert the input with .astype(numpy.float32)")
+    require_fp64(caps, problem, acc)
     acc_bytes = np.dtype(acc).itemsize
     cpu = caps.device_type == "cpu"
     k = problem.row_len
-    sg_mode = _choose_sg_mode(caps, force.sg_mode)
-    if force.sg_mode is None and not caps.subgroup_sizes:
-        sg_mode = "local"
+    sg_mode = row_sg_mode(caps, force)
     sg_size, reqd = (None, "none") if sg_mode == "local" else _choose_sg_size(caps, force.sg_size)
     wg = _choose_wg(caps, Force(wg_size=force.wg_size), sg_size)
     if cpu and force.wg_size is None:

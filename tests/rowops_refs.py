@@ -142,3 +142,34 @@ def wild_rows(k, dtype, rng):
                     + [x[8].astype(np.float64).mean()])
     var = np.array([np.nan] * 5 + [np.inf] * 3 + [x[8].astype(np.float64).var()])
     return x, mean, var
+
+
+def check_backward_write_walk(monkeypatch, plans_owner, run) -> None:
+    """WALK_BACK (row_common.h) forced on every uncached whole-row plan, checked against the
+    references. ``plans_owner``: the backend module whose ``_plans`` memo is replaced for the
+    test (plans made here only); ``run(op, x, force)``: the op on the backend, numpy in and out.
+    Rows of K = 1237 (most start off the 16-byte grid: a scalar head, runs, a tail) and of
+    K = 5 (fewer runs than lanes: lanes past the last run must not enter it)."""
+    from clreduce import plan_rowops
+    from clreduce.plan_rowops import RowForce
+
+    chosen = []
+
+    def always_back(caps, problem, cache, split, lanes):
+        back = cache == "none" and split == 1 and problem.op in plan_rowops.CUDA_UNCACHED_OPS
+        chosen.append(back)
+        return back
+
+    monkeypatch.setattr(plan_rowops, "cuda_walk_back", always_back)
+    monkeypatch.setattr(plans_owner, "_plans", type(plans_owner._plans)(lambda: 64))
+    force = RowForce(cache="none", split=1)
+    for k in (1237, 5):
+        x = (np.random.default_rng(k).standard_normal((9, k + 1)).astype(np.float32) * 3)[:, 1:]
+        what = f"K={k} WALK_BACK"
+        _close(run("softmax", x, force), ref_softmax(x), "float32", TOL, what)
+        _close(run("log_softmax", x, force), ref_log_softmax(x), "float32", LOG_TOL, what)
+        _close(run("rms_norm", x, force), ref_rms_norm(x), "float32", NORM_TOL, what)
+        _close(run("layer_norm", x, force), ref_layer_norm(x), "float32", NORM_TOL, what)
+        xh = x.astype(np.float16)
+        _close(run("softmax", xh, force), ref_softmax(xh), "float16", TOL, what)
+    assert any(chosen), "no plan took the backward walk: the test checked nothing"

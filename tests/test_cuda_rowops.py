@@ -22,7 +22,8 @@ import zlib
 import numpy as np
 import pytest
 from conftest import slow_enabled
-from rowops_refs import (ADVERSARIAL, LOG_TOL, NORM_TOL, TOL, U32, _assert_cumsum_bound, _close, far_first_rows,
+from rowops_refs import (ADVERSARIAL, LOG_TOL, NORM_TOL, TOL, U32, _assert_cumsum_bound, _close,
+                         check_backward_write_walk, far_first_rows,
                          ref_layer_norm, ref_log_softmax, ref_quantize, ref_rms_norm, ref_softmax, wild_rows)
 
 from clreduce import rowops
@@ -562,35 +563,13 @@ def test_rows_past_the_l2_write_backwards(op, dtype, shape, back):
 
 @gpu
 def test_write_walk_backwards_gives_the_same_rows(monkeypatch):
-    """The backward write walk forced on small rows (the planner takes it only for rows of
-    ~256 KB and more): K = 1237 starting off the 16-byte grid (a scalar head, runs, a tail)
-    and K = 5 (fewer runs than lanes)."""
-    from clreduce import plan_rowops
+    """The backward write walk forced on small rows on the GPU (the planner takes it only for
+    rows of ~256 KB and more; rowops_refs.check_backward_write_walk)."""
     from clreduce.backends.cuda import rowops as cuda_rowops
 
     cp = _cp()
-    chosen = []
-
-    def always_back(caps, problem, cache, split, lanes):
-        back = cache == "none" and split == 1 and problem.op in plan_rowops.CUDA_UNCACHED_OPS
-        chosen.append(back)
-        return back
-
-    monkeypatch.setattr(plan_rowops, "cuda_walk_back", always_back)
-    monkeypatch.setattr(cuda_rowops, "_plans", type(cuda_rowops._plans)(lambda: 64))  # plans made here
-    force = RowForce(cache="none", split=1)
-    for k in (1237, 5):
-        base = np.random.default_rng(k).standard_normal((9, k + 1)).astype(np.float32) * 3
-        x = base[:, 1:]
-        xd = cp.asarray(base)[:, 1:]
-        what = f"K={k} WALK_BACK"
-        _close(rowops.softmax(xd, force=force).get(), ref_softmax(x), "float32", TOL, what)
-        _close(rowops.log_softmax(xd, force=force).get(), ref_log_softmax(x), "float32", LOG_TOL, what)
-        _close(rowops.rms_norm(xd, force=force).get(), ref_rms_norm(x), "float32", NORM_TOL, what)
-        _close(rowops.layer_norm(xd, force=force).get(), ref_layer_norm(x), "float32", NORM_TOL, what)
-        xh = x.astype(np.float16)
-        _close(rowops.softmax(cp.asarray(xh), force=force).get(), ref_softmax(xh), "float16", TOL, what)
-    assert any(chosen), "no plan took the backward walk: the test checked nothing"
+    check_backward_write_walk(monkeypatch, cuda_rowops,
+                              lambda op, x, force: getattr(rowops, op)(cp.asarray(x), force=force).get())
 
 
 # (op, dtype, shape) -> (cache, lanes = work-group size, NPER), planned for an H100

@@ -16,7 +16,8 @@ import pytest
 from conftest import slow_enabled
 
 from rowops_refs import (ADVERSARIAL, HALF_ROWS, LOG_TOL, NORM_TOL, TOL, U32, _assert_cumsum_bound, _close,
-                         far_first_rows, ref_layer_norm, wild_rows, ref_log_softmax, ref_quantize, ref_rms_norm, ref_softmax)
+                         check_backward_write_walk, far_first_rows, ref_layer_norm, wild_rows, ref_log_softmax,
+                         ref_quantize, ref_rms_norm, ref_softmax)
 
 from clreduce import rowops
 from clreduce.backends import opencl_rowops
@@ -189,33 +190,10 @@ def test_every_forced_variant(cl_device, cl_queue, op, request):
 
 def test_write_walk_backwards_gives_the_same_rows(cl_device, monkeypatch):
     """WALK_BACK (row_common.h): the write walk of rows read from memory taken last run first,
-    which the planner chooses only for CUDA rows whose working set passes the L2. Forced here
-    for every uncached whole-row plan, so that each OpenCL device checks the walk: K = 1237
-    (a scalar head where the row starts unaligned, runs, a tail) and K = 5 (fewer runs than
-    lanes: lanes past the last run must not enter it), softmax in float16 too."""
-    from clreduce import plan_rowops
-
-    chosen = []
-
-    def always_back(caps, problem, cache, split, lanes):
-        back = cache == "none" and split == 1 and problem.op in plan_rowops.CUDA_UNCACHED_OPS
-        chosen.append(back)
-        return back
-
-    monkeypatch.setattr(plan_rowops, "cuda_walk_back", always_back)
-    monkeypatch.setattr(opencl_rowops, "_plans", type(opencl_rowops._plans)(lambda: 64))  # plans made here
-    force = RowForce(cache="none", split=1)
-    for k in (1237, 5):
-        base = _rng("back", k).standard_normal((9, k + 1)).astype(np.float32) * 3
-        x = base[:, 1:]  # rows start one element past the vector grid
-        what = f"K={k} WALK_BACK"
-        _close(rowops.softmax(x, device=cl_device, force=force), ref_softmax(x), "float32", TOL, what)
-        _close(rowops.log_softmax(x, device=cl_device, force=force), ref_log_softmax(x), "float32", LOG_TOL, what)
-        _close(rowops.rms_norm(x, device=cl_device, force=force), ref_rms_norm(x), "float32", NORM_TOL, what)
-        _close(rowops.layer_norm(x, device=cl_device, force=force), ref_layer_norm(x), "float32", NORM_TOL, what)
-        xh = x.astype(np.float16)
-        _close(rowops.softmax(xh, device=cl_device, force=force), ref_softmax(xh), "float16", TOL, what)
-    assert any(chosen), "no plan took the backward walk: the test checked nothing"
+    which the planner chooses only for CUDA rows whose working set passes the L2; forced here
+    so that every OpenCL device checks the walk (rowops_refs.check_backward_write_walk)."""
+    check_backward_write_walk(monkeypatch, opencl_rowops,
+                              lambda op, x, force: getattr(rowops, op)(x, device=cl_device, force=force))
 
 
 # ---- norms ---------------------------------------------------------------------------------------
