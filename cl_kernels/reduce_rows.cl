@@ -182,6 +182,8 @@ inline ACC_T hreduce(const ACC_T *v) {
  *           length, typically far less (blocks err independently). numpy's pairwise sum has
  *           16-element blocks plus a tree of log2(K / 128) levels; ACC_BLOCK 16 cost PoCL
  *           about 9 % on long rows, 32 about 4 % (measured on 2048 x 4096, 8192 x 1000).
+ *           CPU plans (cpu_block) and one-lane rows take blocks of 16 on eight accumulators
+ *           instead, at the join rate of 32 on four (plan.py CPU_SUM_UNROLL).
  *   columns reduce_cols walks K per column: each column's accumulator takes COL_BLOCK rows,
  *           then joins its own outer_t (numpy sums a non-last axis row after row: K * eps).
  *           COL_BLOCK 32 cost PoCL 13 % on 8192 x 1024 (axis 0), 128 about 2 %.
@@ -860,8 +862,22 @@ inline outer_t cpu_outer_value(const cpu_outer_t o) {
 #define CPU_RESULT_T ACC_T
 #endif
 
-/* The reduction of len elements at p: UNROLL vector accumulators, then one, then a scalar
- * tail; nothing is read past p + len. Float sums: compensated outer_t (above). */
+/* The reduction of len elements at p: UNROLL (1, 2, 4 or 8) vector accumulators, then one,
+ * then a scalar tail; nothing is read past p + len. Float sums: compensated outer_t (above),
+ * a block being ACC_BLOCK loads into each accumulator. Eight accumulators (the planner's
+ * choice for float sums) halve each one's chain of plain adds at the same join rate as four
+ * with blocks twice as long: the error of a block's plain adds grows with its chain, and four
+ * chains of 32 left N(0, 1) rows of 1000-4000 at 1.1-1.2x numpy's median error. */
+#if UNROLL != 1 && UNROLL != 2 && UNROLL != 4 && UNROLL != 8
+#error "reduce_rows_cpu: UNROLL must be 1, 2, 4 or 8"
+#endif
+#if UNROLL > 4
+#define CPU_ACCS 8
+#elif UNROLL > 2
+#define CPU_ACCS 4
+#else
+#define CPU_ACCS UNROLL
+#endif
 inline CPU_RESULT_T cpu_block(__global const IN_T *p, const ulong len) {
     CPU_ACCV a0 = (CPU_ACCV)(IDENTITY);
 #if UNROLL > 1
@@ -871,16 +887,31 @@ inline CPU_RESULT_T cpu_block(__global const IN_T *p, const ulong len) {
     CPU_ACCV a2 = (CPU_ACCV)(IDENTITY);
     CPU_ACCV a3 = (CPU_ACCV)(IDENTITY);
 #endif
+#if UNROLL > 4
+    CPU_ACCV a4 = (CPU_ACCV)(IDENTITY), a5 = (CPU_ACCV)(IDENTITY);
+    CPU_ACCV a6 = (CPU_ACCV)(IDENTITY), a7 = (CPU_ACCV)(IDENTITY);
+#endif
     ulong i = 0;
 #if ACC_BLOCKED
     cpu_outer_t total; total.s = (CPU_ACCV)(0); total.c = (CPU_ACCV)(0);
-    const ulong span = (ulong)ACC_BLOCK * (UNROLL > 2 ? 4 : UNROLL) * VEC;
+    const ulong span = (ulong)ACC_BLOCK * CPU_ACCS * VEC;
 #else
     const ulong span = 0;   /* one block */
 #endif
     for (;;) {
         const ulong stop = BLOCK_STOP(i, len, span);
-#if UNROLL > 2
+#if UNROLL > 4
+        for (; i + 8 * VEC <= stop; i += 8 * VEC) {
+            CPU_ACCUM(a0, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i))));
+            CPU_ACCUM(a1, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i + VEC))));
+            CPU_ACCUM(a2, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i + 2 * VEC))));
+            CPU_ACCUM(a3, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i + 3 * VEC))));
+            CPU_ACCUM(a4, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i + 4 * VEC))));
+            CPU_ACCUM(a5, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i + 5 * VEC))));
+            CPU_ACCUM(a6, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i + 6 * VEC))));
+            CPU_ACCUM(a7, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i + 7 * VEC))));
+        }
+#elif UNROLL > 2
         for (; i + 4 * VEC <= stop; i += 4 * VEC) {
             CPU_ACCUM(a0, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i))));
             CPU_ACCUM(a1, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i + VEC))));
@@ -900,7 +931,15 @@ inline CPU_RESULT_T cpu_block(__global const IN_T *p, const ulong len) {
         if (BLOCK_DONE(stop, len)) break;
 #if ACC_BLOCKED
         /* a full block: its accumulators join the compensated total */
-#if UNROLL > 2
+#if UNROLL > 4
+        total = cpu_outer_add(total, ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7)));
+        a4 = (CPU_ACCV)(0);
+        a5 = (CPU_ACCV)(0);
+        a6 = (CPU_ACCV)(0);
+        a7 = (CPU_ACCV)(0);
+        a2 = (CPU_ACCV)(0);
+        a3 = (CPU_ACCV)(0);
+#elif UNROLL > 2
         total = cpu_outer_add(total, (a0 + a2) + (a1 + a3));
         a2 = (CPU_ACCV)(0);
         a3 = (CPU_ACCV)(0);
@@ -915,6 +954,19 @@ inline CPU_RESULT_T cpu_block(__global const IN_T *p, const ulong len) {
 #endif
 #endif
     }
+    /* the last vectors (fewer than CPU_ACCS) in an accumulator of their own, added after the
+     * others are folded in a tree: added one by one to the folded total, each rounded at the
+     * whole row's magnitude (rows of 1000 on 8 accumulators: 1.33x numpy's median error) */
+    CPU_ACCV at = (CPU_ACCV)(IDENTITY);
+    for (; i + VEC <= len; i += VEC) {
+        CPU_ACCUM(at, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i))));
+    }
+#if UNROLL > 4
+    CPU_ACCUM(a0, a4);
+    CPU_ACCUM(a1, a5);
+    CPU_ACCUM(a2, a6);
+    CPU_ACCUM(a3, a7);
+#endif
 #if UNROLL > 2
     CPU_ACCUM(a0, a2);
     CPU_ACCUM(a1, a3);
@@ -922,9 +974,7 @@ inline CPU_RESULT_T cpu_block(__global const IN_T *p, const ulong len) {
 #if UNROLL > 1
     CPU_ACCUM(a0, a1);
 #endif
-    for (; i + VEC <= len; i += VEC) {
-        CPU_ACCUM(a0, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i))));
-    }
+    CPU_ACCUM(a0, at);
 #if ACC_BLOCKED
     ACC_T tail = (ACC_T)0;
     for (; i < len; ++i) {
@@ -933,11 +983,12 @@ inline CPU_RESULT_T cpu_block(__global const IN_T *p, const ulong len) {
     total = cpu_outer_add(total, a0);
     return outer_add(cpu_outer_value(total), tail);
 #else
-    ACC_T acc = cpu_hreduce(a0);
+    /* the scalar tail apart too, for the same reason as `at` */
+    ACC_T tail = (ACC_T)(IDENTITY);
     for (; i < len; ++i) {
-        acc = cpu_combine1(acc, load_1(p + i));
+        tail = cpu_combine1(tail, load_1(p + i));
     }
-    return acc;
+    return cpu_combine1(cpu_hreduce(a0), tail);
 #endif
 }
 

@@ -40,6 +40,17 @@ CPU_ITEMS_PER_CU = 8
 # cpu_blocks: independent vector accumulators per work-item (the add latency is 3-4 cycles;
 # four chains keep the loads, not the adds, the limit).
 CPU_UNROLL = 4
+# ... and eight for float sums, each taking CPU_ACC_BLOCK loads a block (the same span as four
+# of ACC_BLOCK, so no more compensated joins): a block's plain adds err with their chain's
+# length, and four chains of 32 left N(0, 1) rows of 1024 at 1.08-1.23x numpy's median error
+# (the ratio of medians over 64+ rows on PoCL, Intel's runtime and llvmpipe), chains of 16 at
+# 0.86-0.91 (reduce_rows.cl, cpu_block).
+CPU_SUM_UNROLL = 8
+CPU_ACC_BLOCK = 16
+# Tasks shorter than this many vector loads keep four accumulators (their chains are then at
+# most 16 long anyway; eight would leave short rows' loads to the tail loop and fold seven
+# empty accumulators per row).
+CPU_SUM_UNROLL_MIN_LOADS = 64
 # cpu_blocks argmax/argmin count vector steps in 32-bit lanes (float32/int32 input): tasks of
 # at most this many elements keep every step count far below 2**31.
 CPU_ARG_CHUNK = 1 << 28
@@ -782,17 +793,23 @@ def _launch_rows(*, caps, op, rule, sg_mode, sg_size, reqd, wg, rows, row_len, l
                  split, chunk, first, last, param, count, unroll=None, cpu_items=0) -> KernelLaunch:
     defines, cl_std = _rows_defines(caps, op, rule, sg_mode, sg_size, reqd, wg, lanes, vec, split, in_dtype, first,
                                     last, unroll)
-    if _compensated(op, rule):
+    compensated = _compensated(op, rule)
+    long_task = _ceil_div(min(chunk, row_len), vec) >= CPU_SUM_UNROLL_MIN_LOADS
+    cpu_unroll = CPU_SUM_UNROLL if compensated and long_task else CPU_UNROLL
+    if compensated:
         # reduce_rows.cl "accumulation": split partials (few, large) each join the compensated
-        # sum; a lane (a cpu_blocks vector accumulator) with at most ACC_BLOCK vector loads
+        # sum; a lane (a cpu_blocks vector accumulator) with at most a block of vector loads
         # runs the plain code (block 0)
-        loads = _ceil_div(_ceil_div(min(chunk, row_len), vec), CPU_UNROLL if cpu_items else lanes)
-        defines["ACC_BLOCK"] = 1 if not first else (0 if loads <= ACC_BLOCK else ACC_BLOCK)
+        # one-lane teams (llvmpipe's rows_per_sg) hold whole rows like a cpu_blocks work-item:
+        # their VEC accumulators' chains are the row's length, not shortened by a team
+        block = CPU_ACC_BLOCK if cpu_items or lanes == 1 else ACC_BLOCK
+        loads = _ceil_div(_ceil_div(min(chunk, row_len), vec), cpu_unroll if cpu_items else lanes)
+        defines["ACC_BLOCK"] = 1 if not first else (0 if loads <= block else block)
     defines.update(_rescue_defines(caps, op, rule, in_dtype, first))
     scalars = [("n_rows", "u64", rows), ("row_len", "u64", row_len), ("row_stride", "u64", row_len),
                ("chunk_len", "u64", chunk), ("mean_count", "u64", count)]
     if cpu_items:  # cpu_blocks: reduce_rows_cpu, one contiguous block of tasks per work-item
-        defines.update({"CPU_BLOCKS": 1, "UNROLL": CPU_UNROLL})
+        defines.update({"CPU_BLOCKS": 1, "UNROLL": cpu_unroll})
         groups = max(1, _ceil_div(min(cpu_items, rows * split), wg))
         return _finish(caps, "reduce_rows.cl", "reduce_rows_cpu", defines, None, groups, wg, scalars, rule.acc,
                        first, last)

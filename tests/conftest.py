@@ -579,7 +579,7 @@ def seed_for(*parts) -> int:
 # sum, float: |got - ref| <= sum(|x|) * sum_rtol(K, acc, strided) + ulp(out), the README's bound:
 #   * every float sum is blocked and compensated (cl_kernels/reduce_rows.cl, "accumulation"):
 #     error-free merges (Kahan, TwoSum) joining blocks of plain adds, at most
-#       rows:    ACC_BLOCK (32) loads + a head and tail of < 19 elements per accumulator,
+#       rows:    ACC_BLOCK (32; CPU plans 16) loads + a head and tail of < 19 elements per accumulator,
 #                log2(16) levels of a lane's vector fold, the Kahan join and the final
 #                rounding, twice with a split's second pass: 2 * (50 + 4 + 2 + 1) + 1
 #                roundings of eps / 2 -> SUM_TERMS_ROWS = 58 eps;

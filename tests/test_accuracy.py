@@ -148,6 +148,29 @@ def test_one_lane_wide_block_as_accurate_as_numpy(cl_device, op):
         pytest.skip("no wide-block plan runs on this device")
 
 
+# Random rows, the planner's plan: clreduce's mean error over many rows against numpy's on the
+# same rows. Each result of numpy may fall luckily close; over thousands the mean shows the
+# order's accuracy. Bound: 1.08 x numpy's.
+RANDOM_SUM_RATIO = 1.08
+
+
+@pytest.mark.parametrize("k", [
+    1000,   # CPUs: one plain block per accumulator (8 accumulators of 16 loads, a tail vector)
+    2000,   # CPUs: two blocks joined by Kahan; llvmpipe: one-lane rows of 125 loads
+    4097,   # several blocks, a scalar tail
+])
+def test_random_rows_sum_as_accurately_as_numpy(cl_device, k):
+    """float32 sums of N(0, 100) rows. Four accumulators of 32-load blocks (CPU plans), and
+    one-lane rows with 32-load blocks (llvmpipe), erred 1.10-1.26x numpy's mean error on rows
+    of 1000-2000 (plan.py CPU_SUM_UNROLL, CPU_ACC_BLOCK)."""
+    rng = np.random.default_rng(k)
+    x = (rng.standard_normal((4_000_000 // k, k)) * 10).astype(np.float32)
+    exact = x.astype(np.float64).sum(-1)
+    ours = np.abs(clreduce.sum(x, axis=-1, device=cl_device).astype(np.float64) - exact).mean()
+    numpys = np.abs(np.sum(x, axis=-1).astype(np.float64) - exact).mean()
+    assert ours <= RANDOM_SUM_RATIO * numpys, f"K={k}: mean error {ours:.3g}, numpy's {numpys:.3g}"
+
+
 # Team strategies of float16 var rows (reduce_state.cl lane_partial: each lane loads its
 # pilot, then blocks of VEC * UNROLL); strategy -> the team shape it gives a row of 512
 FLOAT16_BLOCK_STRATEGIES = {
