@@ -898,36 +898,22 @@ inline CPU_RESULT_T cpu_block(__global const IN_T *p, const ulong len) {
 #else
     const ulong span = 0;   /* one block */
 #endif
+    /* vector k of the step at i into accumulator acc */
+#define CPU_STEP(acc, k) CPU_ACCUM(acc, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i + (k) * VEC))))
     for (;;) {
         const ulong stop = BLOCK_STOP(i, len, span);
-#if UNROLL > 4
-        for (; i + 8 * VEC <= stop; i += 8 * VEC) {
-            CPU_ACCUM(a0, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i))));
-            CPU_ACCUM(a1, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i + VEC))));
-            CPU_ACCUM(a2, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i + 2 * VEC))));
-            CPU_ACCUM(a3, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i + 3 * VEC))));
-            CPU_ACCUM(a4, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i + 4 * VEC))));
-            CPU_ACCUM(a5, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i + 5 * VEC))));
-            CPU_ACCUM(a6, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i + 6 * VEC))));
-            CPU_ACCUM(a7, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i + 7 * VEC))));
-        }
-#elif UNROLL > 2
-        for (; i + 4 * VEC <= stop; i += 4 * VEC) {
-            CPU_ACCUM(a0, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i))));
-            CPU_ACCUM(a1, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i + VEC))));
-            CPU_ACCUM(a2, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i + 2 * VEC))));
-            CPU_ACCUM(a3, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i + 3 * VEC))));
-        }
-#elif UNROLL > 1
-        for (; i + 2 * VEC <= stop; i += 2 * VEC) {
-            CPU_ACCUM(a0, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i))));
-            CPU_ACCUM(a1, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i + VEC))));
-        }
-#else
-        for (; i + VEC <= stop; i += VEC) {
-            CPU_ACCUM(a0, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i))));
-        }
+        for (; i + CPU_ACCS * VEC <= stop; i += CPU_ACCS * VEC) {
+            CPU_STEP(a0, 0);
+#if UNROLL > 1
+            CPU_STEP(a1, 1);
 #endif
+#if UNROLL > 2
+            CPU_STEP(a2, 2); CPU_STEP(a3, 3);
+#endif
+#if UNROLL > 4
+            CPU_STEP(a4, 4); CPU_STEP(a5, 5); CPU_STEP(a6, 6); CPU_STEP(a7, 7);
+#endif
+        }
         if (BLOCK_DONE(stop, len)) break;
 #if ACC_BLOCKED
         /* a full block: its accumulators join the compensated total */
@@ -959,8 +945,9 @@ inline CPU_RESULT_T cpu_block(__global const IN_T *p, const ulong len) {
      * whole row's magnitude (rows of 1000 on 8 accumulators: 1.33x numpy's median error) */
     CPU_ACCV at = (CPU_ACCV)(IDENTITY);
     for (; i + VEC <= len; i += VEC) {
-        CPU_ACCUM(at, CPU_TO_ACC(CPU_MAP(CPU_LOAD(p + i))));
+        CPU_STEP(at, 0);
     }
+#undef CPU_STEP
 #if UNROLL > 4
     CPU_ACCUM(a0, a4);
     CPU_ACCUM(a1, a5);
