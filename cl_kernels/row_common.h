@@ -330,13 +330,6 @@ inline walk_t walk_of(__global const IN_T *p, const ulong len) {
         body;                                                                                 \
         (d)[e_] = x;                                                                          \
     }
-/* The same walk with one statement per run: `run_body` sees the run's VEC elements in the
- * ACC_T array `d` (stored back to q with WRITE 1; its first index is i0_), the head and tail
- * elements go through `body` one by one. For bodies with a vector form (softmax.cl's
- * WALK_RUNS: PoCL runs built-ins such as exp on vectors several times faster than on
- * scalars). A read-only walk (WRITE 0) is unrolled by the dialect's UNROLL_READ_WALK (CUDA:
- * several runs' loads in flight a thread); the write walk is not (its store's alignment test
- * splits the body, and an unrolled write walk measured mixed on an H100). */
 /* WALK_BACK (the planner's choice, default 0): the write walk takes the runs last to first.
  * A row read twice from memory (statistics, then the write) finds in L2 only what its first
  * walk read last; walking forward again it first asks for the oldest lines, which the rows in
@@ -352,6 +345,13 @@ inline walk_t walk_of(__global const IN_T *p, const ulong len) {
 #define WRITE_RUN_FIRST(runs) ((ulong)lane)
 #define WRITE_RUN_NEXT(r) ((r) + LANES)
 #endif
+/* The same walk with one statement per run: `run_body` sees the run's VEC elements in the
+ * ACC_T array `d` (stored back to q with WRITE 1; its first index is i0_), the head and tail
+ * elements go through `body` one by one. For bodies with a vector form (softmax.cl's
+ * WALK_RUNS: PoCL runs built-ins such as exp on vectors several times faster than on
+ * scalars). A read-only walk (WRITE 0) is unrolled by the dialect's UNROLL_READ_WALK (CUDA:
+ * several runs' loads in flight a thread); the write walk is not (its store's alignment test
+ * splits the body, and an unrolled write walk measured mixed on an H100). */
 #define LANE_WALK_RUNS(w, p, WRITE, q, d, run_body, i, x, body) do {                          \
         const int q_ok_ = WRITE && VLOAD_ALIGNED((q) + (w).head, VEC);                        \
         if (WRITE) {                                                                          \

@@ -42,9 +42,9 @@ CPU_ITEMS_PER_CU = 8
 CPU_UNROLL = 4
 # ... and eight for float sums, each taking CPU_ACC_BLOCK loads a block (the same span as four
 # of ACC_BLOCK, so no more compensated joins): a block's plain adds err with their chain's
-# length, and four chains of 32 left N(0, 1) rows of 1024 at 1.08-1.23x numpy's median error
-# (the ratio of medians over 64+ rows on PoCL, Intel's runtime and llvmpipe), chains of 16 at
-# 0.86-0.91 (reduce_rows.cl, cpu_block).
+# length, and four chains of 32 left N(0, 100) float32 rows of 1000-2000 at 1.10-1.26x numpy's
+# mean error (4000 rows each, Intel's runtime and PoCL alike); eight chains of 16, with the
+# tails summed apart (reduce_rows.cl, cpu_block), at 0.85-1.03x on rows of 300-20011.
 CPU_SUM_UNROLL = 8
 CPU_ACC_BLOCK = 16
 # Tasks shorter than this many vector loads keep four accumulators (their chains are then at
