@@ -54,6 +54,10 @@
  *                       cl_khr_subgroup_shuffle's) may be used (0 | 1: __shfl_sync)
  *   HAS_SUB_GROUP_VOTE  sub_group_any may be used in every sub-group mode, shuffle modes too
  *                       (0 | 1: __any_sync)
+ *   HALF_EXP(x)         exp(x) for a result that is rounded to float16 (exp | __expf: ex2.approx
+ *                       of x * log2(e), relative error below 2^-21 + |x| * 2^-24 where half's
+ *                       rounding is 2^-11; CUDA's accurate expf was ~8 instructions an element
+ *                       and left float16 softmax rows of 16384 issue-bound on an H100)
  *   HAS_VEC_MATH        built-in math on vector types (exp of a float16 vector) may be used
  *                       (1 | 0: CUDA has no vector types of more than four; its lanes are
  *                       scalar anyway)
@@ -262,6 +266,7 @@ __device__ __forceinline__ unsigned short cl_float_to_half_(float f) {
 #define HAS_REQD_SG_ATTRS 0
 #define HAS_WORD_SHUFFLE 0
 #define HAS_VEC_MATH 0
+#define HALF_EXP(x) __expf(x)
 #define HAS_LANE_SHUFFLE 1
 #define HAS_SUB_GROUP_VOTE 1
 /* Work-groups may wait on earlier ones (row_scan.cl's decoupled look-back): a block that took

@@ -113,6 +113,9 @@
 #define HAS_REQD_SG_ATTRS 1
 #define HAS_WORD_SHUFFLE 1
 #define HAS_VEC_MATH 1
+/* exp for results rounded to float16: exp itself (native_exp's accuracy is the driver's to
+ * choose, and mobile drivers document none) */
+#define HALF_EXP(x) exp(x)
 /* sub_group_shuffle (a per-lane source lane) needs cl_khr_subgroup_shuffle, which the
  * sub-group modes do not require: kernels do not rely on it here */
 #define HAS_LANE_SHUFFLE 0

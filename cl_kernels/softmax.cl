@@ -42,6 +42,16 @@
 #define ROW_WIDE_STORES 1
 #include "row_common.h"
 
+/* exp of a row's terms. Where the results are rounded to float16, the dialect's HALF_EXP (on
+ * CUDA __expf, ~4e-7 + |x| * 6e-8 relative, where half rounds at 4.9e-4): each term of the sum
+ * carries its own relative error, so the sum and log_softmax's log of it keep the same bound.
+ * The rescales of a running sum (a new max) keep exp. */
+#if OUT_HALF
+#define EXP_TERM(x) HALF_EXP(x)
+#else
+#define EXP_TERM(x) exp(x)
+#endif
+
 /* shift of a max: itself when finite, else 0 (log_softmax's rule; the partial sums use it) */
 inline ACC_T finite_or_zero(const ACC_T m) { return isfinite(m) ? m : (ACC_T)0; }
 
@@ -63,7 +73,7 @@ inline void online_add(ACC_T *m, ACC_T *s, ACC_T *c, const ACC_T x) {
         *m = x;
     }
     if (x != (ACC_T)(-INFINITY)) {
-        nsum_add(s, c, exp(x - finite_or_zero(*m)));
+        nsum_add(s, c, EXP_TERM(x - finite_or_zero(*m)));
     }
 }
 #endif
@@ -77,10 +87,10 @@ inline void online_add(ACC_T *m, ACC_T *s, ACC_T *c, const ACC_T x) {
 inline ACC_T exp_run(ACC_T *d, const ACC_T shift, const int keep) {
     ACC_T e[VEC];
 #if HAS_VEC_MATH && VEC > 1
-    CAT(vstore, VEC)(exp(CAT(vload, VEC)(0, d) - shift), 0, e);
+    CAT(vstore, VEC)(EXP_TERM(CAT(vload, VEC)(0, d) - shift), 0, e);
 #else
     UNROLL_LOOP for (uint k = 0; k < VEC; ++k) {
-        e[k] = exp(d[k] - shift);
+        e[k] = EXP_TERM(d[k] - shift);
     }
 #endif
     ACC_T s = 0;
@@ -177,8 +187,11 @@ void softmax_rows(__global const IN_T *restrict in, const ulong in_offset,
 #if CACHE == CACHE_REG
         ACC_T v[NPER];
         load_runs(v, p, t.len, vec_ok, lane, (ACC_T)(-INFINITY));
+        /* fmax drops a NaN where comb keeps it, one instruction an element instead of four
+         * (float16 rows of 16384 on an H100 were issue-bound): the NaN still reaches every
+         * result through the sum of exp(x - shift) below, as through a NaN max */
         UNROLL_LOOP for (uint j = 0; j < NPER; ++j) {
-            m = comb(m, v[j], K_MAX);
+            m = fmax(m, v[j]);
         }
 #elif CACHE == CACHE_LOCAL
         LANE_WALK(w, p, 0, out, i, x, CACHE_PUT(i, x); m = comb(m, x, K_MAX));
@@ -202,7 +215,7 @@ void softmax_rows(__global const IN_T *restrict in, const ulong in_offset,
         }
 #elif CACHE == CACHE_LOCAL
         for (ulong i = lane; i < t.len; i += LANES) {
-            const ACC_T e = exp(c[i] - shift);
+            const ACC_T e = EXP_TERM(c[i] - shift);
             nsum_add(&s, &comp, e);
 #if !LOG
             c[i] = e;
@@ -221,9 +234,9 @@ void softmax_rows(__global const IN_T *restrict in, const ulong in_offset,
          * in the cached variants */
         const ACC_T m_ = isfinite(m) ? m : (ACC_T)NAN;
         const ACC_T inv_s = (ACC_T)1 / s;  /* one reciprocal per row, as the cached rows below */
-#define RESULT(x) (exp((x) - m_) * inv_s)
+#define RESULT(x) (EXP_TERM((x) - m_) * inv_s)
 #else
-#define RESULT(x) (exp((x) - shift) / s)
+#define RESULT(x) (EXP_TERM((x) - shift) / s)
         /* one reciprocal per row: a float division per element is a dozen instructions on
          * NVIDIA GPUs and made float16 rows of 128 compute-bound (adds < 1 ulp) */
         const ACC_T inv_s = (ACC_T)1 / s;
