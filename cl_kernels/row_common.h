@@ -395,17 +395,21 @@ inline walk_t walk_of(__global const IN_T *p, const ulong len) {
 #define CACHE_PUT(i, x) ((void)0)
 #endif
 
-/* PHASE 1: lane 0 of a live task writes its chunk's two statistics */
+/* PHASE 1: lane 0 of a live task writes its chunk's statistics: two, or PARTIAL_SLOTS where a
+ * family defines more (row_norm.cl: 3; the launchers size the buffer to match) */
+#ifndef PARTIAL_SLOTS
+#define PARTIAL_SLOTS 2
+#endif
 inline void put_partials(__global ACC_T *partials, const task_t t, const uint lane, const ACC_T a, const ACC_T b) {
     if (lane == 0 && t.len > 0) {
-        partials[2 * t.task] = a;
-        partials[2 * t.task + 1] = b;
+        partials[PARTIAL_SLOTS * t.task] = a;
+        partials[PARTIAL_SLOTS * t.task + 1] = b;
     }
 }
 
-/* Value k (0/1) of chunk j's partial statistics of `row` (phases 1 and 2). */
+/* Value k (< PARTIAL_SLOTS) of chunk j's partial statistics of `row` (phases 1 and 2). */
 #if SPLIT > 1
-#define PARTIAL(row, j, k) partials[2 * ((row) * SPLIT + (j)) + (k)]
+#define PARTIAL(row, j, k) partials[PARTIAL_SLOTS * ((row) * SPLIT + (j)) + (k)]
 #endif
 
 #endif /* ROW_COMMON_H */

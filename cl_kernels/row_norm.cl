@@ -14,10 +14,12 @@
  * them per call cost a kernel launch and an allocation per call on CUDA).
  *
  * Split rows (SPLIT > 1): PHASE 1 writes each chunk's statistics: rms_norm its sum of x*x;
- * layer_norm and moments its sum of d (x0 stays the row's first element, so the chunks' sums
- * add up) and its M2 = sum((x - chunk mean)^2). PHASE 2 folds them into the row's sums of d and
- * d*d (Chan's merge where those lose the variance, as RESCUE below) and writes the chunk
- * (moments: the first chunk's team writes the statistics).
+ * layer_norm and moments its shift c (its first element, or RESCUE's estimate of its mean),
+ * its sum of x - c and its M2 = sum((x - chunk mean)^2). PHASE 2 merges them by Chan's formula
+ * around r, the mean of the chunks' means, and writes the chunk around r (moments: the first
+ * chunk's team writes the statistics). The chunks' sums had been taken around the row's first
+ * element and added up: an outlier there (1e6 first, then N(0, 1), a million elements) put the
+ * mean 6e-2 off, the rounding of (c - x0) * chunk length.
  *
  * RESCUE (layer_norm and moments of rows read from memory or local memory): the variance
  * sum(d*d)/n - mean(d)^2 holds only where the shift lies near the mean. A first element far
@@ -77,6 +79,7 @@
 /* what a task's trip declares (row_common.h, TASK_START): moments writes no row, and its
  * PHASE 2 only folds partials */
 #define ROW_WRITES (PHASE != 1 && NORM != NORM_MOMENTS)
+#define PARTIAL_SLOTS 3  /* a chunk's sum, M2 and shift (rms_norm uses the first) */
 #define ROW_WALKS (CACHE != 0 && !(PHASE == 2 && NORM == NORM_MOMENTS))
 /* 16-byte stores on CUDA for rms_norm (float16 65536 x 4096: 2492 -> 2503-2522 GB/s on an
  * H100); layer_norm float16 lost 6 % with them (648720 x 128: 2420 -> 2285, same register
@@ -301,8 +304,8 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
 #define x0 ((ACC_T)0) /* no shift (a macro: a variable no phase reads is a -Werror warning) */
 #elif TEAM_FIRST_X0
         /* the row's first element is lane 0's first: passed along the team (below) */
-#else
-        /* the row's first element, for every chunk of the row */
+#elif PHASE == 0
+        /* the row's first element */
         const ACC_T x0 = t.len > 0 ? LOAD(in + in_offset + t.row * row_len, 0) : (ACC_T)0;
 #endif
 #if NORM != NORM_RMS && PHASE == 1
@@ -315,10 +318,13 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
             nsum_add(&s2, &c2, PARTIAL(t.row, j, 1));
         }
 #elif PHASE == 2
-        /* the row's sums of d and d*d from the chunks' (sum of d, M2): sum(d*d) of a chunk is
-         * its M2 + sum(d)^2 / count. Where those sums lose the variance (sums_lost, below),
-         * Chan's merge instead. No division a partial: PoCL folds hundreds a task, alone. */
-        ACC_T s1 = 0, c1 = 0, s2 = 0, c2 = 0;
+        /* The row's mean and M2 from the chunks' (sum of x - c, M2, shift c), chunk j holding
+         * n_j elements with mean m_j = c + sum / n_j: r = sum(m_j n_j / n) (weights below 1: no
+         * overflow for finite means), the mean's offset from r, sum((c - r) n_j / n + sum / n)
+         * (c near its chunk's data, r near the row's: c - r exact where they are close), and
+         * M2 = sum(M2_j + n_j (m_j - mean)^2) (Chan's merge). No division a partial: PoCL
+         * folds hundreds a task, alone. A chunk whose elements include an inf or NaN has an
+         * inf or NaN mean (PHASE 1's WILD), so r is one where the row holds one. */
 #if NORM == NORM_MOMENTS
         /* only the row's first chunk writes the statistics: the other tasks fold nothing */
         const uint parts = t.start == 0 ? SPLIT : 0;
@@ -327,13 +333,38 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
 #endif
         const ACC_T n_last = (ACC_T)(row_len - (SPLIT - 1) * chunk_len);
         const ACC_T inv_chunk = (ACC_T)1 / (ACC_T)chunk_len, inv_last = (ACC_T)1 / n_last;
+        const ACC_T w_chunk = (ACC_T)chunk_len * inv_row_len, w_last = n_last * inv_row_len;
+#define CHUNK_SUM(j) PARTIAL(t.row, j, 0)
+#define CHUNK_SHIFT(j) PARTIAL(t.row, j, 2)
 #define CHUNK_COUNT(j) ((j) == SPLIT - 1 ? n_last : (ACC_T)chunk_len)
-#define CHUNK_MEAN(j) (PARTIAL(t.row, j, 0) * ((j) == SPLIT - 1 ? inv_last : inv_chunk))
+#define CHUNK_WEIGHT(j) ((j) == SPLIT - 1 ? w_last : w_chunk)
+/* m_j - c, unrounded by c's magnitude (m_j itself rounds at the ulp of the data's offset) */
+#define CHUNK_DEV(j) (CHUNK_SUM(j) * ((j) == SPLIT - 1 ? inv_last : inv_chunk))
+#define CHUNK_MEAN(j) (CHUNK_SHIFT(j) + CHUNK_DEV(j))
+        ACC_T s1 = 0, c1 = 0, s2 = 0, c2 = 0;
         for (uint j = lane; j < parts; j += LANES) {
-            nsum_add(&s1, &c1, PARTIAL(t.row, j, 0));
-            nsum_add(&s2, &c2, PARTIAL(t.row, j, 1) + PARTIAL(t.row, j, 0) * CHUNK_MEAN(j));
+            nsum_add(&s1, &c1, CHUNK_MEAN(j) * CHUNK_WEIGHT(j));
         }
-        const ACC_T sum1 = team_reduce(nsum_value(s1, c1), K_SUM, scratch, lid, lane);
+        const ACC_T mean_est = team_reduce(nsum_value(s1, c1), K_SUM, scratch, lid, lane);
+        const ACC_T r = isfinite(mean_est) ? mean_est : (ACC_T)0;
+        s1 = 0;
+        c1 = 0;
+        for (uint j = lane; j < parts; j += LANES) {
+            nsum_add(&s1, &c1, (CHUNK_SHIFT(j) - r) * CHUNK_WEIGHT(j) + CHUNK_SUM(j) * inv_row_len);
+        }
+        /* mean - r; inf where two chunks' means lie more than the type's range apart (the
+         * variance then passes it too) */
+        const ACC_T mean_off = team_reduce(nsum_value(s1, c1), K_SUM, scratch, lid, lane);
+        for (uint j = lane; j < parts; j += LANES) {
+            const ACC_T dm = (CHUNK_SHIFT(j) - r) + CHUNK_DEV(j) - mean_off;
+            nsum_add(&s2, &c2, PARTIAL(t.row, j, 1) + CHUNK_COUNT(j) * dm * dm);
+        }
+#undef CHUNK_SUM
+#undef CHUNK_SHIFT
+#undef CHUNK_COUNT
+#undef CHUNK_WEIGHT
+#undef CHUNK_DEV
+#undef CHUNK_MEAN
 #elif CACHE == CACHE_REG
         ACC_T s2 = 0, c2 = 0;
 #if NORM != NORM_RMS
@@ -434,36 +465,11 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
         ACC_T sum1 = team_reduce(nsum_value(s1, c1), K_SUM, scratch, lid, lane);
 #endif
 #if PHASE == 2 && NORM != NORM_RMS
-        /* sum2 / n - mean^2 lost the variance: the row's M2 by Chan's merge (one more fold) */
-        const int chan = sums_lost(sum1, sum2, inv_row_len);
-        if (RESCUE_BRANCH(chan)) {
-            const ACC_T row_mean = sum1 * inv_row_len;
-            ACC_T e2 = 0, k2 = 0;
-            for (uint j = lane; j < (chan ? parts : 0u); j += LANES) {
-                const ACC_T dm = CHUNK_MEAN(j) - row_mean;
-                nsum_add(&e2, &k2, PARTIAL(t.row, j, 1) + CHUNK_COUNT(j) * dm * dm);
-            }
-            e2 = team_reduce(nsum_value(e2, k2), K_SUM, scratch, lid, lane);
-            if (chan) {
-                sum2 = e2;  /* M2: the variance is sum2 / n */
-            }
-        }
-#undef CHUNK_COUNT
-#undef CHUNK_MEAN
-        /* WILD: the chunks' sums of d came out inf or NaN (a chunk's own WILD partials: M2 inf,
-         * or NaN where it holds an inf or NaN, which the fold of M2 carries). moments' first
-         * task reads the row again for the mean; layer_norm needs none (it writes 0 * w + b). */
-        const int wild = t.len > 0 && !isfinite(sum1);
-#if NORM == NORM_MOMENTS
-        ACC_T wild_sum = 0;
-        if (RESCUE_BRANCH(wild)) {
-            ACC_T a1 = 0, k1 = 0;
-            for (ulong i = lane; i < (wild ? row_len : 0); i += LANES) {
-                nsum_add(&a1, &k1, LOAD(p, i) * WILD_SCALE);  /* p: the row's start (t.start 0) */
-            }
-            wild_sum = team_reduce(nsum_value(a1, k1), K_SUM, scratch, lid, lane);
-        }
-#endif
+        /* sum2 is the row's M2. WILD: the row holds an inf or NaN (mean_est is one: the
+         * variance NaN, moments' mean mean_est), or its deviations pass the type's range
+         * (mean_off or M2 inf: the variance +inf; moments' mean r + mean_off, or mean_est where
+         * that overflowed); layer_norm writes NaN or 0 * w + b */
+        const int wild = t.len > 0 && (!isfinite(mean_est) || !isfinite(mean_off) || !isfinite(sum2));
 #endif
 #if NORM != NORM_RMS && CACHE != CACHE_REG && PHASE != 2
         ACC_T shift = PILOT;  /* sum1 and sum2 are sums of x - shift and of its square */
@@ -498,13 +504,14 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
 #if PHASE == 1 && NORM == NORM_RMS
         put_partials(partials, t, lane, sum1, sum2);
 #elif PHASE == 1
-        /* the chunk's sum of x - x0 (the row's x0, so chunks add up) and its M2 (sum1 times
-         * its mean: sum1 * sum1 overflowed first where sum2 had not; unrounded, as in
-         * var_of_sums); WILD: from the chunk's mean (inf, never NaN, for finite elements),
-         * and M2 inf or NaN (WILD above) */
+        /* the chunk's sum of x - shift, its M2 (sum1 times its mean: sum1 * sum1 overflowed
+         * first where sum2 had not; unrounded, as in var_of_sums) and the shift; WILD: sum 0,
+         * the shift the chunk's mean (inf or NaN only where it holds one) and M2 inf or NaN */
         const ACC_T len_ = (ACC_T)t.len;
-        put_partials(partials, t, lane, wild ? (sum1 / len_ * WILD_UNSCALE - x0) * len_ : sum1 + (shift - x0) * len_,
-                     wild ? wild_var(sum1) : fma(-sum1, sum1 / len_, sum2));
+        put_partials(partials, t, lane, wild ? (ACC_T)0 : sum1, wild ? wild_var(sum1) : fma(-sum1, sum1 / len_, sum2));
+        if (lane == 0 && t.len > 0) {
+            partials[PARTIAL_SLOTS * t.task + 2] = wild ? sum1 / len_ * WILD_UNSCALE : shift;
+        }
 #else
         const ACC_T n = (ACC_T)row_len;
 #if NORM == NORM_RMS
@@ -542,15 +549,12 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
         /* WILD: the variance from the scaled sum (PHASE 2: the fold of M2 or moments' read of
          * the row), the mean from it (moments), deviations around 0 (layer_norm) */
 #if PHASE == 2
-        /* the row's x0; sum2 is the row's M2 where Chan's merge ran (above) */
-        const ACC_T shift = wild ? (ACC_T)0 : x0;
-        const ACC_T mean_d = wild ? (ACC_T)0 : sum1 / n;
-        const ACC_T var_d = chan ? var_clamped(sum2 / n) : var_of_sums(sum2 / n, mean_d);
+        /* around r (the mean's estimate); sum2 is the row's M2 */
+        const ACC_T shift = wild ? (ACC_T)0 : r;
+        const ACC_T mean_d = wild ? (ACC_T)0 : mean_off;
+        const ACC_T var_ = !isfinite(mean_est) ? (ACC_T)NAN : wild ? (ACC_T)INFINITY : var_clamped(sum2 / n);
 #if NORM == NORM_MOMENTS
-        const ACC_T var_ = wild ? wild_var(wild_sum) : var_d;
-        const ACC_T wild_mean = wild_sum / n * WILD_UNSCALE;
-#else
-        const ACC_T var_ = wild ? (isnan(sum2) ? (ACC_T)NAN : (ACC_T)INFINITY) : var_d;
+        const ACC_T wild_mean = isfinite(mean_est) && isfinite(mean_off) ? r + mean_off : mean_est;
 #endif
 #else
         /* shift is 0 in a WILD task (its rescue's) */

@@ -107,11 +107,15 @@ def far_first_rows(k, dtype, rng):
     """Rows whose first element lies far from their mean: the sum of (x - x0)^2 overflows
     where that of (x - mean)^2 does not (0 then values near 1e19 in float32, 1e153 in float64,
     each square fits; a row near 1e4 whose first element is -1e19 / -1e153), or cancels ~k
-    times the variance (0 then 1e4 +- 1: float32 lost ~2e-4 of it at k = 5000)."""
+    times the variance (0 then 1e4 +- 1: float32 lost ~2e-4 of it at k = 5000), and a first
+    element of 1e7 (1e18) that the rest, N(0, 1) below -1e7 / (k - 1), cancels: split rows had
+    added their chunks' sums around the first element, each rounded at (c - x0) * chunk length
+    (float32, k = 5000 in three chunks: 6e-5 of the mean of |x| off)."""
     big = 1e19 if dtype == "float32" else 1e153
+    far = 1e7 if dtype == "float32" else 1e18
     x = np.stack([big * (1 + 0.01 * rng.standard_normal(k)), 1e4 + rng.standard_normal(k),
-                  1e4 + rng.standard_normal(k)])
-    x[0, 0], x[1, 0], x[2, 0] = 0.0, -big, 0.0
+                  1e4 + rng.standard_normal(k), rng.standard_normal(k) - far / (k - 1)])
+    x[0, 0], x[1, 0], x[2, 0], x[3, 0] = 0.0, -big, 0.0, far
     return x.astype(dtype)
 
 

@@ -65,8 +65,8 @@ def buffer_bytes(p: RowPlan, problem: RowProblem) -> dict[str, int]:
     elif p.split > 1:
         if p.kernel_file == "row_scan.cl":
             sizes["partials"] = sizes["carries"] = rows * p.split * acc
-        else:
-            sizes["partials"] = rows * p.split * 2 * acc
+        else:  # row_norm.cl's chunks also keep their shift (PARTIAL_SLOTS 3)
+            sizes["partials"] = rows * p.split * (3 if p.kernel_file == "row_norm.cl" else 2) * acc
     return sizes
 
 
