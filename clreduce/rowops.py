@@ -75,6 +75,8 @@ def _float_input(x, op: str, backend):
 def _axis(axis, ndim: int, op: str) -> int:
     if isinstance(axis, (tuple, list)):
         raise TypeError(f"{op} takes one axis (an int), not {axis!r}")
+    if isinstance(axis, (bool, np.bool_)):
+        raise TypeError(f"{op}: axis must be an int, not bool")  # numpy's rule: True is no axis
     try:
         ax = operator.index(axis)
     except TypeError:
@@ -116,8 +118,13 @@ def _row_param(p, name: str, k: int, op: str, inp: _Input):
 
 # ---- running ----------------------------------------------------------------------------------
 def _queue(a, on_device: bool, device, queue):
+    import pyopencl as cl
+
     from .backends.opencl import queue_for
 
+    if queue is not None and not isinstance(queue, cl.CommandQueue):
+        # as the reductions (a string had raised AttributeError)
+        raise TypeError(f"queue must be a pyopencl.CommandQueue, not {type(queue).__name__}")
     if on_device:
         if queue is not None and queue.context != a.context:
             raise ValueError("queue= belongs to another context than the input pyopencl array")
@@ -254,6 +261,9 @@ def _check_out(out, result, op: str, what: str = "out") -> None:
         raise ValueError(f"{op}: {what}= has shape {tuple(out.shape)}, the result {tuple(result.shape)}")
     if out.dtype != result.dtype:
         raise TypeError(f"{op}: {what}= has dtype {out.dtype}, the result {result.dtype} (no silent cast)")
+    if _kind_of(out) == "pyopencl" and not out.flags.c_contiguous:
+        # as the reductions' out= (pyopencl copies only between arrays of equal strides)
+        raise ValueError(f"{op}: {what}= must be a C-contiguous pyopencl array")
 
 
 def _write_out(out, result, op: str, what: str = "out"):
@@ -265,6 +275,9 @@ def _write_out(out, result, op: str, what: str = "out"):
     kind = _kind_of(out)
     if kind.startswith("torch"):
         out.copy_(result)
+    elif kind == "pyopencl" and out.dtype == np.float16:
+        # pyopencl's copy kernel has no half type ("unable to map dtype 'float16'"): the bits
+        out.view(np.uint16).setitem(slice(None), result.view(np.uint16))
     elif kind == "pyopencl":
         out.setitem(slice(None), result)
     else:

@@ -456,6 +456,10 @@ def test_empty_inputs(cl_device):
     (lambda d: rowops.softmax(np.float32(1.0), device=d), AxisError, None),
     (lambda d: rowops.rms_norm(np.float32(1.0), device=d), AxisError, None),
     (lambda d: rowops.softmax(np.ones((2, 3), np.float32), axis=(0, 1), device=d), TypeError, "one axis"),
+    # numpy's rule (axis=True had run as axis 1); a queue= of another type (it raised AttributeError)
+    (lambda d: rowops.softmax(np.ones((2, 3), np.float32), axis=True, device=d), TypeError, "bool"),
+    (lambda d: rowops.cumsum(np.ones((2, 3), np.float32), axis=np.bool_(False), device=d), TypeError, "bool"),
+    (lambda d: rowops.rms_norm(np.ones((2, 3), np.float32), queue="q"), TypeError, "CommandQueue"),
     (lambda d: rowops.quantize_int8(np.ones((2, 3), np.int8), device=d), TypeError, "float"),
     (lambda d: rowops.dequantize(np.ones((2, 3), np.int32), np.ones(2, np.float32)), TypeError, "int8"),
     (lambda d: rowops.dequantize(np.ones((2, 3), np.int8), np.ones(3, np.float32)), ValueError, "shape"),
@@ -686,7 +690,18 @@ def test_out_writes_in_place_and_checks_kind_shape_dtype(cl_device, cl_queue):
     _close(dd.get(), ref_layer_norm(x), "float32", NORM_TOL, "pyopencl out=")
     assert rowops.log_softmax(xd, axis=0, out=dd) is dd
     _close(dd.get(), ref_log_softmax(x, axis=0), "float32", LOG_TOL, "pyopencl out= axis 0")
-    # refused: another dtype, shape or kind; a single array for a two-result op
+    # float16 pyopencl out= (pyopencl's own copy has no half type: it raised ValueError)
+    hd = cla.to_device(cl_queue, x[0].astype(np.float16))
+    hout = cla.empty_like(hd)
+    assert rowops.softmax(hd, out=hout) is hout
+    np.testing.assert_array_equal(hout.get(), rowops.softmax(x[0].astype(np.float16), device=cl_device))
+    hm = (cla.empty(cl_queue, (5,), np.float16), cla.empty(cl_queue, (5,), np.float16))
+    assert rowops.moments(hd, out=hm) == hm
+    np.testing.assert_array_equal(hm[1].get(), rowops.moments(x[0].astype(np.float16), device=cl_device)[1])
+    # refused: a strided pyopencl out= (as the reductions'), another dtype, shape or kind; a
+    # single array for a two-result op
+    with pytest.raises(ValueError, match="C-contiguous"):
+        rowops.softmax(hd, out=cla.empty(cl_queue, (5, 18), np.float16)[:, ::2])
     with pytest.raises(TypeError, match="dtype"):
         rowops.softmax(x, out=np.empty(x.shape, np.float64), device=cl_device)
     with pytest.raises(ValueError, match="shape"):
