@@ -497,6 +497,18 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
                     sum1 = a1;
                     sum2 = a2;
                 }
+                if (redo && !wild && !isfinite(a1)) {
+                    /* the deviations' running sum overflowed (values of both signs near the
+                     * maximum, in an order whose prefix passes it: [2e38, 1.5e38 x4, 3e38 x5]
+                     * gave mean -inf): by Cauchy-Schwarz the variance passes the range too. The
+                     * mean is the first pass's estimate; layer_norm centres on 0 (it writes
+                     * x * 0 * w + b, and x - shift may overflow) */
+                    sum1 = 0;
+                    sum2 = INFINITY;
+#if NORM == NORM_LAYER && PHASE == 0
+                    shift = 0;
+#endif
+                }
             }
         }
 #endif
@@ -529,6 +541,12 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
          * (2535 -> 2215 GB/s). */
         if (lane == 0 && t.len > 0) {
             ACC_T mean_ = m1 + mean_e, var_ = var_of_sums(sum2 / n, mean_e);
+            if (isfinite(mean_reg) && !isfinite(mean_e)) {
+                /* the second pass's running sum of deviations overflowed: the variance passes
+                 * the range (as in RESCUE's walk below); the mean is the first pass's */
+                mean_ = m1;
+                var_ = INFINITY;
+            }
             if (!isfinite(mean_reg)) {
                 ACC_T a = 0, k = 0;
                 for (ulong i = 0; i < t.len; ++i) {

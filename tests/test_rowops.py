@@ -418,6 +418,33 @@ def test_statistics_of_rows_past_the_range(cl_device, cl_queue, k, request):
             _close(y[8:], want_y, dtype, NORM_TOL, what)
 
 
+# K = 10: one lane's walk of a row read from memory (CPUs) or two passes over registers; K =
+# 1000: the same, and split in three (each chunk's own walk, then the merge)
+@pytest.mark.parametrize("k", [10, 1000])
+def test_statistics_when_the_running_deviations_overflow(cl_device, k):
+    """Every value finite and near the maximum, the first between the rest: the deviations
+    from the mean sum to ~0, but their running sum in row order passes the range (an outside
+    fuzz run: [2e38, 1.5e38 x4, 3e38 x5] gave moments (-inf, NaN) on every device). The mean
+    is still the row's and the variance inf, as numpy's float32 two passes give; layer_norm
+    writes b (x / inf * w + b)."""
+    x = np.full((2, k), 1.5e38, np.float32)
+    x[:, 0] = 2e38
+    x[:, 1 + (k - 1) * 4 // 9:] = 3e38
+    x[1] = x[1, ::-1]
+    want_mean = x.astype(np.float64).mean(-1)
+    w = np.linspace(0.5, 1.5, k).astype(np.float32)
+    b = np.linspace(-1.0, 1.0, k).astype(np.float32)
+    for force in (None, RowForce(cache="none"), RowForce(cache="registers"), RowForce(cache="none", split=3)):
+        try:
+            mean, var = rowops.moments(x, device=cl_device, force=force)
+            y = rowops.layer_norm(x, w, b, device=cl_device, force=force)
+        except UnsupportedOnDevice:
+            continue  # registers for K = 1000 on a GPU plan, split 3 under llvmpipe's loop limit
+        np.testing.assert_allclose(mean, want_mean, rtol=NORM_TOL["float32"]["rtol"], err_msg=f"{force}")
+        np.testing.assert_array_equal(var, np.inf, err_msg=f"{force}")
+        np.testing.assert_array_equal(y, np.broadcast_to(b, x.shape), err_msg=f"{force}")
+
+
 def test_absmax_scale_float16_near_max(cl_device):
     x = np.array([[65504.0, -65504.0, 1.0, 0.0], [60000.0, 30000.0, -15000.0, 1e-4]], np.float16)
     y, amax = rowops.absmax_scale(x, device=cl_device)
