@@ -304,7 +304,7 @@ def plan(caps: DeviceCaps, problem: Problem, force: Force | None = None) -> Laun
         raise ValueError(f"vec={force.vec} must be 1, 2, 4, 8 or 16")
     plan_kind = _plan_columns if problem.inner > 1 else _plan_rows
     planned = plan_kind(caps, problem, force, op, rule)
-    widest = _vec_within_limit(caps, problem, rule)
+    widest = _vec_within_limit(caps, problem, rule, op)
     if widest is not None and planned.vec > widest:
         if force.vec is not None:
             raise UnsupportedOnDevice(f"vec={force.vec} of {problem.dtype} (accumulated as {rule.acc}) needs vectors "
@@ -313,7 +313,7 @@ def plan(caps: DeviceCaps, problem: Problem, force: Force | None = None) -> Laun
         planned = plan_kind(caps, problem, dataclasses.replace(force, vec=widest), op, rule)
     if problem.inner > 1:
         return planned
-    if _pocl_half_nonzero_vec8(caps, problem, op, planned.vec):
+    if _pocl_half_vec8_crashes(caps, problem, op, planned.vec):
         if force.vec is not None:
             raise UnsupportedOnDevice(f"vec=8 for {op.name} of float16 rows crashes {caps.name!r} (PoCL's "
                                       "compiled kernel segfaults); use vec 4 or 16")
@@ -321,21 +321,29 @@ def plan(caps: DeviceCaps, problem: Problem, force: Force | None = None) -> Laun
     return planned
 
 
-def _vec_within_limit(caps: DeviceCaps, problem: Problem, rule) -> int | None:
-    """The largest vec whose input and accumulator vectors stay within the device's
-    ``vector_bytes_limit`` (None: no limit)."""
+def _vec_within_limit(caps: DeviceCaps, problem: Problem, rule, op) -> int | None:
+    """The largest vec whose input, accumulator and intermediate vectors stay within the
+    device's ``vector_bytes_limit`` (None: no limit). var/std of integers take their exact
+    differences from the pilot in 64 bits (reduce_state.cl SHIFT_MODE 1-3) whatever the
+    accumulator: int32 data with dtype=float32 made long8 vectors, and pip's PoCL aborted
+    in LLVM ("Cannot select: v8f32 = X86ISD::FILD", an outside fuzz run, 2026-11-27)."""
     limit = caps.vector_bytes_limit
     if limit is None:
         return None
     width = max(np.dtype(problem.dtype).itemsize, np.dtype(rule.acc).itemsize)
+    if op.kind == "welford" and np.dtype(problem.dtype).kind in "iub":
+        width = max(width, 8)
     return _pow2_floor(max(1, limit // width))
 
 
-def _pocl_half_nonzero_vec8(caps: DeviceCaps, problem: Problem, op, vec: int) -> bool:
-    """PoCL 3.1 (pip, pthread-haswell) segfaulted running any / all / count_nonzero of float16
-    rows with 8-wide vectors (vec 4 and 16, other dtypes and the column kernel ran; found by an
-    outside fuzz run through force={'vec': 8}). Refused forced, replanned otherwise."""
-    return caps.implementation == "pocl" and problem.dtype == "float16" and op.map == "nonzero" and vec == 8
+def _pocl_half_vec8_crashes(caps: DeviceCaps, problem: Problem, op, vec: int) -> bool:
+    """PoCL segfaulted running float16 rows with 8-wide vectors in the ops that test or select
+    per element: any / all / count_nonzero (pip's PoCL 3.1, pthread-haswell), and argmax,
+    argmin, nansum, nanmax, nanmin and nanmean's count of non-NaNs (Debian's PoCL 3.1, rows of
+    9-15, where the planner itself picks vec 8; sum, max and vec 4 or 16 ran). Both found by
+    outside fuzz runs. Refused forced, replanned with vec 4 otherwise."""
+    selects = (op.map in ("nonzero", "nan_to_zero", "notnan") or op.combine in ("nanmax", "nanmin") or op.kind == "arg")
+    return caps.implementation == "pocl" and problem.dtype == "float16" and selects and vec == 8
 
 
 # Mesa's llvmpipe (rusticl on the CPU) ends every loop of a kernel after 65535 trips

@@ -468,6 +468,18 @@ def test_plans_keep_vectors_within_the_device_limit(dtype, op, rows, row_len, in
         assert p.vec * widest <= 32, (p.vec, launch.acc_dtype)
 
 
+@pytest.mark.parametrize("dtype", ["int8", "uint16", "int32", "uint32", "bool"])
+@pytest.mark.parametrize("acc", ["float32", "float16"])
+@pytest.mark.parametrize("rows, row_len, inner", [(64, 4096, 1), (1, 70, 1), (1, 40, 3000)])
+def test_integer_var_counts_its_64_bit_differences_against_the_limit(dtype, acc, rows, row_len, inner):
+    """var/std of integers subtract the pilot in 64 bits (reduce_state.cl SHIFT_MODE 1) before
+    the accumulator's type: int32 with dtype=float32 planned vec 8 (long8, 64 bytes) and
+    pip's PoCL aborted in LLVM (an outside fuzz run)."""
+    p = plan(_pocl_on("znver3"), Problem(rows=rows, row_len=row_len, dtype=dtype, op="var", inner=inner,
+                                         acc_dtype=acc))
+    assert p.vec * 8 <= 32, p.vec
+
+
 def test_forced_vectors_past_the_device_limit_are_refused():
     caps = _pocl_on("znver3")
     with pytest.raises(UnsupportedOnDevice, match="vector_bytes_limit"):
