@@ -294,6 +294,19 @@ inline ACC_T outer_mean(const outer_t o, const ACC_T n) { return o.s / n; }
 #else
 #define RESCUE_SUM 0
 #endif
+/* RESCUE_PROD: a float product's lanes and blocks multiply their own terms first, so one
+ * partial overflowed to inf while another underflowed to 0, and inf * 0 gave NaN where the
+ * exact product was finite (1e30 and 1e-30 alternating: numpy 1.0, every device NaN; an
+ * outside fuzz run, 2026-11-27), or an inf or 0 where it lay in range. A task whose product
+ * comes out NaN, inf or 0 is multiplied again by its writing work-item alone, the running
+ * product kept as frexp's mantissa and a 64-bit exponent: no partial passes the range, one
+ * rounding a term (the README's bound), and an inf, NaN or 0 term still gives IEEE's result.
+ * Rows holding a 0 take the walk too (their product is 0 in either order). */
+#if defined(OP_PROD) && ACC_IS_FLOAT && MAP == MAP_NONE
+#define RESCUE_PROD 1
+#else
+#define RESCUE_PROD 0
+#endif
 #ifndef RESCUE_BLOCK
 #define RESCUE_BLOCK 32
 #endif
@@ -301,11 +314,16 @@ inline ACC_T outer_mean(const outer_t o, const ACC_T n) { return o.s / n; }
 #error "RESCUE_BLOCK must be 32 or 256"
 #endif
 #if RESCUE_SUM
+#define RESCUE_STEP(x) block += (x) * down
+#elif RESCUE_PROD
+#define RESCUE_STEP(x) do { int de_; m = frexp(m * (x), &de_); e += de_; } while (0)
+#endif
+#if RESCUE_SUM || RESCUE_PROD
 #if RESCUE_BLOCK == 256
 /* llvmpipe (the planner's RESCUE_BLOCK 256): the block's terms written out, not looped, since
  * its loop limiter counts loop trips and OpenCL has no portable unroll pragma (UNROLL_LOOP is
  * empty there). Written out everywhere, 32 of them cost the H100's short rows 5-40 %. */
-#define RESCUE_TERM(k) if (i + (k) < n) block += load_1(p + (i + (k)) * step) * down;
+#define RESCUE_TERM(k) if (i + (k) < n) RESCUE_STEP(load_1(p + (i + (k)) * step));
 #define RESCUE_8(k) RESCUE_TERM(k) RESCUE_TERM((k) + 1) RESCUE_TERM((k) + 2) RESCUE_TERM((k) + 3) \
                     RESCUE_TERM((k) + 4) RESCUE_TERM((k) + 5) RESCUE_TERM((k) + 6) RESCUE_TERM((k) + 7)
 #define RESCUE_32(k) RESCUE_8(k) RESCUE_8((k) + 8) RESCUE_8((k) + 16) RESCUE_8((k) + 24)
@@ -313,8 +331,10 @@ inline ACC_T outer_mean(const outer_t o, const ACC_T n) { return o.s / n; }
                            RESCUE_32(128) RESCUE_32(160) RESCUE_32(192) RESCUE_32(224)
 #else
 #define RESCUE_BLOCK_TERMS \
-    for (ulong j = i; j < i + RESCUE_BLOCK && j < n; ++j) block += load_1(p + j * step) * down;
+    for (ulong j = i; j < i + RESCUE_BLOCK && j < n; ++j) RESCUE_STEP(load_1(p + j * step));
 #endif
+#endif
+#if RESCUE_SUM
 /* The sum of the n terms at p, step elements apart (FIN_MEAN: their mean over count), with
  * every term scaled by 2^-(bits(n) + 1): blocks of RESCUE_BLOCK plain adds joined by Kahan
  * adds, as in lane_partial. A NaN ends the walk; so does llvmpipe's loop limiter (plan.py,
@@ -344,6 +364,26 @@ inline ACC_T finite_or_rescued(const ACC_T r, __global const IN_T *p, const ulon
     return fabs(r) < (ACC_T)INFINITY ? r : rescued_sum(p, n, step, count);
 }
 #define RESCUED(r, p, n, step, count) finite_or_rescued((r), (p), (n), (step), (count))
+#elif RESCUE_PROD
+/* The product of the n terms at p, step elements apart, as mantissa and exponent (see
+ * RESCUE_PROD); NaN where llvmpipe's loop limiter stopped the walk short */
+COLD_INLINE ACC_T rescued_prod(__global const IN_T *p, const ulong n, const ulong step) {
+    ACC_T m = (ACC_T)1;
+    long e = 0;
+    ulong i = 0;
+    for (; i < n; i += RESCUE_BLOCK) {
+        RESCUE_BLOCK_TERMS
+        if (m != m) break;
+    }
+    if (i < n && m == m) return (ACC_T)NAN;
+    /* past +-2000 every float type is inf or 0 (and m, in [0.5, 1), cannot bring it back) */
+    return ldexp(m, e > 2000 ? 2000 : e < -2000 ? -2000 : (int)e);
+}
+/* r itself where it is finite and not 0, else the task multiplied again (rescued_prod) */
+inline ACC_T nonzero_finite_or_rescued(const ACC_T r, __global const IN_T *p, const ulong n, const ulong step) {
+    return fabs(r) < (ACC_T)INFINITY && r != (ACC_T)0 ? r : rescued_prod(p, n, step);
+}
+#define RESCUED(r, p, n, step, count) nonzero_finite_or_rescued((r), (p), (n), (step))
 #else
 #define RESCUED(r, p, n, step, count) (r)
 #endif
@@ -571,7 +611,7 @@ void reduce_rows(__global const IN_T *restrict in, const ulong in_offset,
 #else
             ACC_T r = outer_value(acc);
 #endif
-#if RESCUE_SUM
+#if RESCUE_SUM || RESCUE_PROD
             {
                 const ulong start = (task % SPLIT) * chunk_len;
                 const ulong stop = min(start + chunk_len, row_len);
@@ -1008,7 +1048,7 @@ void reduce_rows_cpu(__global const IN_T *restrict in, const ulong in_offset,
 #else
         ACC_T acc = res;
 #endif
-#if RESCUE_SUM
+#if RESCUE_SUM || RESCUE_PROD
         acc = RESCUED(acc, in + in_offset + row * row_stride + start, stop - start, 1, mean_count);
 #endif
 #if FINALIZE == FIN_SQRT

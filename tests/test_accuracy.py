@@ -359,6 +359,56 @@ def test_sums_past_the_float_range(cl_device, cl_caps, op, k):
             _assert_sums_past_the_range(cols, x, exact, op, True, what + " columns")
 
 
+def products_past_the_range(dtype, k: int) -> np.ndarray:
+    """Rows whose partial products can pass the float range in a kernel's order although every
+    contiguous run's product stays in it (so split chunks do too), k >= 7:
+      0: big, small alternating (1e30, 1e-30; float64 1e300, 1e-300): numpy 1.0, every device
+         gave NaN (a lane's inf times another's 0)
+      1: (b, b, 1 / b, 1 / b) repeated (1e25; float64 1e200): any lane's partial product is
+         a power of b, so it overflows or underflows straight to 0, never through the
+         subnormals (a partial that passes through them loses bits without a trace, and is
+         not rescued: README, prod)
+      2: 2.0 throughout: 2^k (inf for k = 2001); 3: 0.5 throughout: 2^-k (0 for k = 2001)
+      4: a 0 and an inf: NaN"""
+    big = 1e30 if dtype == "float32" else 1e300
+    b = 1e25 if dtype == "float32" else 1e200
+    x = np.ones((5, k))
+    x[0, 0::2], x[0, 1::2] = big, 1 / big
+    x[1, 0::4], x[1, 1::4], x[1, 2::4], x[1, 3::4] = b, b, 1 / b, 1 / b
+    x[2], x[3] = 2.0, 0.5
+    x[4, 1], x[4, k - 2] = 0.0, np.inf
+    return x.astype(dtype)
+
+
+# K = 7: one lane or block; 2001: lanes, blocks and split plans
+@pytest.mark.parametrize("k", [7, 2001])
+def test_products_past_the_float_range(cl_device, cl_caps, k):
+    """A float product whose partial products pass the range in the kernel's order is
+    multiplied again as mantissa and exponent (reduce_rows.cl, RESCUE_PROD): within the README's
+    bound of the exact product wherever that is in range, inf or 0 where it is not, NaN for a
+    0 times an inf. Rows and columns, the default and the hard forced variants."""
+    from fractions import Fraction
+
+    for dtype in ("float32",) + (("float64",) if cl_caps.fp64 else ()):
+        x = products_past_the_range(dtype, k)
+        info = np.finfo(dtype)
+        for variant, rows, cols in _rows_and_columns("prod", x, cl_device, cl_caps):
+            for got, axis in ((rows, "rows"), (cols, "columns")):
+                what = f"prod {dtype} K={k} [{variant}] {axis}"
+                assert np.isnan(got[4]), (what, got[4])
+                for i in range(4):
+                    exact = Fraction(1)
+                    for t in x[i].astype(np.float64):
+                        exact *= Fraction(float(t))
+                    if exact > Fraction(float(info.max)):
+                        assert got[i] == np.inf, (what, i, got[i])
+                    elif exact < Fraction(float(info.smallest_subnormal)) / 2:
+                        assert got[i] == 0, (what, i, got[i])
+                    else:
+                        bound = exact * Fraction(2 * k * float(info.eps))  # README: 2·K·eps·|prod|
+                        assert abs(Fraction(float(got[i])) - exact) <= bound, (what, i, got[i], float(exact))
+
+
 # ---- the CUDA backend: the same kernels, its own plans (skips without CuPy and a GPU) -----------
 
 def _cuda_reason():
