@@ -35,12 +35,23 @@ class OutDtypeError(ValueError, TypeError):
     """
 
 
-def normalize_axis(axis, ndim: int, *, single: bool = False) -> tuple[int, ...]:
-    """Sorted non-negative axes; AxisError / ValueError / TypeError as numpy raises them."""
+# numpy's ufunc reductions (and argmax/argmin, count_nonzero, the nan* functions) take an int
+# axis of 0 or -1 on a 0-d array as no axis at all and return the value; mean, var and std
+# raise AxisError, as for any other axis.
+ZERO_D_AXIS_FUNCTIONS = frozenset(("sum", "prod", "max", "min", "any", "all", "argmax", "argmin", "count_nonzero",
+                                   "nansum", "nanmax", "nanmin", "nanmean"))
+
+
+def normalize_axis(axis, ndim: int, *, single: bool = False, zero_d_int: bool = False) -> tuple[int, ...]:
+    """Sorted non-negative axes; AxisError / ValueError / TypeError as numpy raises them.
+    ``zero_d_int``: a 0-d array's int axis 0 or -1 means no axis (ZERO_D_AXIS_FUNCTIONS)."""
     if axis is None:
         return tuple(range(ndim))
     if single and isinstance(axis, tuple):
         raise TypeError("'tuple' object cannot be interpreted as an integer (this function takes one axis)")
+    if (zero_d_int and ndim == 0 and not isinstance(axis, (tuple, bool, np.bool_))
+            and isinstance(axis, (int, np.integer)) and int(axis) in (0, -1)):
+        return ()
     axes = axis if isinstance(axis, tuple) else (axis,)
     out = []
     for ax in axes:
@@ -453,7 +464,7 @@ def _reduce_slow(op_name, a, axis, dtype, out, keepdims, ddof, single_axis, back
     if dtype is not None:
         dtype = check_dtype(dtype, "requested")
     keepdims = _as_flag(keepdims, "keepdims")
-    axes = normalize_axis(axis, x.ndim, single=single_axis)
+    axes = normalize_axis(axis, x.ndim, single=single_axis, zero_d_int=public in ZERO_D_AXIS_FUNCTIONS)
     kept = [d for i, d in enumerate(x.shape) if i not in axes]
     out_shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape)) if keepdims else tuple(kept)
     k = math.prod(x.shape[i] for i in axes)
@@ -571,10 +582,18 @@ def all(a, axis=None, out=None, keepdims=False, *, backend=None, force=None, **w
     return _reduce("all", a, axis, out=out, keepdims=keepdims, backend=backend, force=force, where=where)
 
 
+# numpy 1.x returned a Python int from count_nonzero(axis=None), numpy 2.4 an intp scalar:
+# clreduce returns what the installed numpy does
+_COUNT_IS_PYTHON_INT = type(np.count_nonzero(np.ones(1))) is int
+
+
 def count_nonzero(a, axis=None, *, keepdims=False, backend=None, force=None, **where):
-    """Number of nonzero elements (an int when every axis is reduced, like numpy)."""
+    """Number of nonzero elements (with every axis reduced, of the installed numpy's type: a
+    Python int or an intp scalar)."""
     result = _reduce("count_nonzero", a, axis, keepdims=keepdims, backend=backend, force=force, where=where)
-    return int(result) if axis is None and not keepdims and isinstance(result, np.integer) else result
+    if _COUNT_IS_PYTHON_INT and axis is None and not keepdims and isinstance(result, np.integer):
+        return int(result)
+    return result
 
 
 def nansum(a, axis=None, dtype=None, out=None, keepdims=False, *, backend=None, force=None, **where):

@@ -67,9 +67,30 @@ def test_axis_out_of_range_is_axis_error(axis):
         clreduce.sum(x, axis=axis)
 
 
-def test_axis_on_0d_is_axis_error():
-    with pytest.raises(AxisError):
-        clreduce.max(np.array(1.0, np.float32), axis=0)
+@pytest.mark.parametrize("op", ["sum", "prod", "max", "min", "any", "all", "argmax", "argmin", "count_nonzero",
+                                "nansum", "nanmax", "nanmin", "nanmean", "mean", "var", "std"])
+def test_axis_on_0d_as_numpy(op):
+    """numpy's ufunc reductions, argmax/argmin, count_nonzero and the nan* functions take an int
+    axis 0 or -1 of a 0-d array as no axis and return the value; mean/var/std, an axis tuple
+    and axis 1 raise (an outside fuzz run: clreduce raised AxisError for all of them)."""
+    x = np.array(3.5, np.float32)
+    for axis in (0, -1, (0,), 1):
+        try:
+            want = getattr(np, op)(x, axis=axis)
+        except Exception as exc:  # numpy's own error type
+            with pytest.raises(type(exc)):
+                getattr(clreduce, op)(x, axis=axis)
+            continue
+        got = getattr(clreduce, op)(x, axis=axis)
+        assert np.asarray(got).shape == np.asarray(want).shape and got == want, (op, axis, got, want)
+        assert np.asarray(got).dtype == np.asarray(want).dtype, (op, axis)
+
+
+def test_count_nonzero_of_everything_has_numpys_type():
+    x = np.array([[0, 1, 2], [3, 0, 0]], np.int32)
+    for axis in (None, (0, 1)):
+        got, want = clreduce.count_nonzero(x, axis=axis), np.count_nonzero(x, axis=axis)
+        assert got == want and type(got) is type(want), (axis, type(got), type(want))
 
 
 @pytest.mark.parametrize("axis", [(0, 0), (1, -1), (0, 1, 0)])
