@@ -23,13 +23,13 @@ __device__ __forceinline__ float block_sum(float v, float *sh) {
     return r;
 }
 
-__device__ __forceinline__ void p1(const __half *x, float *part, unsigned *count,
-                                   long row, int chunk, long K, int S, float *sh) {
-    const uint4 *src = (const uint4 *)(x + row * K + (long)chunk * CHUNK);
-    float s = 0.f;
-    uint4 v[RUNS];
+/* this thread's runs of a chunk into v, and the block's sum of their squares, published as
+ * the chunk's partial (the row's count then grows by one) */
+__device__ __forceinline__ void load_publish(const uint4 *src, uint4 *v, float *part, unsigned *count,
+                                             long row, int chunk, int S, float *sh) {
 #pragma unroll
     for (int r = 0; r < RUNS; ++r) v[r] = src[r * NT + threadIdx.x];
+    float s = 0.f;
 #pragma unroll
     for (int r = 0; r < RUNS; ++r) {
         const __half2 *h = (const __half2 *)&v[r];
@@ -44,10 +44,15 @@ __device__ __forceinline__ void p1(const __half *x, float *part, unsigned *count
     }
 }
 
+__device__ __forceinline__ void p1(const __half *x, float *part, unsigned *count,
+                                   long row, int chunk, long K, int S, float *sh) {
+    uint4 v[RUNS];
+    load_publish((const uint4 *)(x + row * K + (long)chunk * CHUNK), v, part, count, row, chunk, S, sh);
+}
+
 __device__ __forceinline__ void p2(const __half *x, const __half *w, __half *y, const float *part,
                                    const unsigned *count, long row, int chunk, long K, int S,
                                    float *sh, int wait) {
-    __shared__ float scale_sh;
     if (threadIdx.x == 0) {
         if (wait) {
             while (*(volatile const unsigned *)&count[row] < (unsigned)S) __nanosleep(64);
@@ -139,22 +144,10 @@ extern "C" __global__ void __launch_bounds__(NT) hold(const __half *x, const __h
         if (t >= total) break;
         const long row = t / S; const int chunk = (int)(t % S);
         const long off = row * K + (long)chunk * CHUNK;
-        const uint4 *src = (const uint4 *)(x + off);
         uint4 v[RUNS];
-#pragma unroll
-        for (int r = 0; r < RUNS; ++r) v[r] = src[r * NT + threadIdx.x];
-        float s = 0.f;
-#pragma unroll
-        for (int r = 0; r < RUNS; ++r) {
-            const __half2 *h = (const __half2 *)&v[r];
-#pragma unroll
-            for (int k = 0; k < 4; ++k) { float2 f = __half22float2(h[k]); s += f.x * f.x + f.y * f.y; }
-        }
-        s = block_sum(s, sh);
+        load_publish((const uint4 *)(x + off), v, part, count, row, chunk, S, sh);
+        float s;
         if (threadIdx.x == 0) {
-            part[row * S + chunk] = s;
-            __threadfence();
-            atomicAdd(&count[row], 1u);
             while (*(volatile const unsigned *)&count[row] < (unsigned)S) __nanosleep(32);
             __threadfence();
         }
