@@ -16,7 +16,8 @@
  * Split rows (SPLIT > 1): PHASE 1 writes each chunk's statistics: rms_norm its sum of x*x;
  * layer_norm and moments its shift c (its first element, or RESCUE's estimate of its mean),
  * its sum of x - c and its M2 = sum((x - chunk mean)^2). PHASE 2 merges them by Chan's formula
- * around r, the mean of the chunks' means, and writes the chunk around r (moments: the first
+ * around r, the mean of the chunks' means (or, within ~100 ulp of it, the first chunk's
+ * shift: exact for all-equal rows), and writes the chunk around r (moments: the first
  * chunk's team writes the statistics). The chunks' sums had been taken around the row's first
  * element and added up: an outlier there (1e6 first, then N(0, 1), a million elements) put the
  * mean 6e-2 off, the rounding of (c - x0) * chunk length.
@@ -319,9 +320,9 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
         }
 #elif PHASE == 2
         /* The row's mean and M2 from the chunks' (sum of x - c, M2, shift c), chunk j holding
-         * n_j elements with mean m_j = c + sum / n_j: r = sum(m_j n_j / n) (weights below 1: no
-         * overflow for finite means), the mean's offset from r, sum((c - r) n_j / n + sum / n)
-         * (c near its chunk's data, r near the row's: c - r exact where they are close), and
+         * n_j elements with mean m_j = c + sum / n_j: the estimate sum(m_j n_j / n) (weights
+         * below 1: no overflow for finite means), the mean's offset from a reference r (below),
+         * sum((c - r) n_j / n + sum / n) (c near its chunk's data: c - r exact where close), and
          * M2 = sum(M2_j + n_j (m_j - mean)^2) (Chan's merge). No division a partial: PoCL
          * folds hundreds a task, alone. A chunk whose elements include an inf or NaN has an
          * inf or NaN mean (PHASE 1's WILD), so r is one where the row holds one. */
@@ -346,7 +347,15 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
             nsum_add(&s1, &c1, CHUNK_MEAN(j) * CHUNK_WEIGHT(j));
         }
         const ACC_T mean_est = team_reduce(nsum_value(s1, c1), K_SUM, scratch, lid, lane);
-        const ACC_T r = isfinite(mean_est) ? mean_est : (ACC_T)0;
+        /* r: the estimate, or the first chunk's shift where that lies within ~100 ulp of it.
+         * In an all-equal row r is then the value itself, and every c - r and the mean's
+         * offset are exactly 0: around the estimate alone, the weights' rounding had left
+         * them apart (-1e19 x 10^6: variance 4.3e9, layer_norm -1). Not the shift always: a
+         * first chunk's mean far from the row's (an outlier in it) cost the offsets' sum
+         * ~|c - r| * eps each (9e-6 of the mean for 1e6 and then N(0, 1), 122 chunks). */
+        const ACC_T c_first = CHUNK_SHIFT(0);
+        const ACC_T near = fabs(mean_est) * (ACC_T)(ACC_BYTES == 8 ? 1e-13 : 1e-5);
+        const ACC_T r = !isfinite(mean_est) ? (ACC_T)0 : fabs(c_first - mean_est) <= near ? c_first : mean_est;
         s1 = 0;
         c1 = 0;
         for (uint j = lane; j < parts; j += LANES) {

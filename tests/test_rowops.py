@@ -418,6 +418,23 @@ def test_statistics_of_rows_past_the_range(cl_device, cl_queue, k, request):
             _close(y[8:], want_y, dtype, NORM_TOL, what)
 
 
+def test_split_rows_of_one_value(cl_device):
+    """All-equal rows: variance 0, mean the value, layer_norm 0, whole and split (a merge around
+    the chunks' weighted mean had given -1e19 x K a variance of 4e9 and layer_norm -1, 3e38 an
+    inf variance: the weights' rounding; a re-run of the outside fuzzer)."""
+    values = [-1e19, 1e30, 1e10, 3e38, 1e4 + 0.25, -2.5]
+    x = np.repeat(np.array(values, np.float32)[:, None], 5000, axis=1)
+    for force in (None, RowForce(cache="none"), RowForce(cache="none", split=3), RowForce(cache="none", split=16)):
+        try:
+            mean, var = rowops.moments(x, device=cl_device, force=force)
+            y = rowops.layer_norm(x, device=cl_device, force=force)
+        except UnsupportedOnDevice:
+            continue  # split 3 under llvmpipe's loop limit
+        np.testing.assert_array_equal(mean, x[:, 0], err_msg=f"{force}")
+        np.testing.assert_array_equal(var, 0, err_msg=f"{force}")
+        np.testing.assert_array_equal(y, 0, err_msg=f"{force}")
+
+
 # K = 10: one lane's walk of a row read from memory (CPUs) or two passes over registers; K =
 # 1000: the same, and split in three (each chunk's own walk, then the merge)
 @pytest.mark.parametrize("k", [10, 1000])
