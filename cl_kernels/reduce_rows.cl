@@ -366,8 +366,9 @@ inline ACC_T finite_or_rescued(const ACC_T r, __global const IN_T *p, const ulon
 #define RESCUED(r, p, n, step, count) finite_or_rescued((r), (p), (n), (step), (count))
 #elif RESCUE_PROD
 /* The product of the n terms at p, step elements apart, as mantissa and exponent (see
- * RESCUE_PROD); NaN where llvmpipe's loop limiter stopped the walk short */
-COLD_INLINE ACC_T rescued_prod(__global const IN_T *p, const ulong n, const ulong step) {
+ * RESCUE_PROD); `first` (the task's own product) where llvmpipe's loop limiter stopped the
+ * walk short: a row of 2^25 holding a 0 keeps its 0 there rather than turn NaN */
+COLD_INLINE ACC_T rescued_prod(__global const IN_T *p, const ulong n, const ulong step, const ACC_T first) {
     ACC_T m = (ACC_T)1;
     long e = 0;
     ulong i = 0;
@@ -375,13 +376,13 @@ COLD_INLINE ACC_T rescued_prod(__global const IN_T *p, const ulong n, const ulon
         RESCUE_BLOCK_TERMS
         if (m != m) break;
     }
-    if (i < n && m == m) return (ACC_T)NAN;
+    if (i < n && m == m) return first;
     /* past +-2000 every float type is inf or 0 (and m, in [0.5, 1), cannot bring it back) */
     return ldexp(m, e > 2000 ? 2000 : e < -2000 ? -2000 : (int)e);
 }
 /* r itself where it is finite and not 0, else the task multiplied again (rescued_prod) */
 inline ACC_T nonzero_finite_or_rescued(const ACC_T r, __global const IN_T *p, const ulong n, const ulong step) {
-    return fabs(r) < (ACC_T)INFINITY && r != (ACC_T)0 ? r : rescued_prod(p, n, step);
+    return fabs(r) < (ACC_T)INFINITY && r != (ACC_T)0 ? r : rescued_prod(p, n, step, r);
 }
 #define RESCUED(r, p, n, step, count) nonzero_finite_or_rescued((r), (p), (n), (step))
 #else
