@@ -42,11 +42,21 @@ ZERO_D_AXIS_FUNCTIONS = frozenset(("sum", "prod", "max", "min", "any", "all", "a
                                    "nansum", "nanmax", "nanmin", "nanmean"))
 
 
-def normalize_axis(axis, ndim: int, *, single: bool = False, zero_d_int: bool = False) -> tuple[int, ...]:
+# numpy's mean, var and std count the reduced elements with the axis as an index first: a
+# Python bool is then axis 1 or 0, out of range of a 0-d array (both) or a 1-d one (True):
+# AxisError; in range, the sum's TypeError, as every other function gives (numpy.bool_ always)
+BOOL_AXIS_AS_INDEX_FUNCTIONS = frozenset(("mean", "var", "std"))
+
+
+def normalize_axis(axis, ndim: int, *, single: bool = False, zero_d_int: bool = False,
+                   bool_as_index: bool = False) -> tuple[int, ...]:
     """Sorted non-negative axes; AxisError / ValueError / TypeError as numpy raises them.
-    ``zero_d_int``: a 0-d array's int axis 0 or -1 means no axis (ZERO_D_AXIS_FUNCTIONS)."""
+    ``zero_d_int``: a 0-d array's int axis 0 or -1 means no axis (ZERO_D_AXIS_FUNCTIONS);
+    ``bool_as_index``: BOOL_AXIS_AS_INDEX_FUNCTIONS' errors for a bool axis."""
     if axis is None:
         return tuple(range(ndim))
+    if bool_as_index and ndim <= 1 and isinstance(axis, bool) and int(axis) >= ndim:  # np.bool_: TypeError
+        raise AxisError(int(axis), ndim)
     if single and isinstance(axis, tuple):
         raise TypeError("'tuple' object cannot be interpreted as an integer (this function takes one axis)")
     if (zero_d_int and ndim == 0 and not isinstance(axis, (tuple, bool, np.bool_))
@@ -464,7 +474,8 @@ def _reduce_slow(op_name, a, axis, dtype, out, keepdims, ddof, single_axis, back
     if dtype is not None:
         dtype = check_dtype(dtype, "requested")
     keepdims = _as_flag(keepdims, "keepdims")
-    axes = normalize_axis(axis, x.ndim, single=single_axis, zero_d_int=public in ZERO_D_AXIS_FUNCTIONS)
+    axes = normalize_axis(axis, x.ndim, single=single_axis, zero_d_int=public in ZERO_D_AXIS_FUNCTIONS,
+                          bool_as_index=public in BOOL_AXIS_AS_INDEX_FUNCTIONS)
     kept = [d for i, d in enumerate(x.shape) if i not in axes]
     out_shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape)) if keepdims else tuple(kept)
     k = math.prod(x.shape[i] for i in axes)
