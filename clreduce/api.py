@@ -59,8 +59,8 @@ def normalize_axis(axis, ndim: int, *, single: bool = False, zero_d_int: bool = 
         raise AxisError(int(axis), ndim)
     if single and isinstance(axis, tuple):
         raise TypeError("'tuple' object cannot be interpreted as an integer (this function takes one axis)")
-    if (zero_d_int and ndim == 0 and not isinstance(axis, (tuple, bool, np.bool_))
-            and isinstance(axis, (int, np.integer)) and int(axis) in (0, -1)):
+    if (zero_d_int and ndim == 0 and isinstance(axis, (int, np.integer)) and not isinstance(axis, bool)
+            and int(axis) in (0, -1)):
         return ()
     axes = axis if isinstance(axis, tuple) else (axis,)
     out = []
@@ -108,12 +108,10 @@ def _check_options(chosen, public: str, where: dict) -> None:
         if unknown:
             raise TypeError(f"clreduce.{public}() got an unexpected keyword argument {unknown[0]!r} "
                             f"(the {chosen.name} backend takes: {', '.join(known)})")
-    queue = where.get("queue")
-    if chosen.name == "opencl" and queue is not None:
-        import pyopencl as cl
+    if chosen.name == "opencl":
+        from .backends.opencl import check_queue
 
-        if not isinstance(queue, cl.CommandQueue):
-            raise TypeError(f"queue must be a pyopencl.CommandQueue, not {type(queue).__name__}")
+        check_queue(where.get("queue"))
 
 
 def _out_dtype(out) -> np.dtype | None:

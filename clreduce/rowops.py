@@ -117,22 +117,14 @@ def _row_param(p, name: str, k: int, op: str, inp: _Input):
 
 
 # ---- running ----------------------------------------------------------------------------------
-def _queue(a, on_device: bool, device, queue):
-    import pyopencl as cl
+def _queue(a, device, queue):
+    """The OpenCL queue of a host or pyopencl input, by the reductions' rules (a pyopencl array
+    runs where it lives: OpenCLBackend.queue_for_array)."""
+    from .backends import get_backend
+    from .backends.opencl import check_queue
 
-    from .backends.opencl import queue_for
-
-    if queue is not None and not isinstance(queue, cl.CommandQueue):
-        # as the reductions (a string had raised AttributeError)
-        raise TypeError(f"queue must be a pyopencl.CommandQueue, not {type(queue).__name__}")
-    if on_device:
-        if queue is not None and queue.context != a.context:
-            raise ValueError("queue= belongs to another context than the input pyopencl array")
-        if device is not None:
-            # as the reductions: a pyopencl array runs where it lives (it ran there silently)
-            raise ValueError("device= cannot move a pyopencl array; pass queue= on its context")
-        return queue or a.queue
-    return queue_for(device, queue)
+    check_queue(queue)
+    return get_backend("opencl").queue_for_array(a, queue, device)
 
 
 def _to_last(inp: _Input, ax: int, queue):
@@ -176,7 +168,7 @@ class _Run:
         a = inp.array
         self.inp, self.q = inp, None
         if inp.kind != "cuda":
-            self.q = _queue(a, inp.kind == "opencl", device, queue)
+            self.q = _queue(a, device, queue)
         elif device is not None or queue is not None:
             raise TypeError("device= and queue= choose an OpenCL device; a CUDA array runs where it lives")
         self.moved, self.order = _to_last(inp, ax, self.q)

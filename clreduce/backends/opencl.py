@@ -154,6 +154,13 @@ def _queue_for_device(device: cl.Device) -> cl.CommandQueue:
     return queue
 
 
+def check_queue(queue) -> None:
+    """``queue=`` is None or a pyopencl.CommandQueue; a TypeError naming what it got otherwise
+    (the reductions and the row ops check it before any work)."""
+    if queue is not None and not isinstance(queue, cl.CommandQueue):
+        raise TypeError(f"queue must be a pyopencl.CommandQueue, not {type(queue).__name__}")
+
+
 def queue_for(device=None, queue=None) -> cl.CommandQueue:
     """The queue a call runs on: ``queue``, else a cached one for ``device``, else the default."""
     if queue is not None:
