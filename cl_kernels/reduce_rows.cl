@@ -367,14 +367,16 @@ inline ACC_T finite_or_rescued(const ACC_T r, __global const IN_T *p, const ulon
 #elif RESCUE_PROD
 /* The product of the n terms at p, step elements apart, as mantissa and exponent (see
  * RESCUE_PROD); `first` (the task's own product) where llvmpipe's loop limiter stopped the
- * walk short: a row of 2^25 holding a 0 keeps its 0 there rather than turn NaN */
+ * walk short: a row of 2^25 holding a 0 keeps its 0 there rather than turn NaN. Where `first`
+ * is 0 the terms hold no inf or NaN (either would have made it one), so the walk ends at the
+ * block of the first 0 term: a row with a 0 near its start walks that far only. */
 COLD_INLINE ACC_T rescued_prod(__global const IN_T *p, const ulong n, const ulong step, const ACC_T first) {
     ACC_T m = (ACC_T)1;
     long e = 0;
     ulong i = 0;
     for (; i < n; i += RESCUE_BLOCK) {
         RESCUE_BLOCK_TERMS
-        if (m != m) break;
+        if (m != m || (m == (ACC_T)0 && first == (ACC_T)0)) break;
     }
     if (i < n && m == m) return first;
     /* past +-2000 every float type is inf or 0 (and m, in [0.5, 1), cannot bring it back) */
