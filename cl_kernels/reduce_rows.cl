@@ -307,6 +307,17 @@ inline ACC_T outer_mean(const outer_t o, const ACC_T n) { return o.s / n; }
 #else
 #define RESCUE_PROD 0
 #endif
+/* PROD_SIDES (the planner, float products split in chunks): 1 in the chunks' pass, 2 in the
+ * merge pass; see store_prod_part */
+#ifndef PROD_SIDES
+#define PROD_SIDES 0
+#endif
+#if PROD_SIDES && !RESCUE_PROD
+#error "PROD_SIDES needs a float product (RESCUE_PROD)"
+#endif
+#if PROD_SIDES == 1 && (SPLIT < 2 || FINALIZE != 0 || OUT_HALF)
+#error "PROD_SIDES 1 writes the float partials of a split pass"
+#endif
 #ifndef RESCUE_BLOCK
 #define RESCUE_BLOCK 32
 #endif
@@ -386,7 +397,64 @@ COLD_INLINE ACC_T rescued_prod(__global const IN_T *p, const ulong n, const ulon
 inline ACC_T nonzero_finite_or_rescued(const ACC_T r, __global const IN_T *p, const ulong n, const ulong step) {
     return fabs(r) < (ACC_T)INFINITY && r != (ACC_T)0 ? r : rescued_prod(p, n, step, r);
 }
+#if PROD_SIDES == 1
+/* A split chunk's product can pass the range although the row's does not ((1e200, 1e200,
+ * 1e-200, 1e-200) repeated: a chunk of "1e200, 1e200" is 1e400; H100 split_k gave inf for
+ * the row's 1e200), so each chunk leaves its product three ways, n_parts apart in the
+ * partials buffer: P[t], the product where it is exactly a float, else NaN, which sends the
+ * merge pass to the other two; M[t] and E[t] (a long, at the 8-byte boundary 2 * n_parts
+ * accumulators in), the product as M * 2^E with no range limit. */
+inline void store_prod_part(__global ACC_T *parts, const ulong n_parts, const ulong t, const ACC_T r,
+                            __global const IN_T *p, const ulong n, const ulong step) {
+    ACC_T m = r, v = r;
+    long e = 0;
+    if (!(fabs(r) < (ACC_T)INFINITY && r != (ACC_T)0)) {
+        /* rescued_prod's walk, kept as mantissa and exponent */
+        ulong i = 0;
+        m = (ACC_T)1;
+        for (; i < n; i += RESCUE_BLOCK) {
+            RESCUE_BLOCK_TERMS
+            if (m != m || (m == (ACC_T)0 && r == (ACC_T)0)) break;
+        }
+        if (i < n && m == m) { m = r; e = 0; }
+        v = ldexp(m, e > 2000 ? 2000 : e < -2000 ? -2000 : (int)e);
+        int ve;
+        const ACC_T vm = frexp(v, &ve);
+        if (fabs(m) < (ACC_T)INFINITY && m != (ACC_T)0 && (vm != m || (long)ve != e)) v = (ACC_T)NAN;
+    }
+    parts[t] = v;
+    parts[n_parts + t] = m;
+    ((__global long *)(parts + 2 * n_parts))[t] = e;
+}
+#define STORE_PROD_PART(parts, n_parts, t, r, p, n, step) \
+    store_prod_part((parts), (n_parts), (t), (r), (p), (n), (step))
+#elif PROD_SIDES == 2
+/* The merge of split chunks' products (PROD_SIDES 1): where the product of the P came out
+ * NaN, inf or 0, one work-item multiplies the chunks' M * 2^E again. p points at the row's
+ * first P in `parts`, whose n_parts P are followed by as many M, then the E. */
+COLD_INLINE ACC_T merged_prod_parts(const ACC_T r, __global const ACC_T *parts, const ulong n_parts,
+                                    __global const ACC_T *p, const ulong n, const ulong step) {
+    if (fabs(r) < (ACC_T)INFINITY && r != (ACC_T)0) return r;
+    __global const ACC_T *mant = p + n_parts;
+    __global const long *expo = (__global const long *)(parts + 2 * n_parts) + (p - parts);
+    ACC_T m = (ACC_T)1;
+    long e = 0;
+    ulong j = 0;
+    for (; j < n; ++j) {
+        int de;
+        m = frexp(m * mant[j * step], &de);
+        e += de + expo[j * step];
+        if (m != m) break;
+    }
+    if (j < n && m == m) return r;  /* llvmpipe's loop limiter stopped the walk */
+    return ldexp(m, e > 2000 ? 2000 : e < -2000 ? -2000 : (int)e);
+}
+/* in, in_offset and side_parts: names in scope at each merge pass's call */
+#define RESCUED(r, p, n, step, count) merged_prod_parts((r), in + in_offset, side_parts, (p), (n), (step))
+#endif
+#if PROD_SIDES != 2
 #define RESCUED(r, p, n, step, count) nonzero_finite_or_rescued((r), (p), (n), (step))
+#endif
 #else
 #define RESCUED(r, p, n, step, count) (r)
 #endif
@@ -557,6 +625,9 @@ void reduce_rows(__global const IN_T *restrict in, const ulong in_offset,
 #endif
     const ulong n_tasks = n_rows * SPLIT;
     const ulong task_stride = (ulong)get_num_groups(0) * TEAMS;
+#if PROD_SIDES == 2
+    const ulong side_parts = n_rows * row_len;  /* the chunks' pass wrote this many P */
+#endif
 
     for (ulong base = (ulong)get_group_id(0) * TEAMS; base < n_tasks; base += task_stride) {
         const ulong task = base + team;
@@ -614,6 +685,14 @@ void reduce_rows(__global const IN_T *restrict in, const ulong in_offset,
 #else
             ACC_T r = outer_value(acc);
 #endif
+#if PROD_SIDES == 1
+            {
+                const ulong start = (task % SPLIT) * chunk_len;
+                const ulong stop = min(start + chunk_len, row_len);
+                STORE_PROD_PART(out + out_offset, n_tasks, task, r,
+                                in + in_offset + (task / SPLIT) * row_stride + start, stop - start, 1);
+            }
+#else
 #if RESCUE_SUM || RESCUE_PROD
             {
                 const ulong start = (task % SPLIT) * chunk_len;
@@ -628,6 +707,7 @@ void reduce_rows(__global const IN_T *restrict in, const ulong in_offset,
             vstore_half(r, 0, out + out_offset + task);
 #else
             out[out_offset + task] = (OUT_T)r;
+#endif
 #endif
         }
     }
@@ -685,6 +765,10 @@ void reduce_cols(__global const IN_T *restrict in, const ulong in_offset,
     const ulong tile = (ulong)VEC * NBLK;
     const ulong tiles = (inner + tile - 1) / tile;
     const ulong n_items = outer * SPLIT * tiles;
+#if PROD_SIDES
+    /* P in the partials: (outer, SPLIT, inner) in the chunks' pass, (outer, k_len, inner) read */
+    const ulong side_parts = outer * (PROD_SIDES == 1 ? SPLIT : k_len) * inner;
+#endif
     for (ulong item = get_global_id(0); item < n_items; item += get_global_size(0)) {
         const ulong task = item / tiles;            /* outer * SPLIT + chunk */
         const ulong col = (item % tiles) * tile;
@@ -758,6 +842,19 @@ void reduce_cols(__global const IN_T *restrict in, const ulong in_offset,
 #endif
         }
         /* p + k0 * k_stride + column: where a column's sum that came out inf or NaN is read again */
+#if PROD_SIDES == 1
+        for (uint b = 0; b < full; ++b) {
+            UNROLL_LOOP
+            for (int j = 0; j < VEC; ++j) {
+                STORE_PROD_PART(out + out_offset, side_parts, (ulong)(dst - out - out_offset) + b * VEC + j, FINISH(COL_RESULT(b, j)),
+                                p + k0 * k_stride + b * VEC + j, k1 - k0, k_stride);
+            }
+        }
+        for (uint j = 0; j < rem; ++j) {
+            STORE_PROD_PART(out + out_offset, side_parts, (ulong)(dst - out - out_offset) + full * VEC + j, FINISH(TAIL_RESULT(j)),
+                            p + k0 * k_stride + full * VEC + j, k1 - k0, k_stride);
+        }
+#else
         for (uint b = 0; b < full; ++b) {
             UNROLL_LOOP
             for (int j = 0; j < VEC; ++j) {
@@ -767,6 +864,7 @@ void reduce_cols(__global const IN_T *restrict in, const ulong in_offset,
         for (uint j = 0; j < rem; ++j) {
             store_1(dst + full * VEC + j, RESCUED(FINISH(TAIL_RESULT(j)), p + k0 * k_stride + full * VEC + j, k1 - k0, k_stride, count));
         }
+#endif
     }
 }
 
@@ -1034,6 +1132,9 @@ void reduce_rows_cpu(__global const IN_T *restrict in, const ulong in_offset,
 {
     const ulong n_tasks = n_rows * SPLIT;
     const ulong items = (ulong)get_global_size(0);
+#if PROD_SIDES == 2
+    const ulong side_parts = n_rows * row_len;
+#endif
     const ulong per = (n_tasks + items - 1) / items;
     const ulong t0 = CPU_MIN_U64((ulong)get_global_id(0) * per, n_tasks);
     const ulong t1 = CPU_MIN_U64(t0 + per, n_tasks);
@@ -1051,6 +1152,9 @@ void reduce_rows_cpu(__global const IN_T *restrict in, const ulong in_offset,
 #else
         ACC_T acc = res;
 #endif
+#if PROD_SIDES == 1
+        STORE_PROD_PART(out + out_offset, n_tasks, task, acc, in + in_offset + row * row_stride + start, stop - start, 1);
+#else
 #if RESCUE_SUM || RESCUE_PROD
         acc = RESCUED(acc, in + in_offset + row * row_stride + start, stop - start, 1, mean_count);
 #endif
@@ -1058,6 +1162,7 @@ void reduce_rows_cpu(__global const IN_T *restrict in, const ulong in_offset,
         acc = sqrt(acc);
 #endif
         store_1(out + out_offset + task, acc);
+#endif
     }
 }
 #endif /* CPU_BLOCKS */

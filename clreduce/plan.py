@@ -518,7 +518,7 @@ def _plan_rows(caps: DeviceCaps, problem: Problem, force: Force, op, rule) -> La
             family(**common, rows=problem.rows, row_len=split, lanes=lanes2, vec=1,
                    in_dtype=rule.acc, split=1, chunk=split, first=False, last=True),
         )
-        partials_bytes = problem.rows * split * (np.dtype(rule.acc).itemsize if op.kind == "scalar" else STATE_BYTES)
+        partials_bytes = _partials_bytes(op, rule, problem.rows * split)
     if limit:
         trips = max(_ceil_div(min(problem.row_len, chunk if split > 1 else problem.row_len), lanes * vec),
                     _ceil_div(split, lanes2) if split > 1 else 0)
@@ -592,7 +592,7 @@ def _plan_cpu_blocks(caps: DeviceCaps, problem: Problem, force: Force, op, rule)
             family(**common, rows=problem.rows, row_len=split, lanes=1, vec=vec2,
                    in_dtype=rule.acc, split=1, chunk=split, first=False, last=True),
         )
-        partials_bytes = problem.rows * split * (np.dtype(rule.acc).itemsize if scalar else STATE_BYTES)
+        partials_bytes = _partials_bytes(op, rule, problem.rows * split)
     return LaunchPlan(strategy="cpu_blocks", sg_mode="local", sg_size=None, reqd_sg="none", wg_size=wg,
                       lanes=1, vec=vec, split=split, acc_dtype=rule.acc, out_dtype=rule.out,
                       device_out_dtype=rule.device_out, host_divide=rule.host_divide,
@@ -664,8 +664,7 @@ def _plan_columns(caps: DeviceCaps, problem: Problem, force: Force, op, rule) ->
             _launch_cols(**common, k_len=split, vec=1, in_dtype=rule.acc, split=1, chunk=split,
                          outer_stride=split * problem.inner, first=False, last=True),
         )
-        state = np.dtype(rule.acc).itemsize if op.kind == "scalar" else STATE_BYTES
-        partials_bytes = problem.rows * split * problem.inner * state
+        partials_bytes = _partials_bytes(op, rule, problem.rows * split * problem.inner)
     return LaunchPlan(strategy="columns" if split == 1 else "columns_split_k", sg_mode="none", sg_size=None,
                       reqd_sg="none", wg_size=wg, lanes=1, vec=vec, split=split, acc_dtype=rule.acc,
                       out_dtype=rule.out, device_out_dtype=rule.device_out, host_divide=rule.host_divide,
@@ -753,10 +752,29 @@ def _op_defines(op, rule, in_dtype: str, first: bool, last: bool) -> dict:
     if op.kind == "scalar":
         defines[f"OP_{combine.upper()}"] = 1
         defines["IDENTITY"] = _identity(combine, acc)
+        if _prod_sides(op, rule) and not (first and last):
+            defines["PROD_SIDES"] = 1 if first else 2
     elif op.kind == "arg":
         defines["ARG_MAX" if combine == "max" else "ARG_MIN"] = 1
         defines["IDENTITY"] = _identity(combine, acc)
     return defines
+
+
+def _prod_sides(op, rule) -> bool:
+    """Float products split in chunks leave each chunk's product also as mantissa and 64-bit
+    exponent, beside the plain partials (reduce_rows.cl, PROD_SIDES): a chunk's product can
+    pass the range where the row's does not."""
+    return op.kind == "scalar" and op.combine == "prod" and rule.acc.startswith("float")
+
+
+def _partials_bytes(op, rule, parts: int) -> int:
+    """Bytes of the partials buffer holding ``parts`` partial results of a split plan."""
+    if op.kind != "scalar":
+        return parts * STATE_BYTES
+    acc = np.dtype(rule.acc).itemsize
+    if _prod_sides(op, rule):
+        return parts * (2 * acc + 8)  # P and M (accumulators), then E (8-byte aligned: 2 * acc * parts)
+    return parts * acc
 
 
 def _element_map(name: str, in_dtype: str) -> str:

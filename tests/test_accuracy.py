@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import clreduce
-from clreduce.plan import UnsupportedOnDevice
+from clreduce.plan import Force, UnsupportedOnDevice
 
 from rowops_refs import wild_rows
 from test_differential import _check, adversarial
@@ -387,26 +387,89 @@ def test_products_past_the_float_range(cl_device, cl_caps, k):
     multiplied again as mantissa and exponent (reduce_rows.cl, RESCUE_PROD): within the README's
     bound of the exact product wherever that is in range, inf or 0 where it is not, NaN for a
     0 times an inf. Rows and columns, the default and the hard forced variants."""
-    from fractions import Fraction
-
     for dtype in ("float32",) + (("float64",) if cl_caps.fp64 else ()):
         x = products_past_the_range(dtype, k)
-        info = np.finfo(dtype)
         for variant, rows, cols in _rows_and_columns("prod", x, cl_device, cl_caps):
-            for got, axis in ((rows, "rows"), (cols, "columns")):
-                what = f"prod {dtype} K={k} [{variant}] {axis}"
-                assert np.isnan(got[4]), (what, got[4])
-                for i in range(4):
-                    exact = Fraction(1)
-                    for t in x[i].astype(np.float64):
-                        exact *= Fraction(float(t))
-                    if exact > Fraction(float(info.max)):
-                        assert got[i] == np.inf, (what, i, got[i])
-                    elif exact < Fraction(float(info.smallest_subnormal)) / 2:
-                        assert got[i] == 0, (what, i, got[i])
-                    else:
-                        bound = exact * Fraction(2 * k * float(info.eps))  # README: 2·K·eps·|prod|
-                        assert abs(Fraction(float(got[i])) - exact) <= bound, (what, i, got[i], float(exact))
+            _assert_products_past_the_range(rows, x, f"prod {dtype} K={k} [{variant}] rows")
+            _assert_products_past_the_range(cols, x, f"prod {dtype} K={k} [{variant}] columns")
+
+
+def chunk_products_past_the_range(dtype) -> tuple[np.ndarray, list]:
+    """Rows of 4000 whose split chunks' products pass the range although the row's product
+    does not (reduce_rows.cl, PROD_SIDES), with the exact products: a chunk of a thousand 256s
+    is 2^8000 in any float type.
+      0: 2000 x 256, then 2000 x 1/256: 1 (every split plan gave NaN: a chunk's inf times
+         another's 0); 1: the same, 1/256 first: 1; 2: 2001 x 256, 1999 x 1/256: 65536
+      3: 1.5 throughout but one 0 at 3000: 0 (NaN before); 4: row 0 with a NaN last: NaN
+      5: 256 throughout: inf; 6: 3 and 1/3 alternating: near 1 (each term rounded)"""
+    from fractions import Fraction
+
+    k = 4000
+    x = np.empty((7, k))
+    x[0, :2000], x[0, 2000:] = 256.0, 1 / 256
+    x[1] = x[0, ::-1]
+    x[2, :2001], x[2, 2001:] = 256.0, 1 / 256
+    x[3], x[3, 3000] = 1.5, 0.0
+    x[4], x[4, -1] = x[0], np.nan
+    x[5] = 256.0
+    x[6, 0::2], x[6, 1::2] = 3.0, 1 / 3
+    x = x.astype(dtype)
+    exact = Fraction(1)
+    for t in x[6].astype(np.float64):
+        exact *= Fraction(float(t))
+    return x, [1.0, 1.0, 65536.0, 0.0, np.nan, np.inf, exact]
+
+
+# rows: the default plan, split_k by the planner and in 2, 4 and 7 chunks (cpu_blocks splits
+# too on CPUs); columns: the default plan and split_k
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_products_of_chunks_past_the_float_range(cl_device, cl_caps, dtype):
+    """Split chunks' products leave mantissa and exponent beside the plain partial, and the
+    merge multiplies those where the plain partials' product is NaN, inf or 0."""
+    if dtype == "float64" and not cl_caps.fp64:
+        pytest.skip(f"{cl_caps.name} has no fp64")
+    x, want = chunk_products_past_the_range(dtype)
+    row_forces = [None, Force(strategy="split_k"), Force(split=2), Force(split=4), Force(split=7)]
+    col_forces = [None, Force(strategy="split_k")]
+    ran = 0
+    for axis, arr, forces in ((-1, x, row_forces), (0, np.ascontiguousarray(x.T), col_forces)):
+        for force in forces:
+            try:
+                got = clreduce.prod(arr, axis=axis, device=cl_device, force=force)
+            except UnsupportedOnDevice:
+                continue  # llvmpipe's loop limit
+            ran += 1
+            _assert_chunk_products(got, want, dtype, f"prod {dtype} axis {axis} {force}")
+    assert ran >= 3
+
+
+def _assert_chunk_products(got, want, dtype, what):
+    from fractions import Fraction
+
+    np.testing.assert_array_equal(got[:6], np.array(want[:6], dtype), err_msg=what)
+    bound = want[6] * Fraction(2 * 4000 * float(np.finfo(dtype).eps))  # README: 2·K·eps·|prod|
+    assert np.isfinite(got[6]) and abs(Fraction(float(got[6])) - want[6]) <= bound, (what, got[6])
+
+
+def _assert_products_past_the_range(got, x, what):
+    """``got`` against the exact products of ``products_past_the_range``'s rows ``x``."""
+    from fractions import Fraction
+
+    info = np.finfo(x.dtype)
+    k = x.shape[1]
+    assert np.isnan(got[4]), (what, got[4])
+    for i in range(4):
+        exact = Fraction(1)
+        for t in x[i].astype(np.float64):
+            exact *= Fraction(float(t))
+        if exact > Fraction(float(info.max)):
+            assert got[i] == np.inf, (what, i, got[i])
+        elif exact < Fraction(float(info.smallest_subnormal)) / 2:
+            assert got[i] == 0, (what, i, got[i])
+        else:
+            bound = exact * Fraction(2 * k * float(info.eps))  # README: 2·K·eps·|prod|
+            assert np.isfinite(got[i]), (what, i, got[i], float(exact))
+            assert abs(Fraction(float(got[i])) - exact) <= bound, (what, i, got[i], float(exact))
 
 
 # ---- the CUDA backend: the same kernels, its own plans (skips without CuPy and a GPU) -----------
@@ -485,6 +548,27 @@ def test_cuda_sums_past_the_float_range(op, k, dtype):
         what = f"{op} {dtype} K={k} [{variant}]"
         _assert_sums_past_the_range(rows, x, exact, op, False, what + " rows")
         _assert_sums_past_the_range(cols, x, exact, op, True, what + " columns")
+
+
+@pytest.mark.skipif(CUDA_REASON is not None, reason=f"CUDA backend unavailable: {CUDA_REASON}")
+@pytest.mark.parametrize("dtype", ("float32", "float64"))
+@pytest.mark.parametrize("k", [7, 2001])
+def test_cuda_products_past_the_float_range(k, dtype):
+    """RESCUE_PROD on the CUDA backend's plans and forced variants, rows and columns."""
+    x = products_past_the_range(dtype, k)
+    for variant, rows, cols in _cuda_rows_and_columns("prod", x):
+        _assert_products_past_the_range(rows, x, f"prod {dtype} K={k} [{variant}] rows")
+        _assert_products_past_the_range(cols, x, f"prod {dtype} K={k} [{variant}] columns")
+
+
+@pytest.mark.skipif(CUDA_REASON is not None, reason=f"CUDA backend unavailable: {CUDA_REASON}")
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_cuda_products_of_chunks_past_the_float_range(dtype):
+    x, want = chunk_products_past_the_range(dtype)
+    for axis, arr, forces in ((-1, x, [None, Force(strategy="split_k"), Force(split=2), Force(split=7)]),
+                              (0, np.ascontiguousarray(x.T), [None, Force(strategy="split_k")])):
+        for force in forces:
+            _assert_chunk_products(_run_cuda("prod", arr, axis, force), want, dtype, f"cuda {dtype} axis {axis} {force}")
 
 
 @pytest.mark.skipif(CUDA_REASON is not None, reason=f"CUDA backend unavailable: {CUDA_REASON}")
