@@ -336,6 +336,46 @@ def test_statistics_of_rows_past_the_range(k, dtype):
 
 
 @gpu
+def test_split_rows_of_one_value():
+    """CUDA form of test_rowops.py's: all-equal rows keep variance 0, mean the value and
+    layer_norm 0, whole and split (PHASE 2's merge around the first chunk's shift)."""
+    cp = _cp()
+    values = [-1e19, 1e30, 1e10, 3e38, 1e4 + 0.25, -2.5]
+    x = np.repeat(np.array(values, np.float32)[:, None], 5000, axis=1)
+    xd = cp.asarray(x)
+    for force in (None, RowForce(cache="none"), RowForce(cache="none", split=3), RowForce(cache="none", split=16)):
+        mean, var = (a.get() for a in rowops.moments(xd, force=force))
+        np.testing.assert_array_equal(mean, x[:, 0], err_msg=f"{force}")
+        np.testing.assert_array_equal(var, 0, err_msg=f"{force}")
+        np.testing.assert_array_equal(rowops.layer_norm(xd, force=force).get(), 0, err_msg=f"{force}")
+
+
+@gpu
+@pytest.mark.parametrize("k", [10, 1000])  # a warp's lanes or registers; blocks, and split in three
+def test_statistics_when_the_running_deviations_overflow(k):
+    """CUDA form of test_rowops.py's: finite values near the maximum whose running deviations
+    pass the range give the row's mean and an inf variance; layer_norm writes b."""
+    cp = _cp()
+    x = np.full((2, k), 1.5e38, np.float32)
+    x[:, 0] = 2e38
+    x[:, 1 + (k - 1) * 4 // 9:] = 3e38
+    x[1] = x[1, ::-1]
+    w = np.linspace(0.5, 1.5, k).astype(np.float32)
+    b = np.linspace(-1.0, 1.0, k).astype(np.float32)
+    xd, wd, bd = cp.asarray(x), cp.asarray(w), cp.asarray(b)
+    for force in (None, RowForce(cache="none"), RowForce(cache="registers"), RowForce(cache="none", split=3)):
+        try:
+            mean, var = (a.get() for a in rowops.moments(xd, force=force))
+            y = rowops.layer_norm(xd, wd, bd, force=force).get()
+        except UnsupportedOnDevice:
+            continue  # registers for K = 1000
+        np.testing.assert_allclose(mean, x.astype(np.float64).mean(-1), rtol=NORM_TOL["float32"]["rtol"],
+                                   err_msg=f"{force}")
+        np.testing.assert_array_equal(var, np.inf, err_msg=f"{force}")
+        np.testing.assert_array_equal(y, np.broadcast_to(b, x.shape), err_msg=f"{force}")
+
+
+@gpu
 @pytest.mark.parametrize("op", sorted(FAMILIES))
 def test_forced_variants(op, request):
     cp = _cp()
