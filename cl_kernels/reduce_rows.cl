@@ -315,7 +315,7 @@ inline ACC_T outer_mean(const outer_t o, const ACC_T n) { return o.s / n; }
 #if PROD_SIDES && !RESCUE_PROD
 #error "PROD_SIDES needs a float product (RESCUE_PROD)"
 #endif
-#if PROD_SIDES == 1 && (SPLIT < 2 || FINALIZE != 0 || OUT_HALF)
+#if PROD_SIDES == 1 && (FINALIZE != 0 || OUT_HALF)
 #error "PROD_SIDES 1 writes the float partials of a split pass"
 #endif
 #ifndef RESCUE_BLOCK
@@ -326,8 +326,14 @@ inline ACC_T outer_mean(const outer_t o, const ACC_T n) { return o.s / n; }
 #endif
 #if RESCUE_SUM
 #define RESCUE_STEP(x) block += (x) * down
+#define RESCUE_RENORM
 #elif RESCUE_PROD
-#define RESCUE_STEP(x) do { int de_; m = frexp(m * (x), &de_); e += de_; } while (0)
+/* each term's mantissa (in [0.5, 1), or 0, inf, NaN) multiplies m and its exponent adds to e,
+ * so a subnormal term keeps its bits (m * term would round them off). m is renormalised every
+ * 32 terms (RESCUE_RENORM), while it is still >= 2^-32: the walk's serial chain is one
+ * multiply a term, the terms' frexp are independent of each other. */
+#define RESCUE_STEP(x) do { int dx_; m *= frexp((x), &dx_); e += dx_; } while (0)
+#define RESCUE_RENORM do { int de_; m = frexp(m, &de_); e += de_; } while (0);
 #endif
 #if RESCUE_SUM || RESCUE_PROD
 #if RESCUE_BLOCK == 256
@@ -338,11 +344,13 @@ inline ACC_T outer_mean(const outer_t o, const ACC_T n) { return o.s / n; }
 #define RESCUE_8(k) RESCUE_TERM(k) RESCUE_TERM((k) + 1) RESCUE_TERM((k) + 2) RESCUE_TERM((k) + 3) \
                     RESCUE_TERM((k) + 4) RESCUE_TERM((k) + 5) RESCUE_TERM((k) + 6) RESCUE_TERM((k) + 7)
 #define RESCUE_32(k) RESCUE_8(k) RESCUE_8((k) + 8) RESCUE_8((k) + 16) RESCUE_8((k) + 24)
-#define RESCUE_BLOCK_TERMS RESCUE_32(0) RESCUE_32(32) RESCUE_32(64) RESCUE_32(96) \
-                           RESCUE_32(128) RESCUE_32(160) RESCUE_32(192) RESCUE_32(224)
+#define RESCUE_BLOCK_TERMS RESCUE_32(0) RESCUE_RENORM RESCUE_32(32) RESCUE_RENORM RESCUE_32(64) RESCUE_RENORM \
+                           RESCUE_32(96) RESCUE_RENORM RESCUE_32(128) RESCUE_RENORM RESCUE_32(160) RESCUE_RENORM \
+                           RESCUE_32(192) RESCUE_RENORM RESCUE_32(224) RESCUE_RENORM
 #else
 #define RESCUE_BLOCK_TERMS \
-    for (ulong j = i; j < i + RESCUE_BLOCK && j < n; ++j) RESCUE_STEP(load_1(p + j * step));
+    for (ulong j = i; j < i + RESCUE_BLOCK && j < n; ++j) RESCUE_STEP(load_1(p + j * step)); \
+    RESCUE_RENORM
 #endif
 #endif
 #if RESCUE_SUM
@@ -440,11 +448,20 @@ COLD_INLINE ACC_T merged_prod_parts(const ACC_T r, __global const ACC_T *parts, 
     ACC_T m = (ACC_T)1;
     long e = 0;
     ulong j = 0;
-    for (; j < n; ++j) {
+    /* as RESCUE_STEP: blocks of 32 terms, then m renormalised and one test */
+    for (; j < n; j += 32) {
+        UNROLL_LOOP
+        for (uint u = 0; u < 32; ++u) {
+            if (j + u < n) {
+                int dx;
+                m *= frexp(mant[(j + u) * step], &dx);
+                e += (long)dx + expo[(j + u) * step];
+            }
+        }
         int de;
-        m = frexp(m * mant[j * step], &de);
-        e += de + expo[j * step];
-        if (m != m) break;
+        m = frexp(m, &de);
+        e += de;
+        if (m != m || (m == (ACC_T)0 && r == (ACC_T)0)) break;
     }
     if (j < n && m == m) return r;  /* llvmpipe's loop limiter stopped the walk */
     return ldexp(m, e > 2000 ? 2000 : e < -2000 ? -2000 : (int)e);

@@ -394,6 +394,42 @@ def test_products_past_the_float_range(cl_device, cl_caps, k):
             _assert_products_past_the_range(cols, x, f"prod {dtype} K={k} [{variant}] columns")
 
 
+def walked_products_with_subnormal_terms(dtype) -> np.ndarray:
+    """Rows whose plain product overflows (so RESCUE_PROD walks them) and which hold a
+    subnormal term: the walk multiplies the term's mantissa, not the term (m times 3.1e-310
+    kept ~46 bits of a double's 53)."""
+    if dtype == "float32":
+        rows = [(1e38, 1e38, 3.1e-40, 100.0), (3.1e-40, 1e38, 1e38, 7.0), (1e38, 3.3e-41, 1e38, 1e-30)]
+    else:
+        rows = [(1e300, 1e300, 3.1e-310, 1e10), (3.1e-310, 1e300, 1e300, 7.0), (1e300, 3.3e-311, 1e300, 1e-290)]
+    return np.array(rows, dtype)
+
+
+def _products_exact_within(got, x, what):
+    from fractions import Fraction
+
+    for i in range(x.shape[0]):
+        exact = Fraction(1)
+        for t in x[i].astype(np.float64):
+            exact *= Fraction(float(t))
+        bound = exact * Fraction(2 * x.shape[1] * float(np.finfo(x.dtype).eps))  # README: 2·K·eps·|prod|
+        assert np.isfinite(got[i]) and abs(Fraction(float(got[i])) - exact) <= bound, (what, i, got[i], float(exact))
+
+
+def test_walked_products_keep_subnormal_terms_bits(cl_device, cl_caps):
+    """The rescue walk (reduce_rows.cl RESCUE_STEP) multiplies each term's frexp mantissa."""
+    import pyopencl as cl
+
+    for dtype in ("float32",) + (("float64",) if cl_caps.fp64 else ()):
+        config = cl_device.single_fp_config if dtype == "float32" else cl_device.double_fp_config
+        if not config & cl.device_fp_config.DENORM:
+            continue  # llvmpipe's float32: subnormals may be flushed
+        x = walked_products_with_subnormal_terms(dtype)
+        for variant, rows, cols in _rows_and_columns("prod", x, cl_device, cl_caps):
+            _products_exact_within(rows, x, f"prod {dtype} [{variant}] rows")
+            _products_exact_within(cols, x, f"prod {dtype} [{variant}] columns")
+
+
 def chunk_products_past_the_range(dtype) -> tuple[np.ndarray, list]:
     """Rows of 4000 whose split chunks' products pass the range although the row's product
     does not (reduce_rows.cl, PROD_SIDES), with the exact products: a chunk of a thousand 256s
@@ -559,6 +595,14 @@ def test_cuda_products_past_the_float_range(k, dtype):
     for variant, rows, cols in _cuda_rows_and_columns("prod", x):
         _assert_products_past_the_range(rows, x, f"prod {dtype} K={k} [{variant}] rows")
         _assert_products_past_the_range(cols, x, f"prod {dtype} K={k} [{variant}] columns")
+
+
+@pytest.mark.skipif(CUDA_REASON is not None, reason=f"CUDA backend unavailable: {CUDA_REASON}")
+def test_cuda_walked_products_keep_subnormal_terms_bits():
+    x = walked_products_with_subnormal_terms("float64")  # CuPy's builds flush float32 subnormals
+    for variant, rows, cols in _cuda_rows_and_columns("prod", x):
+        _products_exact_within(rows, x, f"prod float64 [{variant}] rows")
+        _products_exact_within(cols, x, f"prod float64 [{variant}] columns")
 
 
 @pytest.mark.skipif(CUDA_REASON is not None, reason=f"CUDA backend unavailable: {CUDA_REASON}")
