@@ -412,27 +412,35 @@ inline ACC_T nonzero_finite_or_rescued(const ACC_T r, __global const IN_T *p, co
  * partials buffer: P[t], the product where it is exactly a float, else NaN, which sends the
  * merge pass to the other two; M[t] and E[t] (a long, at the 8-byte boundary 2 * n_parts
  * accumulators in), the product as M * 2^E with no range limit. */
-inline void store_prod_part(__global ACC_T *parts, const ulong n_parts, const ulong t, const ACC_T r,
-                            __global const IN_T *p, const ulong n, const ulong step) {
-    ACC_T m = r, v = r;
+/* the chunk's product where r is NaN, inf or 0: rescued_prod's walk, kept as mantissa and
+ * exponent (out of line on CUDA, as every path only rare data take) */
+COLD_INLINE void store_walked_prod_part(__global ACC_T *parts, const ulong n_parts, const ulong t, const ACC_T r,
+                                        __global const IN_T *p, const ulong n, const ulong step) {
+    ACC_T m = (ACC_T)1;
     long e = 0;
-    if (!(fabs(r) < (ACC_T)INFINITY && r != (ACC_T)0)) {
-        /* rescued_prod's walk, kept as mantissa and exponent */
-        ulong i = 0;
-        m = (ACC_T)1;
-        for (; i < n; i += RESCUE_BLOCK) {
-            RESCUE_BLOCK_TERMS
-            if (m != m || (m == (ACC_T)0 && r == (ACC_T)0)) break;
-        }
-        if (i < n && m == m) { m = r; e = 0; }
-        v = ldexp(m, e > 2000 ? 2000 : e < -2000 ? -2000 : (int)e);
-        int ve;
-        const ACC_T vm = frexp(v, &ve);
-        if (fabs(m) < (ACC_T)INFINITY && m != (ACC_T)0 && (vm != m || (long)ve != e)) v = (ACC_T)NAN;
+    ulong i = 0;
+    for (; i < n; i += RESCUE_BLOCK) {
+        RESCUE_BLOCK_TERMS
+        if (m != m || (m == (ACC_T)0 && r == (ACC_T)0)) break;
     }
+    if (i < n && m == m) { m = r; e = 0; }  /* llvmpipe's loop limiter stopped the walk */
+    ACC_T v = ldexp(m, e > 2000 ? 2000 : e < -2000 ? -2000 : (int)e);
+    int ve;
+    const ACC_T vm = frexp(v, &ve);
+    if (fabs(m) < (ACC_T)INFINITY && m != (ACC_T)0 && (vm != m || (long)ve != e)) v = (ACC_T)NAN;
     parts[t] = v;
     parts[n_parts + t] = m;
     ((__global long *)(parts + 2 * n_parts))[t] = e;
+}
+inline void store_prod_part(__global ACC_T *parts, const ulong n_parts, const ulong t, const ACC_T r,
+                            __global const IN_T *p, const ulong n, const ulong step) {
+    if (fabs(r) < (ACC_T)INFINITY && r != (ACC_T)0) {
+        parts[t] = r;
+        parts[n_parts + t] = r;
+        ((__global long *)(parts + 2 * n_parts))[t] = 0;
+    } else {
+        store_walked_prod_part(parts, n_parts, t, r, p, n, step);
+    }
 }
 #define STORE_PROD_PART(parts, n_parts, t, r, p, n, step) \
     store_prod_part((parts), (n_parts), (t), (r), (p), (n), (step))
