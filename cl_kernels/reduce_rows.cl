@@ -384,12 +384,13 @@ inline ACC_T finite_or_rescued(const ACC_T r, __global const IN_T *p, const ulon
 }
 #define RESCUED(r, p, n, step, count) finite_or_rescued((r), (p), (n), (step), (count))
 #elif RESCUE_PROD
-/* The product of the n terms at p, step elements apart, as mantissa and exponent (see
- * RESCUE_PROD); `first` (the task's own product) where llvmpipe's loop limiter stopped the
+/* walked_prod: the product of the n terms at p, step elements apart, as mantissa and exponent
+ * (see RESCUE_PROD); `first` (the task's own product) where llvmpipe's loop limiter stopped the
  * walk short: a row of 2^25 holding a 0 keeps its 0 there rather than turn NaN. Where `first`
  * is 0 the terms hold no inf or NaN (either would have made it one), so the walk ends at the
  * block of the first 0 term: a row with a 0 near its start walks that far only. */
-COLD_INLINE ACC_T rescued_prod(__global const IN_T *p, const ulong n, const ulong step, const ACC_T first) {
+typedef struct { ACC_T m; long e; } prod_walk_t;
+COLD_INLINE prod_walk_t walked_prod(__global const IN_T *p, const ulong n, const ulong step, const ACC_T first) {
     ACC_T m = (ACC_T)1;
     long e = 0;
     ulong i = 0;
@@ -397,9 +398,17 @@ COLD_INLINE ACC_T rescued_prod(__global const IN_T *p, const ulong n, const ulon
         RESCUE_BLOCK_TERMS
         if (m != m || (m == (ACC_T)0 && first == (ACC_T)0)) break;
     }
-    if (i < n && m == m) return first;
-    /* past +-2000 every float type is inf or 0 (and m, in [0.5, 1), cannot bring it back) */
-    return ldexp(m, e > 2000 ? 2000 : e < -2000 ? -2000 : (int)e);
+    prod_walk_t w;
+    w.m = (i < n && m == m) ? first : m;
+    w.e = (i < n && m == m) ? 0 : e;
+    return w;
+}
+/* m * 2^e; past +-2000 every float type is inf or 0 (and m, in [0.5, 1), cannot bring it back) */
+inline ACC_T prod_walk_value(const prod_walk_t w) {
+    return ldexp(w.m, w.e > 2000 ? 2000 : w.e < -2000 ? -2000 : (int)w.e);
+}
+inline ACC_T rescued_prod(__global const IN_T *p, const ulong n, const ulong step, const ACC_T first) {
+    return prod_walk_value(walked_prod(p, n, step, first));
 }
 /* r itself where it is finite and not 0, else the task multiplied again (rescued_prod) */
 inline ACC_T nonzero_finite_or_rescued(const ACC_T r, __global const IN_T *p, const ulong n, const ulong step) {
@@ -412,35 +421,22 @@ inline ACC_T nonzero_finite_or_rescued(const ACC_T r, __global const IN_T *p, co
  * partials buffer: P[t], the product where it is exactly a float, else NaN, which sends the
  * merge pass to the other two; M[t] and E[t] (a long, at the 8-byte boundary 2 * n_parts
  * accumulators in), the product as M * 2^E with no range limit. */
-/* the chunk's product where r is NaN, inf or 0: rescued_prod's walk, kept as mantissa and
- * exponent (out of line on CUDA, as every path only rare data take) */
-COLD_INLINE void store_walked_prod_part(__global ACC_T *parts, const ulong n_parts, const ulong t, const ACC_T r,
-                                        __global const IN_T *p, const ulong n, const ulong step) {
-    ACC_T m = (ACC_T)1;
-    long e = 0;
-    ulong i = 0;
-    for (; i < n; i += RESCUE_BLOCK) {
-        RESCUE_BLOCK_TERMS
-        if (m != m || (m == (ACC_T)0 && r == (ACC_T)0)) break;
-    }
-    if (i < n && m == m) { m = r; e = 0; }  /* llvmpipe's loop limiter stopped the walk */
-    ACC_T v = ldexp(m, e > 2000 ? 2000 : e < -2000 ? -2000 : (int)e);
-    int ve;
-    const ACC_T vm = frexp(v, &ve);
-    if (fabs(m) < (ACC_T)INFINITY && m != (ACC_T)0 && (vm != m || (long)ve != e)) v = (ACC_T)NAN;
-    parts[t] = v;
-    parts[n_parts + t] = m;
-    ((__global long *)(parts + 2 * n_parts))[t] = e;
-}
 inline void store_prod_part(__global ACC_T *parts, const ulong n_parts, const ulong t, const ACC_T r,
                             __global const IN_T *p, const ulong n, const ulong step) {
-    if (fabs(r) < (ACC_T)INFINITY && r != (ACC_T)0) {
-        parts[t] = r;
-        parts[n_parts + t] = r;
-        ((__global long *)(parts + 2 * n_parts))[t] = 0;
-    } else {
-        store_walked_prod_part(parts, n_parts, t, r, p, n, step);
+    prod_walk_t w;
+    w.m = r;
+    w.e = 0;
+    ACC_T v = r;
+    if (!(fabs(r) < (ACC_T)INFINITY && r != (ACC_T)0)) {
+        w = walked_prod(p, n, step, r);
+        v = prod_walk_value(w);
+        int ve;
+        const ACC_T vm = frexp(v, &ve);
+        if (fabs(w.m) < (ACC_T)INFINITY && w.m != (ACC_T)0 && (vm != w.m || (long)ve != w.e)) v = (ACC_T)NAN;
     }
+    parts[t] = v;
+    parts[n_parts + t] = w.m;
+    ((__global long *)(parts + 2 * n_parts))[t] = w.e;
 }
 #define STORE_PROD_PART(parts, n_parts, t, r, p, n, step) \
     store_prod_part((parts), (n_parts), (t), (r), (p), (n), (step))
