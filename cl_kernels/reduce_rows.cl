@@ -468,7 +468,10 @@ COLD_INLINE ACC_T merged_prod_parts(const ACC_T r, __global const ACC_T *parts, 
         if (m != m || (m == (ACC_T)0 && r == (ACC_T)0)) break;
     }
     if (j < n && m == m) return r;  /* llvmpipe's loop limiter stopped the walk */
-    return ldexp(m, e > 2000 ? 2000 : e < -2000 ? -2000 : (int)e);
+    prod_walk_t w;
+    w.m = m;
+    w.e = e;
+    return prod_walk_value(w);
 }
 /* in, in_offset and side_parts: names in scope at each merge pass's call */
 #define RESCUED(r, p, n, step, count) merged_prod_parts((r), in + in_offset, side_parts, (p), (n), (step))

@@ -394,6 +394,25 @@ def test_products_past_the_float_range(cl_device, cl_caps, k):
             _assert_products_past_the_range(cols, x, f"prod {dtype} K={k} [{variant}] columns")
 
 
+def _exact_product(row):
+    """The exact product of a row's values (a Fraction)."""
+    from fractions import Fraction
+
+    exact = Fraction(1)
+    for t in np.asarray(row).astype(np.float64):
+        exact *= Fraction(float(t))
+    return exact
+
+
+def _assert_within_product_bound(got, exact, k: int, dtype, what):
+    """A product within the README's 2·K·eps·|prod| of the exact one (finite: exact in range)."""
+    from fractions import Fraction
+
+    bound = exact * Fraction(2 * k * float(np.finfo(dtype).eps))
+    assert np.isfinite(got), (what, got, float(exact))
+    assert abs(Fraction(float(got)) - exact) <= bound, (what, got, float(exact))
+
+
 def walked_products_with_subnormal_terms(dtype) -> np.ndarray:
     """Rows whose plain product overflows (so RESCUE_PROD walks them) and which hold a
     subnormal term: the walk multiplies the term's mantissa, not the term (m times 3.1e-310
@@ -406,14 +425,8 @@ def walked_products_with_subnormal_terms(dtype) -> np.ndarray:
 
 
 def _products_exact_within(got, x, what):
-    from fractions import Fraction
-
     for i in range(x.shape[0]):
-        exact = Fraction(1)
-        for t in x[i].astype(np.float64):
-            exact *= Fraction(float(t))
-        bound = exact * Fraction(2 * x.shape[1] * float(np.finfo(x.dtype).eps))  # README: 2·K·eps·|prod|
-        assert np.isfinite(got[i]) and abs(Fraction(float(got[i])) - exact) <= bound, (what, i, got[i], float(exact))
+        _assert_within_product_bound(got[i], _exact_product(x[i]), x.shape[1], x.dtype, (what, i))
 
 
 def test_walked_products_keep_subnormal_terms_bits(cl_device, cl_caps):
@@ -438,8 +451,6 @@ def chunk_products_past_the_range(dtype) -> tuple[np.ndarray, list]:
          another's 0); 1: the same, 1/256 first: 1; 2: 2001 x 256, 1999 x 1/256: 65536
       3: 1.5 throughout but one 0 at 3000: 0 (NaN before); 4: row 0 with a NaN last: NaN
       5: 256 throughout: inf; 6: 3 and 1/3 alternating: near 1 (each term rounded)"""
-    from fractions import Fraction
-
     k = 4000
     x = np.empty((7, k))
     x[0, :2000], x[0, 2000:] = 256.0, 1 / 256
@@ -450,10 +461,7 @@ def chunk_products_past_the_range(dtype) -> tuple[np.ndarray, list]:
     x[5] = 256.0
     x[6, 0::2], x[6, 1::2] = 3.0, 1 / 3
     x = x.astype(dtype)
-    exact = Fraction(1)
-    for t in x[6].astype(np.float64):
-        exact *= Fraction(float(t))
-    return x, [1.0, 1.0, 65536.0, 0.0, np.nan, np.inf, exact]
+    return x, [1.0, 1.0, 65536.0, 0.0, np.nan, np.inf, _exact_product(x[6])]
 
 
 # rows: the default plan, split_k by the planner and in 2, 4 and 7 chunks (cpu_blocks splits
@@ -480,11 +488,8 @@ def test_products_of_chunks_past_the_float_range(cl_device, cl_caps, dtype):
 
 
 def _assert_chunk_products(got, want, dtype, what):
-    from fractions import Fraction
-
     np.testing.assert_array_equal(got[:6], np.array(want[:6], dtype), err_msg=what)
-    bound = want[6] * Fraction(2 * 4000 * float(np.finfo(dtype).eps))  # README: 2·K·eps·|prod|
-    assert np.isfinite(got[6]) and abs(Fraction(float(got[6])) - want[6]) <= bound, (what, got[6])
+    _assert_within_product_bound(got[6], want[6], 4000, dtype, what)
 
 
 def _assert_products_past_the_range(got, x, what):
@@ -495,17 +500,13 @@ def _assert_products_past_the_range(got, x, what):
     k = x.shape[1]
     assert np.isnan(got[4]), (what, got[4])
     for i in range(4):
-        exact = Fraction(1)
-        for t in x[i].astype(np.float64):
-            exact *= Fraction(float(t))
+        exact = _exact_product(x[i])
         if exact > Fraction(float(info.max)):
             assert got[i] == np.inf, (what, i, got[i])
         elif exact < Fraction(float(info.smallest_subnormal)) / 2:
             assert got[i] == 0, (what, i, got[i])
         else:
-            bound = exact * Fraction(2 * k * float(info.eps))  # README: 2·K·eps·|prod|
-            assert np.isfinite(got[i]), (what, i, got[i], float(exact))
-            assert abs(Fraction(float(got[i])) - exact) <= bound, (what, i, got[i], float(exact))
+            _assert_within_product_bound(got[i], exact, k, x.dtype, (what, i))
 
 
 # ---- the CUDA backend: the same kernels, its own plans (skips without CuPy and a GPU) -----------
