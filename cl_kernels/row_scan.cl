@@ -47,6 +47,16 @@
  * SCAN: 0 sum, 1 prod, 2 logaddexp (float only). Integer inputs accumulate in 64 bits
  * (ACC_T long/ulong: exact, wrapping like numpy); half input accumulates in float.
  *
+ * Rows past the float range (SCAN_RESCUE: float sums of float/double, float products): a
+ * lane's, team's or chunk's partial can overflow (or, for products, underflow to 0) where the
+ * row's prefixes do not, and then meets the carry as inf + (-inf). Such a row is flagged,
+ * and PHASE 4 scans it again in row order, one work-item a row (scan_walk), outputs and all:
+ *   SPLIT 1           PHASE 0 writes each row's flag (the team agrees on it first)
+ *   SPLIT > 1         PHASE 1 clears the row's flag, PHASE 0 sets it
+ *   look-back         PHASE 3 clears it, PHASE 2 sets it
+ * PHASE 4 walks the flagged rows' elements [chunk_len, chunk_len + SCAN_WALK_SEG) (0: all),
+ * the walk's state kept between its launches (llvmpipe's loop limiter: several launches).
+ *
  * Required macros: those of team_common.h, and ITEMS, SCAN, SPLIT, PHASE; ROUNDS for
  * PHASE 2 and 3.
  */
@@ -76,10 +86,10 @@
 #if PHASE == 1 && SPLIT < 2
 #error "chunk totals (PHASE 1) only for split rows"
 #endif
-#if PHASE < 0 || PHASE > 3
-#error "PHASE must be 0 (scan), 1 (chunk totals), 2 (look-back scan) or 3 (clear the look-back's flags)"
+#if PHASE < 0 || PHASE > 4
+#error "PHASE must be 0 (scan), 1 (chunk totals), 2 (look-back scan), 3 (clear the look-back's flags) or 4 (walk flagged rows)"
 #endif
-#if PHASE >= 2
+#if PHASE == 2 || PHASE == 3
 #if !HAS_GROUP_PROGRESS
 #error "the look-back (PHASE 2) makes work-groups wait on earlier ones: OpenCL promises no such progress"
 #endif
@@ -137,6 +147,121 @@ inline ACC_T logaddexp(const ACC_T a, const ACC_T b) {
     return m + log1p(exp(-fabs(a - b)));
 }
 #define OP(a, b) logaddexp((a), (b))
+#endif
+
+/* ---- rows past the float range (see the header) ------------------------------------------- */
+#ifndef SCAN_RESCUE
+#define SCAN_RESCUE (ACC_IS_FLOAT && ((SCAN == SCAN_SUM && !IN_HALF) || SCAN == SCAN_PROD))
+#endif
+#if SCAN_RESCUE && (!ACC_IS_FLOAT || SCAN == SCAN_LOGADDEXP)
+#error "SCAN_RESCUE: float sums and products only"
+#endif
+#if PHASE == 4 && !SCAN_RESCUE
+#error "PHASE 4 walks the rows a rescued scan flagged"
+#endif
+#ifndef SCAN_WALK_SEG
+#define SCAN_WALK_SEG 0
+#endif
+/* rows whose flags one PHASE 4 work-item reads at once (the flags are padded to a multiple
+ * of 16): with one, an H100 took ~9 us more for 2^20 rows (a wave of flag loads per 64K
+ * threads); llvmpipe (the planner's 1) counts every row's walk against its loop limit */
+#ifndef SCAN_WALK_ROWS
+#define SCAN_WALK_ROWS 16
+#endif
+#if SCAN_WALK_ROWS != 1 && SCAN_WALK_ROWS != 16
+#error "SCAN_WALK_ROWS must be 1 or 16"
+#endif
+#ifndef LB_FLAGS
+#define LB_FLAGS 0
+#endif
+/* words of the rows' flags (the look-back's workspace holds them for every SCAN) */
+#define FLAG_WORDS(n_rows) (((n_rows) + 15) / 16 * 16)
+#if SCAN_RESCUE
+/* A value that says the row is scanned right: a sum that is finite, a product finite and not
+ * 0. A wrong output comes from a partial that is not (or from rounding at the range's edge):
+ * an inf or 0 partial spreads to every sum or product formed from it. */
+#if SCAN == SCAN_SUM
+#define SCAN_OK(v) (fabs(v) < (ACC_T)INFINITY)
+#else
+#define SCAN_OK(v) (fabs(v) < (ACC_T)INFINITY && (v) != (ACC_T)0)
+#endif
+/* The walk's running value. Sums: s, kept as s * 2^64 from the first step whose sum of two
+ * finite values overflowed (scaled), so no prefix passes the range and no small one loses a
+ * bit before that; outputs s (or s * 2^64: inf past the range). Products: m * 2^e, m the
+ * product of frexp's mantissas (renormalised every block), one rounding a term. */
+typedef struct { ACC_T v; long e; } scan_walk_t;
+#define WALK_DOWN ((ACC_T)5.421010862427522e-20)  /* 2^-64 */
+#define WALK_UP ((ACC_T)1.8446744073709552e19)    /* 2^64 */
+inline scan_walk_t walk_init(void) {
+    scan_walk_t w;
+    w.v = IDENT;
+    w.e = 0;
+    return w;
+}
+#if SCAN == SCAN_SUM
+#define WALK_STEP(w, x, o) do { \
+        ACC_T t_ = (w).e ? (w).v + (x) * WALK_DOWN : (w).v + (x); \
+        if (!(w).e && !(fabs(t_) < (ACC_T)INFINITY) && fabs(x) < (ACC_T)INFINITY && \
+            fabs((w).v) < (ACC_T)INFINITY) { \
+            (w).e = 1; \
+            (w).v *= WALK_DOWN; \
+            t_ = (w).v + (x) * WALK_DOWN; \
+        } \
+        (w).v = t_; \
+        (o) = (w).e ? t_ * WALK_UP : t_; \
+    } while (0)
+#define WALK_RENORM(w)
+#else
+/* past +-2000 every float type is inf or 0 (and m, in [2^-32, 1], cannot bring it back) */
+#define WALK_STEP(w, x, o) do { \
+        int d_; \
+        (w).v *= frexp((x), &d_); \
+        (w).e += d_; \
+        (o) = ldexp((w).v, (w).e > 2000 ? 2000 : (w).e < -2000 ? -2000 : (int)(w).e); \
+    } while (0)
+#define WALK_RENORM(w) do { int r_; (w).v = frexp((w).v, &r_); (w).e += r_; } while (0)
+#endif
+/* 32 terms: loads, then the chain, then stores (loads between the chain's steps ran one at a
+ * time on CUDA: reduce_rows.cl's merge of product chunks). Written out: llvmpipe's loop
+ * limiter counts loop trips, and OpenCL has no portable unroll pragma. */
+#define WALK_LD(u) xb[u] = j + (u) < n ? LOAD(p, j + (u)) : IDENT;
+#define WALK_ST(u) if (j + (u) < n) STORE(ob[u], q, j + (u));
+#define WALK_X8(M, u) M(u) M((u) + 1) M((u) + 2) M((u) + 3) M((u) + 4) M((u) + 5) M((u) + 6) M((u) + 7)
+#define WALK_X32(M) WALK_X8(M, 0) WALK_X8(M, 8) WALK_X8(M, 16) WALK_X8(M, 24)
+#define WALK_OP(u) WALK_STEP(w, xb[u], ob[u]);
+#define WALK_NAN(u) if (j + (u) < n) STORE((ACC_T)NAN, q, j + (u));
+#if PHASE == 4
+/* scan_walk: the inclusive scan of the n elements at p into q, in row order, from state w
+ * (walk_init() at a row's start); returns the state after them. A NaN ends the loads: every
+ * later output is NaN. */
+COLD_INLINE scan_walk_t scan_walk(__global const IN_T *p, __global OUT_T *q, const ulong n, scan_walk_t w) {
+    ulong j = 0;
+    for (; j < n; j += 32) {
+        ACC_T xb[32], ob[32];
+        WALK_X32(WALK_LD)
+        WALK_X32(WALK_OP)
+        WALK_X32(WALK_ST)
+        WALK_RENORM(w);
+        if (w.v != w.v) {
+            j += 32;
+            break;
+        }
+    }
+    for (; j < n; j += 32) {
+        WALK_X32(WALK_NAN)
+    }
+    return w;
+}
+#endif
+/* the rows' flags in `carries`, FLAG_WORDS(n_rows) words: a split scan's after its (n_rows,
+ * SPLIT) carries, 16-byte aligned, a whole-row scan's at its start; then the walk's state
+ * between PHASE 4 launches (a long, then an ACC_T a row). clreduce/plan_scan.py
+ * (rescue_bytes) sizes them. */
+inline __global uint *scan_flags(__global ACC_T *carries, const ulong n_rows) {
+    return (__global uint *)((__global char *)carries + (SPLIT > 1 ? (n_rows * SPLIT * sizeof(ACC_T) + 15) / 16 * 16 : 0));
+}
+/* the look-back's row flags: after its 4-word counter (see lookback_scan) */
+#define LB_ROW_FLAGS(ws) ((ws) + 4)
 #endif
 
 /* ---- team prefix: exclusive prefix of each lane's total and the team's total ---------------- */
@@ -249,7 +374,7 @@ inline void add_prefix(const ACC_T pre, ACC_T *d) {
     }
 }
 
-#if PHASE >= 2
+#if PHASE == 2 || PHASE == 3
 /* ---- the decoupled look-back ---------------------------------------------------------------- */
 #define LB_SEGS (ROUNDS * (WG_SIZE / SG_SIZE))  /* sub-group-wide runs of a tile, in row order */
 #define LB_TILE ((ulong)LB_SEGS * SG_SIZE * ITEMS)
@@ -396,8 +521,10 @@ inline void lookback_scan(__global const IN_T *restrict in, __global OUT_T *rest
     const ulong tpr = LB_TILES_PER_ROW(row_len), gpr = LB_GROUPS_PER_ROW(row_len);
     const ulong n_tiles = n_rows * tpr, n_groups = n_rows * gpr;
     const ulong n_slots = n_tiles + 2 * n_groups;
-    __global uint *slots = ws + 4;
-    const ulong slot_words = 4 + n_slots * LB_SLOT_WORDS;
+    /* the counter, a flag a row (SCAN_RESCUE), the slots */
+    const ulong head_words = 4 + FLAG_WORDS(n_rows);
+    __global uint *slots = ws + head_words;
+    const ulong slot_words = head_words + n_slots * LB_SLOT_WORDS;
     __global ACC_T *values = (__global ACC_T *)(ws + (slot_words + 1) / 2 * 2);
 
     /* tickets in the order work-groups take them: every lower ticket's group has started */
@@ -557,6 +684,17 @@ inline void lookback_scan(__global const IN_T *restrict in, __global OUT_T *rest
             ACC_T *v_r = v[r];
 #endif
             add_prefix(OP(OP(tile_pre, seg[r * (WG_SIZE / SG_SIZE) + sub]), excl[r]), v_r);
+#if SCAN_RESCUE
+            /* every output checked: the look-back's sums take many orders (group prefixes,
+             * folds); values past len repeat the last one's */
+            bool off_range = false;
+            UNROLL_LOOP for (uint j = 0; j < ITEMS; ++j) {
+                off_range |= !SCAN_OK(v_r[j]);
+            }
+            if (off_range) {
+                LB_ROW_FLAGS(ws)[row] = 1u;
+            }
+#endif
             store_items(v_r, q, LB_FIRST(r), len);
         }
     }
@@ -586,6 +724,42 @@ void scan_rows(__global const IN_T *restrict in, const ulong in_offset,
     __local ACC_T run_totals[LB_AHEAD ? LB_SEGS * SG_SIZE : 1];
     lookback_scan(in + in_offset, out + out_offset, n_rows, row_len, (__global uint *)carries, &ticket, segs,
                   &tile_prefix, &tile_total, (LOCAL_PTR IN_T *)copy, run_totals);
+#elif PHASE == 4
+    /* the rows a scan flagged, one work-item each, elements [chunk_len, chunk_len +
+     * SCAN_WALK_SEG); the walk's state between launches after the flags */
+#if LB_FLAGS
+    __global uint *flags = LB_ROW_FLAGS((__global uint *)carries);
+#else
+    __global uint *flags = scan_flags(carries, n_rows);
+#endif
+    __global long *state_e = (__global long *)(flags + FLAG_WORDS(n_rows));
+    __global ACC_T *state_v = (__global ACC_T *)(state_e + n_rows);
+    const ulong first = chunk_len;
+    const ulong stop = SCAN_WALK_SEG ? min(row_len, first + (ulong)SCAN_WALK_SEG) : row_len;
+    const ulong step = (ulong)get_global_size(0) * SCAN_WALK_ROWS;
+    for (ulong r0 = (ulong)get_global_id(0) * SCAN_WALK_ROWS; r0 < n_rows; r0 += step) {
+        uint f[SCAN_WALK_ROWS];
+        UNROLL_LOOP for (uint u = 0; u < SCAN_WALK_ROWS; ++u) {
+            f[u] = flags[r0 + u];   /* padding words past n_rows: never read as a row's */
+        }
+        for (uint u = 0; u < SCAN_WALK_ROWS; ++u) {
+            const ulong row = r0 + u;
+            if (f[u] == 0u || row >= n_rows) {
+                continue;
+            }
+            scan_walk_t w = walk_init();
+            if (first > 0) {
+                w.v = state_v[row];
+                w.e = state_e[row];
+            }
+            w = scan_walk(in + in_offset + row * row_len + first, out + out_offset + row * row_len + first,
+                          stop - first, w);
+            if (stop < row_len) {
+                state_v[row] = w.v;
+                state_e[row] = w.e;
+            }
+        }
+    }
 #else
     __local ACC_T scratch[PREFIX_SCRATCH_LEN];
     const uint lid = get_local_id(0);
@@ -611,6 +785,12 @@ void scan_rows(__global const IN_T *restrict in, const ulong in_offset,
             carry = carries[task - 1];
         }
 #endif
+#if SCAN_RESCUE && PHASE == 0
+        /* this lane's exclusive prefixes: every output is carry + prefix + a running value of
+         * the lane, and a partial past the range reaches one of the three (the lane's own
+         * through its total, into the carry) */
+        bool off_range = false;
+#endif
         for (ulong t0 = 0; t0 < chunk_len; t0 += TILE) {   /* uniform trip count: chunk_len */
             const ulong first = t0 + (ulong)lane * ITEMS;
             ACC_T v[ITEMS];   /* the lane's elements, then its running values */
@@ -618,6 +798,9 @@ void scan_rows(__global const IN_T *restrict in, const ulong in_offset,
             const ACC_T run = scan_items(v);
             ACC_T total;
             const ACC_T excl = team_prefix(run, &total, scratch, lid, lane);
+#if SCAN_RESCUE && PHASE == 0
+            off_range |= !SCAN_OK(excl);
+#endif
 #if PHASE == 0
             add_prefix(OP(carry, excl), v);
             store_items(v, q, first, len);
@@ -627,7 +810,35 @@ void scan_rows(__global const IN_T *restrict in, const ulong in_offset,
 #if PHASE == 1
         if (lane == 0 && live) {
             out[out_offset + task] = carry;
+#if SCAN_RESCUE
+            scan_flags(carries, n_rows)[row] = 0u;   /* PHASE 0 sets it */
+#endif
         }
+#endif
+#if SCAN_RESCUE && PHASE == 0
+        off_range |= !SCAN_OK(carry);
+#if SPLIT > 1
+        if (off_range && live) {
+            scan_flags(carries, n_rows)[row] = 1u;   /* PHASE 4 walks the row */
+        }
+#else
+        /* one flag a row, written whatever it says (no pass clears them): the team agrees
+         * first. Walking the row here instead, after the team, cost an H100's float32 cumsum
+         * of 1048576 x 32 30 % (the out-of-line call in the task loop), vote or not. */
+#if LANES > 1 && SG_MODE != SG_LOCAL && (HAS_SUB_GROUP_VOTE || SG_MODE == SG_BUILTIN)
+        /* one vote over the whole sub-group: a team beside a flagged one has its row walked too */
+        off_range = sub_group_any(off_range);
+#elif LANES > 1
+        {
+            ACC_T any_off;
+            (void)team_prefix(off_range ? (ACC_T)NAN : IDENT, &any_off, scratch, lid, lane);
+            off_range = any_off != any_off;
+        }
+#endif
+        if (lane == 0 && live) {
+            scan_flags(carries, n_rows)[row] = off_range ? 1u : 0u;
+        }
+#endif
 #endif
     }
 #endif

@@ -67,16 +67,42 @@ LOOKBACK_GROUP = 32  # tiles per group of the look-back's chain (row_scan.cl LB_
 
 def lookback_workspace(rows: int, row_len: int, tile: int, acc_bytes: int) -> tuple[int, int]:
     """(32-bit words PHASE 3 clears, bytes) of the look-back's workspace, as row_scan.cl lays
-    it out: a 4-word counter, then a slot per tile and two per group (a total, an inclusive
-    prefix) -- a 64-bit word each (value and ready bit) for 4-byte accumulators, else a flag
-    word each and the 8-byte values after them."""
+    it out: a 4-word counter, a flag word per row (rows past the float range, SCAN_RESCUE; an
+    even count), then a slot per tile and two per group (a total, an inclusive prefix) -- a
+    64-bit word each (value and ready bit) for 4-byte accumulators, else a flag word each and
+    the 8-byte values after them."""
     tiles = _ceil_div(row_len, tile)
     slots = rows * tiles + 2 * rows * _ceil_div(tiles, LOOKBACK_GROUP)
+    head = 4 + flag_words(rows)
     if acc_bytes == 4:
-        words = 4 + 2 * slots
+        words = head + 2 * slots
         return words, 4 * words
-    words = 4 + slots
+    words = head + slots
     return words, (words + 1) // 2 * 8 + slots * acc_bytes
+
+
+def scan_rescues(op: str, dtype: str) -> bool:
+    """row_scan.cl SCAN_RESCUE: float sums (not of float16, whose float32 sums cannot pass the
+    range) and float products scan a row again in row order where a partial left the range."""
+    acc = acc_dtype_of(op, dtype)
+    return acc.startswith("float") and (op == "cumprod" or (op == "cumsum" and dtype != "float16"))
+
+
+def flag_words(rows: int) -> int:
+    """row_scan.cl FLAG_WORDS: a flag word a row, padded to a multiple of 16 (PHASE 4 reads
+    16 at a time)."""
+    return _ceil_div(rows, 16) * 16
+
+
+def rescue_bytes(rows: int, acc_bytes: int) -> int:
+    """Bytes of a scan's rescue area in its carries buffer (row_scan.cl scan_flags; a split
+    scan's after its carries, 16-byte aligned): the rows' flags, then the walk's state, a long
+    and an accumulator a row."""
+    return 4 * flag_words(rows) + rows * (8 + acc_bytes)
+
+
+# llvmpipe: elements a PHASE 4 launch walks per row (32 a loop trip; see LLVMPIPE_LOOP_LIMIT)
+WALK_SEG_LLVMPIPE = (LLVMPIPE_TRIP_BUDGET - 16) * 32
 
 
 def scan_tile_trips(items: int, lanes: int) -> int:
@@ -190,21 +216,49 @@ def plan_scan(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = No
                        n_rows=rows, row_len=row_len, chunk_len=chunk_len, defines=pairs_options[0])
 
     main = defines_for(problem.dtype, out, sg_mode, sg_size, reqd, lanes, split, 0)
+    rescue = scan_rescues(problem.op, problem.dtype)
+    walk_defines = lambda **more: _scan_defines(  # noqa: E731 -- PHASE 4 of this plan's macros
+        caps, problem.op, acc, problem.dtype, out, wg, sg_mode, sg_size, reqd, lanes, items, split, 4, **more)
     if split == 1:
         passes = (launch(main, "input", "output", problem.rows, k, k, lanes, 1),)
+        if rescue:
+            passes += _walk_passes(caps, problem, wg, walk_defines)
     else:
         totals = defines_for(problem.dtype, acc, sg_mode, sg_size, reqd, lanes, split, 1)
-        # the (rows, split) totals are short rows: one work-item each, no collectives
-        carries = defines_for(acc, acc, "local", None, "none", 1, 1, 0)
+        # the (rows, split) totals are short rows: one work-item each, no collectives; a
+        # flagged row is walked whole (PHASE 4), so their scan walks nothing itself
+        carries = _scan_defines(caps, problem.op, acc, acc, acc, wg, "local", None, "none", 1, items, 1, 0,
+                                SCAN_RESCUE=0)
         passes = (launch(totals, "input", "partials", problem.rows, k, chunk, lanes, split),
                   launch(carries, "partials", "carries", problem.rows, split, split, 1, 1),
                   launch(main, "input", "output", problem.rows, k, chunk, lanes, split))
+        if rescue:
+            passes += _walk_passes(caps, problem, wg, walk_defines)
     return RowPlan(op=problem.op, cache="none", sg_mode=sg_mode, sg_size=sg_size, reqd_sg=reqd, wg_size=wg,
                    lanes=lanes, nper=items, local_len=1, local_mem_bytes=local_bytes, acc_dtype=acc, out_dtype=out,
                    kernel_file=kernel_file, entry=entry, defines=main[0], options=main[1],
-                   global_size=passes[-1].global_size, local_size=wg,
+                   global_size=passes[0 if split == 1 else 2].global_size, local_size=wg,
                    scalars=(("n_rows", "u64", problem.rows), ("row_len", "u64", k), ("chunk_len", "u64", chunk)),
                    split=split, passes=passes)
+
+
+def _walk_passes(caps: DeviceCaps, problem: RowProblem, wg: int, defines) -> tuple[RowPass, ...]:
+    """PHASE 4: the rows a scan flagged, walked in row order (one work-item a row); on
+    llvmpipe in launches of WALK_SEG_LLVMPIPE elements, the walk's state kept between them.
+    ``defines(**more)``: the pass's (-D pairs, options) with ``more`` macros."""
+    k = problem.row_len
+    if llvmpipe_loop_limited(caps):  # one row a work-item, long rows in segments
+        seg = WALK_SEG_LLVMPIPE if k > WALK_SEG_LLVMPIPE else 0
+        pairs, options = defines(SCAN_WALK_ROWS=1, **({"SCAN_WALK_SEG": seg} if seg else {}))
+        groups = _trip_groups(caps, _ceil_div(problem.rows, wg), problem.rows, wg, _ceil_div(seg or k, 32) + 4,
+                              f"{problem.op} walk of rows of {k}")
+    else:  # 16 rows' flags a work-item (row_scan.cl SCAN_WALK_ROWS)
+        seg = 0
+        pairs, options = defines()
+        groups = _ceil_div(_ceil_div(problem.rows, 16), wg)
+    return tuple(RowPass(options=options, global_size=groups * wg, local_size=wg, reads="input", writes="output",
+                         n_rows=problem.rows, row_len=k, chunk_len=first, defines=pairs)
+                 for first in range(0, k, seg or k))
 
 
 def _scan_defines(caps: DeviceCaps, op: str, acc: str, in_dtype: str, out_dtype: str, wg: int, mode: str,
@@ -308,9 +362,11 @@ def _plan_lookback(caps: DeviceCaps, problem: RowProblem, force: RowForce, sg_mo
                       writes="partials", n_rows=1, row_len=words, chunk_len=words, defines=clear[0]),
               RowPass(options=main[1], global_size=blocks * wg, local_size=wg, reads="input", writes="output",
                       n_rows=problem.rows, row_len=k, chunk_len=tile, defines=main[0]))
+    if scan_rescues(problem.op, problem.dtype):
+        passes += _walk_passes(caps, problem, wg, lambda **more: _scan_defines(*common, 4, LB_FLAGS=1, **more))
     return RowPlan(op=problem.op, cache="none", sg_mode=sg_mode, sg_size=sg_size, reqd_sg=reqd, wg_size=wg,
                    lanes=sg_size, nper=items, local_len=1, local_mem_bytes=local_bytes, acc_dtype=acc,
                    out_dtype=out, kernel_file=kernel_file, entry=entry, defines=main[0], options=main[1],
-                   global_size=passes[-1].global_size, local_size=wg,
+                   global_size=passes[1].global_size, local_size=wg,
                    scalars=(("n_rows", "u64", problem.rows), ("row_len", "u64", k), ("chunk_len", "u64", tile)),
                    split=1, passes=passes, lookback_tile=tile)

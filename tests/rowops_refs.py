@@ -177,3 +177,26 @@ def check_backward_write_walk(monkeypatch, plans_owner, run) -> None:
         xh = x.astype(np.float16)
         _close(run("softmax", xh, force), ref_softmax(xh), "float16", TOL, what)
     assert any(chosen), "no plan took the backward walk: the test checked nothing"
+
+
+def rows_past_the_range(op: str, dtype: str, k: int):
+    """(x, exact prefixes as float64) of three rows: ordinary values between two rows
+    whose prefixes stay inside the float range while partials of aligned blocks leave it.
+    The pattern 0, -1, 1, 1, -1, -1, 1, 1, -1, ... (units of `big`): every prefix is -1, 0 or
+    1 unit, but any block of 2+ elements starting at 2 mod 4 adds 1 + 1 or -1 - 1 (one unit
+    is most of the range): lanes' runs, team prefixes and chunk totals all cross it.
+    cumprod: the same with big, 1/big and 1 for 1, -1 and 0 units (crossing to inf and to 0)."""
+    units = np.concatenate([[0], np.tile([-1, 1, 1, -1], k // 4 + 1)])[:k]
+    small = np.linspace(0.5, 1.5, k)
+    if op == "cumsum":
+        big = np.asarray({"float32": 3e38, "float64": 1.5e308}[dtype], dtype)
+        rows = np.stack([units * big, small, -units * big]).astype(dtype)
+        want = np.stack([np.cumsum(units) * np.float64(big), np.cumsum(rows[1].astype(np.float64)),
+                         -np.cumsum(units) * np.float64(big)])
+    else:
+        big = np.asarray({"float32": 1e30, "float64": 1e300}[dtype], dtype)
+        pattern = np.where(units == 1, big, np.where(units == -1, 1 / big, 1)).astype(dtype)
+        wave = np.exp(0.5 * np.sin(np.arange(k)))  # prefixes stay between e^-1.1 and e^1.1
+        rows = np.stack([pattern, wave.astype(dtype), pattern[::-1]])
+        want = np.cumprod(rows.astype(np.float64), -1)  # in order: stays inside float64's range
+    return rows, want

@@ -23,8 +23,8 @@ import numpy as np
 import pytest
 from conftest import slow_enabled
 from rowops_refs import (ADVERSARIAL, LOG_TOL, NORM_TOL, TOL, U32, _assert_cumsum_bound, _close,
-                         check_backward_write_walk, far_first_rows,
-                         ref_layer_norm, ref_log_softmax, ref_quantize, ref_rms_norm, ref_softmax, wild_rows)
+                         check_backward_write_walk, far_first_rows, ref_layer_norm, ref_log_softmax,
+                         ref_quantize, ref_rms_norm, ref_softmax, rows_past_the_range, wild_rows)
 
 from clreduce import rowops
 from clreduce.backends import get_backend
@@ -74,8 +74,11 @@ def test_lookback_scan_plans_are_cuda_only():
     for dtype, items in (("float16", 8), ("float32", 4), ("int32", 4), ("float64", 2), ("int8", 16)):
         problem = RowProblem("cumsum", 3, 5_000_001, dtype)
         p = plan_row(H100, problem)
-        clear, scan = p.passes
+        clear, scan, *walk = p.passes
         assert (dict(clear.defines)["PHASE"], dict(scan.defines)["PHASE"]) == ("3", "2")
+        # rows past the float range walked again (PHASE 4): float32/64 sums (float16's
+        # float32 sums cannot pass the range)
+        assert [dict(w.defines)["PHASE"] for w in walk] == (["4"] if dtype in ("float32", "float64") else [])
         rounds = int(dict(scan.defines)["ROUNDS"])
         assert p.lookback_tile == rounds * p.wg_size * items and p.split == 1
         tiles = 3 * -(-problem.row_len // p.lookback_tile)
@@ -97,7 +100,7 @@ def test_lookback_scan_plans_are_cuda_only():
     pascal = cuda_probe.caps_from_properties(dict(cuda_probe.H100_SXM_PROPERTIES, major=6, minor=0))
     assert plan_row(pascal, RowProblem("cumsum", 1, 1 << 24, "float32")).lookback_tile == 0  # no ld.acquire
     volta = cuda_probe.caps_from_properties(dict(cuda_probe.H100_SXM_PROPERTIES, major=7, minor=0))
-    scan = plan_row(volta, RowProblem("cumsum", 1, 1 << 24, "float32")).passes[-1]
+    scan = plan_row(volta, RowProblem("cumsum", 1, 1 << 24, "float32")).passes[1]
     assert "LB_AHEAD" not in dict(scan.defines)  # no cp.async before sm_80: a block per tile
     opencl_caps = dataclasses.replace(H100, backend="opencl")
     assert plan_row(opencl_caps, RowProblem("cumsum", 1, 1 << 24, "float32")).lookback_tile == 0
@@ -188,6 +191,33 @@ def test_integer_scans_exact(dtype):
 
 
 @gpu
+@pytest.mark.parametrize("op", ["cumsum", "cumprod"])
+def test_scans_of_rows_past_the_float_range(op):
+    """CUDA forms of test_rowops' test of the same name: rows whose partials leave the float
+    range while their prefixes stay inside, scanned by one team (the team walks the row), in
+    split chunks (flags, PHASE 4) and by the look-back (flags in its workspace, PHASE 4).
+    float64: CuPy's NVRTC builds flush float32 subnormals (README), products' walk included."""
+    cp = _cp()
+    caps = cuda_probe.probe_device(cp.cuda.Device().id)
+    for dtype in ("float32", "float64"):
+        eps = np.finfo(dtype).eps / 2
+        for k, force in ((7, None), (4097, None), (4097, RowForce(split=3)), (70001, RowForce(split=5)),
+                         (1_500_001, None)):
+            x, want = rows_past_the_range(op, dtype, k)
+            plan = plan_row(caps, RowProblem(op, 3, k, dtype), force)
+            if k == 1_500_001:
+                assert plan.lookback_tile > 0, "the look-back's flags were not tested"
+            what = f"{op} {dtype} K={k} {force}"
+            got = getattr(rowops, op)(cp.asarray(x), axis=-1, force=force).get()
+            assert np.isfinite(got).all(), what
+            if op == "cumsum":
+                np.testing.assert_array_equal(got[[0, 2]], want[[0, 2]].astype(dtype), err_msg=what)
+                _assert_cumsum_bound(got[1:2], x[1:2], -1, what)
+            else:
+                np.testing.assert_allclose(got, want, rtol=(k + 1) * eps * 1.01, err_msg=what)
+
+
+@gpu
 @pytest.mark.parametrize("dtype", ["int32", "float32", "float16"])
 def test_lookback_scans_of_long_rows(dtype):
     """The planner's look-back on few long rows: exact for integers (a wrong prefix anywhere
@@ -204,7 +234,7 @@ def test_lookback_scans_of_long_rows(dtype):
     for rows, k in ((1, 9_000_017), (3, 1_500_001), (1, 600_001)):
         plan = plan_row(caps, RowProblem("cumsum", rows, k, dtype))
         assert plan.lookback_tile > 0
-        staged = "LB_AHEAD" in dict(plan.passes[-1].defines)
+        staged = "LB_AHEAD" in dict(plan.passes[1].defines)
         assert staged == (dtype != "int32" and k > 600_001), f"{dtype} {rows}x{k}: staged {staged}"
         rng = _rng("lookback", dtype, rows, k)
         x = rng.integers(-(2**31), 2**31, (rows, k), dtype=np.int32) if dtype == "int32" else \

@@ -14,6 +14,7 @@ from clreduce.kernels import read_source
 from clreduce.plan import UnsupportedOnDevice
 from clreduce.plan_rowops import (FAMILIES, LOCAL_CAP, SCAN_OPS, STATS_ONLY, RowForce, RowProblem, local_budget, plan_row,
                                   reg_budget, row_variants)
+from clreduce.plan_scan import scan_rescues
 
 OPS = tuple(FAMILIES)
 ROW_LENS = (1, 7, 64, 128, 1000, 4097, 8192, 20000, 10**6)
@@ -50,10 +51,17 @@ def check(caps, problem, p) -> None:
     if problem.op in STATS_ONLY:
         assert p.cache != "local"  # nothing written: two passes over registers, or one read
     if problem.op in SCAN_OPS:
-        assert p.passes and p.passes[-1].reads == "input" and p.passes[-1].writes == "output"
-        chunk = p.passes[-1].chunk_len
-        assert chunk * p.split >= problem.row_len > chunk * (p.split - 1)  # no empty chunk
-        assert len(p.passes) == (1 if p.split == 1 else 3)
+        # PHASE 4 (last): rows past the float range walked again (float sums and products)
+        walks = [x for x in p.passes if dict(x.defines)["PHASE"] == "4"]
+        scans = p.passes[:len(p.passes) - len(walks)]
+        assert p.passes[len(scans):] == tuple(walks)
+        assert bool(walks) == scan_rescues(problem.op, problem.dtype)
+        assert all(x.reads == "input" and x.writes == "output" for x in walks)
+        assert scans and scans[-1].reads == "input" and scans[-1].writes == "output"
+        chunk = scans[-1].chunk_len
+        if not p.lookback_tile:
+            assert chunk * p.split >= problem.row_len > chunk * (p.split - 1)  # no empty chunk
+            assert len(scans) == (1 if p.split == 1 else 3)
         for launch in p.passes:
             assert launch.global_size % launch.local_size == 0 and launch.local_size == p.wg_size
             assert all(o.startswith("-D") or o.startswith("-cl-std=") for o in launch.options)
@@ -248,7 +256,9 @@ def test_gpu_scans_use_subgroups_where_present(name):
 def test_few_long_rows_scan_over_several_groups(name):
     caps = ALL_CAPS[name]
     p = plan_row(caps, RowProblem("cumsum", 1, 10**6, "float32"))
-    assert p.split > 1 and [x.writes for x in p.passes] == ["partials", "carries", "output"]
+    # chunk totals, their scan, the chunks; then the flagged rows walked (float sums)
+    assert p.split > 1 and [x.writes for x in p.passes] == ["partials", "carries", "output", "output"]
+    assert [dict(x.defines)["PHASE"] for x in p.passes] == ["1", "0", "0", "4"]
     many = plan_row(caps, RowProblem("cumsum", 10**5, 100, "float32"))
     assert many.split == 1
 

@@ -17,13 +17,14 @@ from conftest import slow_enabled
 
 from rowops_refs import (ADVERSARIAL, HALF_ROWS, LOG_TOL, NORM_TOL, TOL, U32, _assert_cumsum_bound, _close,
                          check_backward_write_walk, far_first_rows, ref_layer_norm, wild_rows, ref_log_softmax,
-                         ref_quantize, ref_rms_norm, ref_softmax)
+                         ref_quantize, ref_rms_norm, ref_softmax, rows_past_the_range)
 
 from clreduce import rowops
 from clreduce.backends import opencl_rowops
 from clreduce.backends.opencl_probe import probe_device
 from clreduce.plan import Force, UnsupportedOnDevice
-from clreduce.plan_rowops import RowForce, RowProblem, llvmpipe_loop_limited, row_variants
+from clreduce.plan_rowops import RowForce, RowProblem, llvmpipe_loop_limited, plan_row, row_variants
+from clreduce.plan_scan import WALK_SEG_LLVMPIPE
 
 try:
     from numpy.exceptions import AxisError
@@ -858,3 +859,80 @@ def test_long_register_rows_stay_accurate(cl_device, k):
     _close(rowops.softmax(tail, device=cl_device), ref_softmax(tail), "float32", TOL, "softmax 1 + small terms")
     mean, var = rowops.moments(big, device=cl_device)
     np.testing.assert_allclose(var, big.astype(np.float64).var(-1), rtol=1e-5)
+
+
+@pytest.mark.parametrize("op", ["cumsum", "cumprod"])
+def test_scans_of_rows_past_the_float_range(cl_device, cl_queue, op, request):
+    """Rows whose partials (a lane's run, a team prefix, a chunk's total) leave the float range
+    while every prefix stays inside: before the rescue, -inf + inf gave NaN (and a product's
+    inf * 0 gave NaN, its 0 gave 0) where numpy's sequential scan gives the prefix. Every
+    forced variant (sampled), rows of 7 (one tile), 4097 (tiles, padding) and 70001 (chunks:
+    the flags and PHASE 4's walk)."""
+    caps = opencl_rowops.runnable_caps(cl_queue)
+    for dtype in ("float32",) + (("float64",) if caps.fp64 else ()):
+        eps = np.finfo(dtype).eps / 2
+        for k in (7, 4097, 70001):
+            x, want = rows_past_the_range(op, dtype, k)
+            forces = [None]
+            if k < 70001:
+                forces += _sample(row_variants(caps, RowProblem(op, 3, k, dtype)), 2,
+                                  zlib.crc32(f"{op}{dtype}{k}".encode()), request)
+            for force in forces:
+                what = f"{op} {dtype} K={k} {force}"
+                got = getattr(rowops, op)(x, axis=-1, device=cl_device, force=force)
+                assert np.isfinite(got).all(), what
+                if op == "cumsum":
+                    # row 0 and 2: -1, 0, 1 units, exact in any order; row 1: the stated bound
+                    np.testing.assert_array_equal(got[[0, 2]], want[[0, 2]].astype(dtype), err_msg=what)
+                    _assert_cumsum_bound(got[1:2], x[1:2], -1, what)
+                else:
+                    np.testing.assert_allclose(got, want, rtol=(k + 1) * eps * 1.01, err_msg=what)
+
+
+def test_scans_past_the_range_keep_numpy_infinities(cl_device):
+    """A row walked again gives the exact prefix rounded once: inf only where the prefix
+    itself passes the range (as float64 arithmetic gives it; numpy's float32 scan stays inf
+    from its first overflow on, e.g. 1e30, 1e30, 1e-30 gives inf, inf where the prefix is
+    back at 1e30), and IEEE's rules for inf and NaN in the row."""
+    big = np.float32(3e38)
+    rows = np.array([[-big] * 4 + [big] * 2 + [1, 2],           # -inf from the second prefix on
+                     [1, np.inf, 2, -np.inf, 3, 4, 5, 6],        # inf, then NaN
+                     [1, 2, np.nan, 3, big, big, 4, 5],          # NaN from the third on
+                     [big, big, -big, -np.inf, 1, 2, 3, 4]], np.float32)
+    got = rowops.cumsum(rows, axis=-1, device=cl_device)
+    with np.errstate(over="ignore", invalid="ignore"):
+        want = np.cumsum(rows.astype(np.float64), -1).astype(np.float32)
+    np.testing.assert_array_equal(got, want)
+    # products: 1e30 * 1e30 passes the range, 1e-30 twice brings it back, 0 * inf is NaN
+    p = np.array([[1e30, 1e30, 1e-30, 1e-30, 2, 0, 3, np.inf]], np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        want = np.cumprod(p.astype(np.float64), -1).astype(np.float32)
+    np.testing.assert_allclose(rowops.cumprod(p, axis=-1, device=cl_device), want, rtol=8 * 2.0 ** -24)
+
+
+def test_float16_products_past_the_float32_range(cl_device):
+    """float16 cumprod multiplies in float32: 60000^9 passes even float32's range, and the
+    prefixes come back (60000^-1 nine times). Each output is the exact prefix rounded to
+    float16 (inf where it passes 65504); numpy's float16 cumprod is inf from the second on."""
+    x = np.array([[60000] * 9 + [1 / 60000] * 9], np.float16)
+    got = rowops.cumprod(x, axis=-1, device=cl_device)
+    with np.errstate(over="ignore"):
+        want = np.cumprod(x.astype(np.float64), -1).astype(np.float16)
+    assert np.isfinite(want[0, -1])
+    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=2e-3)
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
+
+
+def test_long_rows_past_the_range_walk_in_segments(cl_device, cl_queue):
+    """A flagged row longer than one PHASE 4 launch walks on llvmpipe (WALK_SEG_LLVMPIPE
+    elements, its loop limiter): several launches, the walk's state carried between them;
+    one launch elsewhere. The sum pattern's prefixes are exact in any order."""
+    k = WALK_SEG_LLVMPIPE + 4099
+    x, want = rows_past_the_range("cumsum", "float32", k)
+    x, want = x[:1], want[:1]
+    caps = opencl_rowops.runnable_caps(cl_queue)
+    walks = [p for p in plan_row(caps, RowProblem("cumsum", 1, k, "float32")).passes
+             if dict(p.defines)["PHASE"] == "4"]
+    assert len(walks) == (2 if llvmpipe_loop_limited(caps) else 1)
+    got = rowops.cumsum(x, axis=-1, device=cl_device)
+    np.testing.assert_array_equal(got, want.astype(np.float32))

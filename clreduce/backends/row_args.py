@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..plan_rowops import RowPlan, RowProblem
-from ..plan_scan import lookback_workspace
+from ..plan_scan import lookback_workspace, rescue_bytes, scan_rescues
 
 BUFFERS = ("input", "output", "weight", "bias", "stats", "partials", "carries")
 IN_OFFSET = "in_offset"
@@ -27,9 +27,13 @@ def kernel_args(p: RowPlan, problem: RowProblem, eps: float = 0.0) -> tuple[tupl
     """Per pass of ``p``: the kernel's arguments, in order (see the module doc)."""
     if p.kernel_file == "row_scan.cl":
         # scan_rows(in, in_offset, out, out_offset, n_rows, row_len, chunk_len, carries)
+        # `carries`: the look-back's workspace; a split scan's carries (and rows' flags); a
+        # whole-row scan's flags where rows are rescued; else never read (any buffer)
+        carries = "partials" if p.lookback_tile else "carries" if p.split > 1 or scan_rescues(
+            problem.op, problem.dtype) else None
         return tuple((launch.reads, IN_OFFSET if launch.reads == "input" else _ZERO, launch.writes, _ZERO,
                       np.uint64(launch.n_rows), np.uint64(launch.row_len), np.uint64(launch.chunk_len),
-                      "partials" if p.lookback_tile else "carries" if p.split > 1 else launch.writes)
+                      carries or launch.writes)
                      for launch in p.passes)
     # (in, in_offset, out, out_offset, [weight, bias, stats | scales], partials, n_rows, row_len,
     # chunk_len[, eps]): every pass takes the same list (PHASE tells it partials from rows)
@@ -62,9 +66,13 @@ def buffer_bytes(p: RowPlan, problem: RowProblem) -> dict[str, int]:
              else 0, "partials": 0, "carries": 0}
     if p.lookback_tile:
         sizes["partials"] = lookback_workspace(rows, problem.row_len, p.lookback_tile, acc)[1]
+    elif p.kernel_file == "row_scan.cl" and p.split == 1 and scan_rescues(problem.op, problem.dtype):
+        sizes["carries"] = rescue_bytes(rows, acc)  # the rows' flags and walk state
     elif p.split > 1:
         if p.kernel_file == "row_scan.cl":
             sizes["partials"] = sizes["carries"] = rows * p.split * acc
+            if scan_rescues(problem.op, problem.dtype):  # the rows' flags and walk state after the carries
+                sizes["carries"] = (sizes["carries"] + 15) // 16 * 16 + rescue_bytes(rows, acc)
         else:  # row_norm.cl's chunks also keep their shift (PARTIAL_SLOTS 3)
             sizes["partials"] = rows * p.split * (3 if p.kernel_file == "row_norm.cl" else 2) * acc
     return sizes
