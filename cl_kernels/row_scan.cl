@@ -174,17 +174,43 @@ inline ACC_T logaddexp(const ACC_T a, const ACC_T b) {
 #ifndef LB_FLAGS
 #define LB_FLAGS 0
 #endif
-/* words of the rows' flags (the look-back's workspace holds them for every SCAN) */
+/* words of one set of the rows' flags (the look-back's workspace holds two for every SCAN) */
 #define FLAG_WORDS(n_rows) (((n_rows) + 15) / 16 * 16)
-#if SCAN_RESCUE
-/* A value that says the row is scanned right: a sum that is finite, a product finite and not
- * 0. A wrong output comes from a partial that is not (or from rounding at the range's edge):
- * an inf or 0 partial spreads to every sum or product formed from it. */
-#if SCAN == SCAN_SUM
-#define SCAN_OK(v) (fabs(v) < (ACC_T)INFINITY)
+/* flag sets: a whole-row scan writes one (the team's verdict); split and look-back scans two,
+ * "bad" and "big" (below), set by any work-item that sees one and combined by PHASE 4 */
+#if SPLIT > 1 || LB_FLAGS || PHASE == 2 || PHASE == 3
+#define FLAG_SETS 2
 #else
-#define SCAN_OK(v) (fabs(v) < (ACC_T)INFINITY && (v) != (ACC_T)0)
+#define FLAG_SETS 1
 #endif
+#if SCAN_RESCUE
+/* A row is walked where a partial is "bad" -- not finite, or for products 0 -- and the row
+ * holds a "big" input. A wrong output comes from a bad partial (or from rounding at the
+ * range's edge): an inf, NaN or 0 partial spreads to every sum or product formed from it.
+ * But without a big input no partial can be wrong: finite terms below max / (2 * row_len)
+ * sum to below max / 2 in any order (an inf or NaN then comes from the inputs, and IEEE's
+ * sum of them is the same in every order), and products of terms within 1 in magnitude only
+ * shrink (a partial that underflowed to 0 leaves every prefix it reaches below the smallest
+ * subnormal: 0 is its rounding). So rows of inf or NaN, and products that decay to 0 (e.g.
+ * probabilities; walking them cost an H100 4000x), keep the fast scan's result. */
+#if SCAN == SCAN_SUM
+#define SCAN_BAD(v) (!(fabs(v) < (ACC_T)INFINITY))
+#define SCAN_BIG(x, big_sum) (fabs(x) > (big_sum) && fabs(x) < (ACC_T)INFINITY)
+#else
+#define SCAN_BAD(v) (!(fabs(v) < (ACC_T)INFINITY) || (v) == (ACC_T)0)
+#define SCAN_BIG(x, big_sum) (fabs(x) > (ACC_T)1 && fabs(x) < (ACC_T)INFINITY)
+#endif
+/* a sum's big term: above max / (2 * row_len) (ACC_MAX: the accumulator's largest finite) */
+#if ACC_BYTES == 8
+#define ACC_MAX 0x1.fffffffffffffp1023
+#else
+#define ACC_MAX 0x1.fffffep127f
+#endif
+#define BIG_SUM(row_len) (ACC_MAX / ((ACC_T)2 * (ACC_T)(row_len)))
+/* a lane's ITEMS inputs (IDENT past the row: never big) into *big */
+#define CHECK_BIG(big, d, big_sum) do { \
+        UNROLL_LOOP for (uint b_ = 0; b_ < ITEMS; ++b_) { (big) |= SCAN_BIG((d)[b_], (big_sum)); } \
+    } while (0)
 /* The walk's running value. Sums: s, kept as s * 2^64 from the first step whose sum of two
  * finite values overflowed (scaled), so no prefix passes the range and no small one loses a
  * bit before that; outputs s (or s * 2^64: inf past the range). Products: m * 2^e, m the
@@ -253,15 +279,20 @@ COLD_INLINE scan_walk_t scan_walk(__global const IN_T *p, __global OUT_T *q, con
     return w;
 }
 #endif
-/* the rows' flags in `carries`, FLAG_WORDS(n_rows) words: a split scan's after its (n_rows,
- * SPLIT) carries, 16-byte aligned, a whole-row scan's at its start; then the walk's state
- * between PHASE 4 launches (a long, then an ACC_T a row). clreduce/plan_scan.py
- * (rescue_bytes) sizes them. */
+/* the rows' flags in `carries`, FLAG_SETS * FLAG_WORDS(n_rows) words (bad, then big): a
+ * split scan's after its (n_rows, SPLIT) carries, 16-byte aligned, a whole-row scan's at its
+ * start; then the walk's state between PHASE 4 launches (a long, then an ACC_T a row).
+ * clreduce/plan_scan.py (rescue_bytes) sizes them. */
 inline __global uint *scan_flags(__global ACC_T *carries, const ulong n_rows) {
     return (__global uint *)((__global char *)carries + (SPLIT > 1 ? (n_rows * SPLIT * sizeof(ACC_T) + 15) / 16 * 16 : 0));
 }
-/* the look-back's row flags: after its 4-word counter (see lookback_scan) */
+/* the look-back's row flags (two sets): after its 4-word counter (see lookback_scan) */
 #define LB_ROW_FLAGS(ws) ((ws) + 4)
+/* any work-item: sets the row's flags it saw (their pass cleared them) */
+#define SET_FLAGS(flags, n_rows, row, bad, big) do { \
+        if (bad) { (flags)[row] = 1u; } \
+        if (big) { (flags)[FLAG_WORDS(n_rows) + (row)] = 1u; } \
+    } while (0)
 #endif
 
 /* ---- team prefix: exclusive prefix of each lane's total and the team's total ---------------- */
@@ -522,7 +553,7 @@ inline void lookback_scan(__global const IN_T *restrict in, __global OUT_T *rest
     const ulong n_tiles = n_rows * tpr, n_groups = n_rows * gpr;
     const ulong n_slots = n_tiles + 2 * n_groups;
     /* the counter, a flag a row (SCAN_RESCUE), the slots */
-    const ulong head_words = 4 + FLAG_WORDS(n_rows);
+    const ulong head_words = 4 + 2 * FLAG_WORDS(n_rows);
     __global uint *slots = ws + head_words;
     const ulong slot_words = head_words + n_slots * LB_SLOT_WORDS;
     __global ACC_T *values = (__global ACC_T *)(ws + (slot_words + 1) / 2 * 2);
@@ -565,6 +596,11 @@ inline void lookback_scan(__global const IN_T *restrict in, __global OUT_T *rest
         __global OUT_T *q = out + row * row_len + start;
 
         ACC_T excl[ROUNDS];
+#if SCAN_RESCUE
+        bool big = false;   /* a big input among this work-item's (see SCAN_BAD) */
+        const ACC_T big_sum = BIG_SUM(row_len);
+        (void)big_sum;   /* products: big is above 1 */
+#endif
 #if LB_AHEAD
         /* The tile stays in its copy, never held in registers: its runs' totals, which the
          * fetch left in `run_totals`, now; its running values once the prefix is known. The
@@ -581,6 +617,9 @@ inline void lookback_scan(__global const IN_T *restrict in, __global OUT_T *rest
             load_items(p, LB_FIRST(r), len, v[r]);
         }
         UNROLL_LOOP for (uint r = 0; r < ROUNDS; ++r) {
+#if SCAN_RESCUE
+            CHECK_BIG(big, v[r], big_sum);
+#endif
             const ACC_T run = scan_items(v[r]);
 #endif
             ACC_T total;
@@ -679,6 +718,9 @@ inline void lookback_scan(__global const IN_T *restrict in, __global OUT_T *rest
 #if LB_AHEAD
             ACC_T v_r[ITEMS];
             lb_load(p, tile_copy, LB_FIRST(r), len, v_r);
+#if SCAN_RESCUE
+            CHECK_BIG(big, v_r, big_sum);
+#endif
             (void)scan_items(v_r);
 #else
             ACC_T *v_r = v[r];
@@ -687,13 +729,11 @@ inline void lookback_scan(__global const IN_T *restrict in, __global OUT_T *rest
 #if SCAN_RESCUE
             /* every output checked: the look-back's sums take many orders (group prefixes,
              * folds); values past len repeat the last one's */
-            bool off_range = false;
+            bool bad = false;
             UNROLL_LOOP for (uint j = 0; j < ITEMS; ++j) {
-                off_range |= !SCAN_OK(v_r[j]);
+                bad |= SCAN_BAD(v_r[j]);
             }
-            if (off_range) {
-                LB_ROW_FLAGS(ws)[row] = 1u;
-            }
+            SET_FLAGS(LB_ROW_FLAGS(ws), n_rows, row, bad, big);
 #endif
             store_items(v_r, q, LB_FIRST(r), len);
         }
@@ -732,7 +772,7 @@ void scan_rows(__global const IN_T *restrict in, const ulong in_offset,
 #else
     __global uint *flags = scan_flags(carries, n_rows);
 #endif
-    __global long *state_e = (__global long *)(flags + FLAG_WORDS(n_rows));
+    __global long *state_e = (__global long *)(flags + FLAG_SETS * FLAG_WORDS(n_rows));
     __global ACC_T *state_v = (__global ACC_T *)(state_e + n_rows);
     const ulong first = chunk_len;
     const ulong stop = SCAN_WALK_SEG ? min(row_len, first + (ulong)SCAN_WALK_SEG) : row_len;
@@ -744,7 +784,8 @@ void scan_rows(__global const IN_T *restrict in, const ulong in_offset,
         }
         for (uint u = 0; u < SCAN_WALK_ROWS; ++u) {
             const ulong row = r0 + u;
-            if (f[u] == 0u || row >= n_rows) {
+            /* FLAG_SETS 2: a bad partial and a big input, both anywhere in the row */
+            if (f[u] == 0u || row >= n_rows || (FLAG_SETS == 2 && flags[FLAG_WORDS(n_rows) + row] == 0u)) {
                 continue;
             }
             scan_walk_t w = walk_init();
@@ -786,20 +827,25 @@ void scan_rows(__global const IN_T *restrict in, const ulong in_offset,
         }
 #endif
 #if SCAN_RESCUE && PHASE == 0
-        /* this lane's exclusive prefixes: every output is carry + prefix + a running value of
-         * the lane, and a partial past the range reaches one of the three (the lane's own
-         * through its total, into the carry) */
-        bool off_range = false;
+        /* bad: this lane's exclusive prefixes and the carry (every output is carry + prefix +
+         * a running value of the lane, and a bad partial reaches one of the three: the lane's
+         * own through its total, into the carry); big: its inputs (see SCAN_BAD) */
+        bool bad = false, big = false;
+        const ACC_T big_sum = BIG_SUM(row_len);
+        (void)big_sum;   /* products: big is above 1 */
 #endif
         for (ulong t0 = 0; t0 < chunk_len; t0 += TILE) {   /* uniform trip count: chunk_len */
             const ulong first = t0 + (ulong)lane * ITEMS;
             ACC_T v[ITEMS];   /* the lane's elements, then its running values */
             load_items(p, first, len, v);
+#if SCAN_RESCUE && PHASE == 0
+            CHECK_BIG(big, v, big_sum);
+#endif
             const ACC_T run = scan_items(v);
             ACC_T total;
             const ACC_T excl = team_prefix(run, &total, scratch, lid, lane);
 #if SCAN_RESCUE && PHASE == 0
-            off_range |= !SCAN_OK(excl);
+            bad |= SCAN_BAD(excl);
 #endif
 #if PHASE == 0
             add_prefix(OP(carry, excl), v);
@@ -811,32 +857,38 @@ void scan_rows(__global const IN_T *restrict in, const ulong in_offset,
         if (lane == 0 && live) {
             out[out_offset + task] = carry;
 #if SCAN_RESCUE
-            scan_flags(carries, n_rows)[row] = 0u;   /* PHASE 0 sets it */
+            /* PHASE 0 sets them */
+            scan_flags(carries, n_rows)[row] = 0u;
+            scan_flags(carries, n_rows)[FLAG_WORDS(n_rows) + row] = 0u;
 #endif
         }
 #endif
 #if SCAN_RESCUE && PHASE == 0
-        off_range |= !SCAN_OK(carry);
+        bad |= SCAN_BAD(carry);
 #if SPLIT > 1
-        if (off_range && live) {
-            scan_flags(carries, n_rows)[row] = 1u;   /* PHASE 4 walks the row */
+        if (live) {
+            SET_FLAGS(scan_flags(carries, n_rows), n_rows, row, bad, big);   /* PHASE 4 walks the row */
         }
 #else
         /* one flag a row, written whatever it says (no pass clears them): the team agrees
          * first. Walking the row here instead, after the team, cost an H100's float32 cumsum
          * of 1048576 x 32 30 % (the out-of-line call in the task loop), vote or not. */
 #if LANES > 1 && SG_MODE != SG_LOCAL && (HAS_SUB_GROUP_VOTE || SG_MODE == SG_BUILTIN)
-        /* one vote over the whole sub-group: a team beside a flagged one has its row walked too */
-        off_range = sub_group_any(off_range);
+        /* votes over the whole sub-group: a team beside a flagged one has its row walked too */
+        const bool walk = sub_group_any(bad) && sub_group_any(big);
 #elif LANES > 1
+        bool walk;
         {
-            ACC_T any_off;
-            (void)team_prefix(off_range ? (ACC_T)NAN : IDENT, &any_off, scratch, lid, lane);
-            off_range = any_off != any_off;
+            ACC_T any_bad, any_big;
+            (void)team_prefix(bad ? (ACC_T)NAN : IDENT, &any_bad, scratch, lid, lane);
+            (void)team_prefix(big ? (ACC_T)NAN : IDENT, &any_big, scratch, lid, lane);
+            walk = any_bad != any_bad && any_big != any_big;
         }
+#else
+        const bool walk = bad && big;
 #endif
         if (lane == 0 && live) {
-            scan_flags(carries, n_rows)[row] = off_range ? 1u : 0u;
+            scan_flags(carries, n_rows)[row] = walk ? 1u : 0u;
         }
 #endif
 #endif

@@ -67,13 +67,13 @@ LOOKBACK_GROUP = 32  # tiles per group of the look-back's chain (row_scan.cl LB_
 
 def lookback_workspace(rows: int, row_len: int, tile: int, acc_bytes: int) -> tuple[int, int]:
     """(32-bit words PHASE 3 clears, bytes) of the look-back's workspace, as row_scan.cl lays
-    it out: a 4-word counter, a flag word per row (rows past the float range, SCAN_RESCUE; an
-    even count), then a slot per tile and two per group (a total, an inclusive prefix) -- a
-    64-bit word each (value and ready bit) for 4-byte accumulators, else a flag word each and
-    the 8-byte values after them."""
+    it out: a 4-word counter, two sets of flag words (rows past the float range, SCAN_RESCUE;
+    flag_words each), then a slot per tile and two per group (a total, an inclusive prefix) --
+    a 64-bit word each (value and ready bit) for 4-byte accumulators, else a flag word each
+    and the 8-byte values after them."""
     tiles = _ceil_div(row_len, tile)
     slots = rows * tiles + 2 * rows * _ceil_div(tiles, LOOKBACK_GROUP)
-    head = 4 + flag_words(rows)
+    head = 4 + 2 * flag_words(rows)
     if acc_bytes == 4:
         words = head + 2 * slots
         return words, 4 * words
@@ -94,11 +94,11 @@ def flag_words(rows: int) -> int:
     return _ceil_div(rows, 16) * 16
 
 
-def rescue_bytes(rows: int, acc_bytes: int) -> int:
+def rescue_bytes(rows: int, acc_bytes: int, split: int) -> int:
     """Bytes of a scan's rescue area in its carries buffer (row_scan.cl scan_flags; a split
-    scan's after its carries, 16-byte aligned): the rows' flags, then the walk's state, a long
-    and an accumulator a row."""
-    return 4 * flag_words(rows) + rows * (8 + acc_bytes)
+    scan's after its carries, 16-byte aligned): the rows' flags (two sets where split,
+    FLAG_SETS), then the walk's state, a long and an accumulator a row."""
+    return 4 * flag_words(rows) * (2 if split > 1 else 1) + rows * (8 + acc_bytes)
 
 
 # llvmpipe: elements a PHASE 4 launch walks per row (32 a loop trip; see LLVMPIPE_LOOP_LIMIT)

@@ -936,3 +936,17 @@ def test_long_rows_past_the_range_walk_in_segments(cl_device, cl_queue):
     assert len(walks) == (2 if llvmpipe_loop_limited(caps) else 1)
     got = rowops.cumsum(x, axis=-1, device=cl_device)
     np.testing.assert_array_equal(got, want.astype(np.float32))
+
+
+def test_products_that_decay_to_zero(cl_device):
+    """Products of terms within 1 in magnitude only shrink: a partial that underflows to 0
+    leaves every later prefix below the smallest subnormal, so the fast scan's 0 is right and
+    the row is not walked again (row_scan.cl SCAN_BAD: it took an H100 4000x longer). Values
+    match float64's prefixes to the product bound, subnormals to their spacing."""
+    rng = _rng("decay")
+    x = rng.uniform(-1.0, 1.0, (5, 5000)).astype(np.float32)
+    x[1, 2500] = 0  # an exact 0 in the row
+    got = rowops.cumprod(x, axis=-1, device=cl_device)
+    want = np.cumprod(x.astype(np.float64), -1)
+    assert (got[:, -1] == 0).all() and (np.abs(want[:, 200]) < 2.0 ** -149).all()  # every row decays past float32
+    np.testing.assert_allclose(got, want, rtol=5001 * 2.0 ** -24, atol=2.0 ** -140)
