@@ -207,10 +207,21 @@ inline ACC_T logaddexp(const ACC_T a, const ACC_T b) {
 #define ACC_MAX 0x1.fffffep127f
 #endif
 #define BIG_SUM(row_len) (ACC_MAX / ((ACC_T)2 * (ACC_T)(row_len)))
+/* SCAN_BIG_IN_WALK (the planner: CPU devices' one-lane scans, not llvmpipe): the scan flags
+ * bad rows only and PHASE 4 reads a flagged row for a big input before it walks it. The
+ * per-element test in the scan cost Intel's CPU runtime 20-40 % (float32 cumsum, public
+ * call); a CPU reads a row again at its copy speed. */
+#ifndef SCAN_BIG_IN_WALK
+#define SCAN_BIG_IN_WALK 0
+#endif
 /* a lane's ITEMS inputs (IDENT past the row: never big) into *big */
+#if SCAN_BIG_IN_WALK
+#define CHECK_BIG(big, d, big_sum) do { (big) = true; } while (0)
+#else
 #define CHECK_BIG(big, d, big_sum) do { \
         UNROLL_LOOP for (uint b_ = 0; b_ < ITEMS; ++b_) { (big) |= SCAN_BIG((d)[b_], (big_sum)); } \
     } while (0)
+#endif
 /* The walk's running value. Sums: s, kept as s * 2^64 from the first step whose sum of two
  * finite values overflowed (scaled), so no prefix passes the range and no small one loses a
  * bit before that; outputs s (or s * 2^64: inf past the range). Products: m * 2^e, m the
@@ -257,6 +268,16 @@ inline scan_walk_t walk_init(void) {
 #define WALK_OP(u) WALK_STEP(w, xb[u], ob[u]);
 #define WALK_NAN(u) if (j + (u) < n) STORE((ACC_T)NAN, q, j + (u));
 #if PHASE == 4
+#if SCAN_BIG_IN_WALK
+/* whether the n elements at p hold a big input (see SCAN_BAD) */
+inline bool row_has_big(__global const IN_T *p, const ulong n, const ACC_T big_sum) {
+    bool big = false;
+    for (ulong j = 0; j < n; ++j) {
+        big |= SCAN_BIG(LOAD(p, j), big_sum);
+    }
+    return big;
+}
+#endif
 /* scan_walk: the inclusive scan of the n elements at p into q, in row order, from state w
  * (walk_init() at a row's start); returns the state after them. A NaN ends the loads: every
  * later output is NaN. */
@@ -785,9 +806,15 @@ void scan_rows(__global const IN_T *restrict in, const ulong in_offset,
         for (uint u = 0; u < SCAN_WALK_ROWS; ++u) {
             const ulong row = r0 + u;
             /* FLAG_SETS 2: a bad partial and a big input, both anywhere in the row */
-            if (f[u] == 0u || row >= n_rows || (FLAG_SETS == 2 && flags[FLAG_WORDS(n_rows) + row] == 0u)) {
+            if (f[u] == 0u || row >= n_rows ||
+                (FLAG_SETS == 2 && !SCAN_BIG_IN_WALK && flags[FLAG_WORDS(n_rows) + row] == 0u)) {
                 continue;
             }
+#if SCAN_BIG_IN_WALK
+            if (!row_has_big(in + in_offset + row * row_len, row_len, BIG_SUM(row_len))) {
+                continue;
+            }
+#endif
             scan_walk_t w = walk_init();
             if (first > 0) {
                 w.v = state_v[row];

@@ -203,9 +203,13 @@ def plan_scan(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = No
         chunk, split = _ceil_div(k, 2), 2  # a forced split of a short row: two chunks
         split = _ceil_div(k, chunk)
 
+    # CPUs' one-lane scans: PHASE 4 looks for the big inputs (row_scan.cl SCAN_BIG_IN_WALK)
+    big_in_walk = {"SCAN_BIG_IN_WALK": 1} if scan_rescues(problem.op, problem.dtype) and cpu and lanes == 1 \
+        and not llvmpipe_loop_limited(caps) else {}
+
     def defines_for(in_dtype, out_dtype, mode, size, req, n_lanes, sp, phase):
         return _scan_defines(caps, problem.op, acc, in_dtype, out_dtype, wg, mode, size, req, n_lanes, items, sp,
-                             phase)
+                             phase, **(big_in_walk if phase == 0 else {}))
 
     def launch(pairs_options, reads, writes, rows, row_len, chunk_len, n_lanes, sp):
         tasks, teams_ = rows * sp, wg // n_lanes
@@ -218,7 +222,8 @@ def plan_scan(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = No
     main = defines_for(problem.dtype, out, sg_mode, sg_size, reqd, lanes, split, 0)
     rescue = scan_rescues(problem.op, problem.dtype)
     walk_defines = lambda **more: _scan_defines(  # noqa: E731 -- PHASE 4 of this plan's macros
-        caps, problem.op, acc, problem.dtype, out, wg, sg_mode, sg_size, reqd, lanes, items, split, 4, **more)
+        caps, problem.op, acc, problem.dtype, out, wg, sg_mode, sg_size, reqd, lanes, items, split, 4,
+        **big_in_walk, **more)
     if split == 1:
         passes = (launch(main, "input", "output", problem.rows, k, k, lanes, 1),)
         if rescue:
