@@ -88,6 +88,7 @@ def torch_formula(op):
         "absmax_scale": lambda t: (lambda a: (t / a, a))(t.abs().amax(-1, keepdim=True)),
         "quantize_int8": lambda t: (lambda s: (torch.round(t / s).to(torch.int8), s))(t.abs().amax(-1, keepdim=True) / 127),
         "cumsum": lambda t: torch.cumsum(t, -1),
+        "cumprod": lambda t: torch.cumprod(t, -1),
     }
     fn = table[op]
     return lambda x: fn(torch.from_numpy(x))
@@ -188,6 +189,7 @@ def cuda_torch_op(op, k, dtype):
         "rms_norm": lambda t: F.rms_norm(t, (k,), w, eps=1e-6),
         "layer_norm": lambda t: F.layer_norm(t, (k,), w, None, eps=1e-5),
         "cumsum": lambda t: torch.cumsum(t, -1),
+        "cumprod": lambda t: torch.cumprod(t, -1),
     }
     return table[op], w
 
@@ -196,7 +198,7 @@ def cuda_clreduce_op(op, w):
     fn = getattr(clreduce, op)
     if op in ("rms_norm", "layer_norm"):
         return lambda t: fn(t, w)
-    if op == "cumsum":
+    if op in ("cumsum", "cumprod"):
         return lambda t: fn(t, axis=-1)
     return fn
 
