@@ -200,3 +200,15 @@ def rows_past_the_range(op: str, dtype: str, k: int):
         rows = np.stack([pattern, wave.astype(dtype), pattern[::-1]])
         want = np.cumprod(rows.astype(np.float64), -1)  # in order: stays inside float64's range
     return rows, want
+
+
+def assert_scan_past_the_range(op: str, dtype: str, k: int, got, x, want, what: str) -> None:
+    """The checks of a rows_past_the_range scan: finite everywhere; cumsum's rows 0 and 2
+    (prefixes of -1, 0, 1 units: exact in any order) equal, row 1 within the stated bound;
+    cumprod within the product bound (k + 1) ulp."""
+    assert np.isfinite(got).all(), what
+    if op == "cumsum":
+        np.testing.assert_array_equal(got[[0, 2]], want[[0, 2]].astype(dtype), err_msg=what)
+        _assert_cumsum_bound(got[1:2], x[1:2], -1, what)
+    else:
+        np.testing.assert_allclose(got, want, rtol=(k + 1) * np.finfo(dtype).eps / 2 * 1.01, err_msg=what)
