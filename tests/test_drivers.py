@@ -150,12 +150,20 @@ def test_llvmpipe_row_plans_stay_under_the_trip_budget():
                 for force in (None, RowForce(lanes=1), RowForce(lanes=2, cache="none")):
                     p = plan_row(caps, RowProblem(op, rows, k, "float32"), force)
                     for launch in p.passes:
-                        lanes = int(dict(o[2:].split("=") for o in launch.options if o.startswith("-D"))["LANES"])
+                        macros = dict(o[2:].split("=") for o in launch.options if o.startswith("-D"))
+                        lanes = int(macros["LANES"])
                         items = p.nper if op in SCAN_OPS else 1
                         teams = launch.local_size // lanes
                         split = launch.chunk_len and -(-launch.row_len // launch.chunk_len)
                         tasks = launch.n_rows * split
-                        if op in SCAN_OPS:
+                        if op in SCAN_OPS and macros["PHASE"] == "4":
+                            # the walk of flagged rows: one row a work-item, SCAN_WALK_SEG
+                            # elements of it a launch (chunk_len: where they start), 32 a trip
+                            assert macros.get("SCAN_WALK_ROWS") == "1"
+                            seg = int(macros.get("SCAN_WALK_SEG", 0)) or launch.row_len
+                            tasks, teams = launch.n_rows, launch.local_size
+                            trips = math.ceil(seg / 32) + 4
+                        elif op in SCAN_OPS:
                             trips = math.ceil(launch.chunk_len / (lanes * items)) * scan_tile_trips(items, lanes) + 2
                         else:
                             phase = 0 if p.split == 1 else (1 if launch.writes == "partials" else 2)
