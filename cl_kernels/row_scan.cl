@@ -192,7 +192,7 @@ inline ACC_T logaddexp(const ACC_T a, const ACC_T b) {
  * sum of them is the same in every order), and products of terms within 1 in magnitude only
  * shrink (a partial that underflowed to 0 leaves every prefix it reaches below the smallest
  * subnormal: 0 is its rounding). So rows of inf or NaN, and products that decay to 0 (e.g.
- * probabilities; walking them cost an H100 4000x), keep the fast scan's result. */
+ * probabilities; walking them cost an H100 300-11000x), keep the fast scan's result. */
 #if SCAN == SCAN_SUM
 #define SCAN_BAD(v) (!(fabs(v) < (ACC_T)INFINITY))
 #define SCAN_BIG(x, big_sum) (fabs(x) > (big_sum) && fabs(x) < (ACC_T)INFINITY)
@@ -302,8 +302,8 @@ COLD_INLINE scan_walk_t scan_walk(__global const IN_T *p, __global OUT_T *q, con
 #endif
 /* the rows' flags in `carries`, FLAG_SETS * FLAG_WORDS(n_rows) words (bad, then big): a
  * split scan's after its (n_rows, SPLIT) carries, 16-byte aligned, a whole-row scan's at its
- * start; then the walk's state between PHASE 4 launches (a long, then an ACC_T a row).
- * clreduce/plan_scan.py (rescue_bytes) sizes them. */
+ * start; then, where PHASE 4 runs in segments (SCAN_WALK_SEG), the walk's state between its
+ * launches (a long, then an ACC_T a row). clreduce/plan_scan.py (rescue_bytes) sizes them. */
 inline __global uint *scan_flags(__global ACC_T *carries, const ulong n_rows) {
     return (__global uint *)((__global char *)carries + (SPLIT > 1 ? (n_rows * SPLIT * sizeof(ACC_T) + 15) / 16 * 16 : 0));
 }

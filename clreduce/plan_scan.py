@@ -94,11 +94,13 @@ def flag_words(rows: int) -> int:
     return _ceil_div(rows, 16) * 16
 
 
-def rescue_bytes(rows: int, acc_bytes: int, split: int) -> int:
+def rescue_bytes(p: RowPlan, rows: int, acc_bytes: int) -> int:
     """Bytes of a scan's rescue area in its carries buffer (row_scan.cl scan_flags; a split
     scan's after its carries, 16-byte aligned): the rows' flags (two sets where split,
-    FLAG_SETS), then the walk's state, a long and an accumulator a row."""
-    return 4 * flag_words(rows) * (2 if split > 1 else 1) + rows * (8 + acc_bytes)
+    FLAG_SETS), then, where PHASE 4 walks rows in segments (SCAN_WALK_SEG: llvmpipe's long
+    rows), the walk's state between them, a long and an accumulator a row."""
+    segmented = any("SCAN_WALK_SEG" in dict(launch.defines) for launch in p.passes)
+    return 4 * flag_words(rows) * (2 if p.split > 1 else 1) + (rows * (8 + acc_bytes) if segmented else 0)
 
 
 # llvmpipe: elements a PHASE 4 launch walks per row (32 a loop trip; see LLVMPIPE_LOOP_LIMIT)

@@ -67,12 +67,12 @@ def buffer_bytes(p: RowPlan, problem: RowProblem) -> dict[str, int]:
     if p.lookback_tile:
         sizes["partials"] = lookback_workspace(rows, problem.row_len, p.lookback_tile, acc)[1]
     elif p.kernel_file == "row_scan.cl" and p.split == 1 and scan_rescues(problem.op, problem.dtype):
-        sizes["carries"] = rescue_bytes(rows, acc, 1)  # the rows' flags and walk state
+        sizes["carries"] = rescue_bytes(p, rows, acc)  # the rows' flags (and walk state)
     elif p.split > 1:
         if p.kernel_file == "row_scan.cl":
             sizes["partials"] = sizes["carries"] = rows * p.split * acc
             if scan_rescues(problem.op, problem.dtype):  # the rows' flags and walk state after the carries
-                sizes["carries"] = (sizes["carries"] + 15) // 16 * 16 + rescue_bytes(rows, acc, p.split)
+                sizes["carries"] = (sizes["carries"] + 15) // 16 * 16 + rescue_bytes(p, rows, acc)
         else:  # row_norm.cl's chunks also keep their shift (PARTIAL_SLOTS 3)
             sizes["partials"] = rows * p.split * (3 if p.kernel_file == "row_norm.cl" else 2) * acc
     return sizes
