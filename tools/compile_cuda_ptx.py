@@ -18,12 +18,22 @@ so a syntax error in any variant fails CI.
     python tools/compile_cuda_ptx.py --quick    # float32/int8/float16 only
     python tools/compile_cuda_ptx.py --all      # every distinct option set, not one per path
     python tools/compile_cuda_ptx.py --files softmax.cl,row_norm.cl   # only these kernel files
+    python tools/compile_cuda_ptx.py --keep /tmp/ptx_a   # keep the .cu and .ptx files there
+
+``--keep DIR`` writes into DIR instead of a temporary folder and leaves there every source
+(``batch_<i>.cu``: variants i.. of one kernel file in one translation unit; ``v<i>.cu``: one
+variant), its PTX, and ``variants.txt`` (index, kernel file, options, the plan that needs
+it). Two runs over two trees (say before and after a refactoring of a kernel) can then be
+compared file by file: the variants are numbered alike while the planner is unchanged.
+-lineinfo puts ``.file``/``.loc`` lines (source paths and line numbers) into the PTX; they
+move with the source and are all that a change of layout alone may change.
 """
 
 from __future__ import annotations
 
 import argparse
 import concurrent.futures as cf
+import contextlib
 import os
 import shutil
 import subprocess
@@ -249,6 +259,8 @@ def main(argv=None) -> int:
     ap.add_argument("--all", action="store_true",
                     help="every distinct option set of three parts (H100, A100, T4), not one per code path")
     ap.add_argument("--files", default="", help="comma-separated kernel files to keep (e.g. softmax.cl,row_scan.cl)")
+    ap.add_argument("--keep", default="", metavar="DIR",
+                    help="compile in DIR (created; must be empty) and keep its .cu and .ptx files and variants.txt")
     args = ap.parse_args(argv)
 
     found = variants(args.quick, args.all)
@@ -275,7 +287,16 @@ def main(argv=None) -> int:
         mine = [(i, opts, why) for i, ((n, opts), why) in enumerate(items) if n == name]
         for b in range(0, len(mine), args.batch):
             batches.append((name, mine[b:b + args.batch]))
-    with tempfile.TemporaryDirectory() as tmp:
+    if args.keep:
+        keep_dir = Path(args.keep)
+        keep_dir.mkdir(parents=True, exist_ok=True)
+        if any(keep_dir.iterdir()):
+            print(f"error: --keep {keep_dir} is not empty", file=sys.stderr)
+            return 2
+        (keep_dir / "variants.txt").write_text(
+            "".join(f"{i} {n} {' '.join(opts)} # {why}\n" for i, ((n, opts), why) in enumerate(items)),
+            encoding="utf-8")
+    with (contextlib.nullcontext(args.keep) if args.keep else tempfile.TemporaryDirectory()) as tmp:
         def build_one(name, index, options, why):
             src = Path(tmp) / f"v{index}.cu"
             src.write_text(cuda_source(name), encoding="utf-8")
