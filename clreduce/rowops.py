@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import operator
 
 import numpy as np
 
 from . import fastpath_rows
+from .api import normalize_axis
 from .fastpath_rows import to_numpy
 from .plan_rowops import FLOAT_DTYPES, INT_DTYPES, RowForce, RowProblem, out_dtype_of
 
@@ -73,17 +73,17 @@ def _float_input(x, op: str, backend):
 
 
 def _axis(axis, ndim: int, op: str) -> int:
-    if isinstance(axis, (tuple, list)):
+    """The one axis a row op takes, made non-negative: api.normalize_axis's checks and numpy's
+    errors (AxisError, a TypeError for a bool or a non-integer), with the op named in a
+    TypeError; None and sequences of axes are refused."""
+    if axis is None or isinstance(axis, (tuple, list)):
         raise TypeError(f"{op} takes one axis (an int), not {axis!r}")
-    if isinstance(axis, (bool, np.bool_)):
-        raise TypeError(f"{op}: axis must be an int, not bool")  # numpy's rule: True is no axis
     try:
-        ax = operator.index(axis)
-    except TypeError:
-        raise TypeError(f"{op}: axis must be an int, not {type(axis).__name__}") from None
-    if not -ndim <= ax < ndim:
-        raise AxisError(ax, ndim)
-    return ax % ndim
+        (ax,) = normalize_axis(axis, ndim, single=True)
+    except TypeError as exc:  # normalize_axis's text also offers tuples and None: not here
+        what = exc if isinstance(axis, (bool, np.bool_)) else f"axis must be an int, not {type(axis).__name__}"
+        raise TypeError(f"{op}: {what}") from None
+    return ax
 
 
 def _eps(eps, op: str) -> float:
