@@ -58,6 +58,9 @@
  *                       of x * log2(e), relative error below 2^-21 + |x| * 2^-24 where half's
  *                       rounding is 2^-11; CUDA's accurate expf was ~8 instructions an element
  *                       and left float16 softmax rows of 16384 issue-bound on an H100)
+ *   LOAD_RUNS_TOGETHER  register-cached rows load all of a lane's runs before converting any
+ *                       (0 | 1: row_common.h's load_runs; a half run converted in the branch
+ *                       that loaded it held the next load back, one memory latency a run)
  *   HAS_VEC_MATH        built-in math on vector types (exp of a float16 vector) may be used
  *                       (1 | 0: CUDA has no vector types of more than four; its lanes are
  *                       scalar anyway)
@@ -273,6 +276,7 @@ __device__ __forceinline__ unsigned short cl_float_to_half_(float f) {
 #define HAS_WORD_SHUFFLE 0
 #define HAS_VEC_MATH 0
 #define HALF_EXP(x) __expf(x)
+#define LOAD_RUNS_TOGETHER 1
 #define HAS_LANE_SHUFFLE 1
 #define HAS_SUB_GROUP_VOTE 1
 /* Work-groups may wait on earlier ones (row_scan.cl's decoupled look-back): a block that took

@@ -116,6 +116,10 @@
 /* exp for results rounded to float16: exp itself (native_exp's accuracy is the driver's to
  * choose, and mobile drivers document none) */
 #define HALF_EXP(x) exp(x)
+/* register rows load run by run (row_common.h, load_runs): CPU runtimes, one row a work-item,
+ * gain nothing from the loads issued together, and PoCL lost 20-38 % on float16 rms_norm rows
+ * of 128 that way (this AMD host); OpenCL GPUs are unmeasured */
+#define LOAD_RUNS_TOGETHER 0
 /* sub_group_shuffle (a per-lane source lane) needs cl_khr_subgroup_shuffle, which the
  * sub-group modes do not require: kernels do not rely on it here */
 #define HAS_LANE_SHUFFLE 0

@@ -104,7 +104,10 @@ ONE_SUBGROUP_TEAMS = ("layer_norm",)
 # (benchmarks/rowops_occupancy_h100_2026-11-25): float16 65536x4096 softmax 2350 -> 2853,
 # rms_norm 2496 -> 2823, layer_norm 2395 -> 2505; 648720x128 softmax 2754 -> 2853,
 # log_softmax 2567 -> 2827, rms_norm 2790 -> 2859, layer_norm 2416 -> 2546.
-CUDA_RESIDENT = ((8, {None: 1.0}), (16, {"layer_norm": 0.75, None: 1.0}))
+# rms_norm joined layer_norm at three quarters when the runs' loads went out together
+# (row_common.h, load_runs: two runs' words live at once): at 32 registers it spilled, float16
+# 65536 x 4096 2468-2473 -> 2142-2183 GB/s; at 40 (MIN_BLOCKS 6) 2867.
+CUDA_RESIDENT = ((8, {None: 1.0}), (16, {"layer_norm": 0.75, "rms_norm": 0.75, None: 1.0}))
 # CPUs (Intel's runtime, PoCL): softmax / norm rows that fit one work-item's private array
 # run one row per work-item in groups of CPU_ROW_WG, read in runs of CPU_VEC_BYTES. The team
 # plans (Intel: 4 lanes a row in groups of 256; PoCL: a row per work-item in groups of 256,
@@ -144,6 +147,13 @@ CUDA_UNCACHED_RUNS = {"softmax": 8, "log_softmax": 8, "rms_norm": 4, "layer_norm
 # 8192 x 32768 2210 -> 2957 (1024 threads; torch 1604). float16 softmax and the norms were no
 # faster that way (float16 softmax 8192 x 32768 1581, rms_norm float32 +3 %).
 CUDA_WIDE_REGISTER_OPS = ("softmax", "log_softmax")
+# ... and float16 softmax rows in groups of up to 512, 32 elements a thread or, for rows longer
+# than 512 x 32, up to 64, since their runs' loads go out together (row_common.h, load_runs).
+# One H100, public call on torch tensors, GB/s: float16 softmax 16384 x 16384 2209-2250 ->
+# 2918-2988 (512 threads; torch 2199), 8192 x 32768 2321-2382 (read twice) -> 2725-2733 (512
+# threads of 64; 1024 of 32: 2378-2384, level with reading twice).
+# (widest group, elements a thread may cache in it) by dtype:
+CUDA_WIDE_REGISTER_ROWS = {"float32": (1024, REG_FLOATS), "float16": (512, 2 * REG_FLOATS)}
 # CUDA, whole rows read twice from memory (cache "none", unsplit): the write walk goes last run
 # to first (row_common.h, WALK_BACK) where the rows in flight (resident groups x row bytes) pass
 # the L2, so that it starts on the lines the statistics walk read last. Where they fit, the
@@ -418,7 +428,7 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
     else:
         sg_size, reqd = _choose_sg_size(caps, force.sg_size)
     wg = _choose_wg(caps, Force(wg_size=force.wg_size), sg_size)
-    wg = _cuda_register_wg(caps, problem, force, wg, acc_bytes)
+    wg, wide_budget = _cuda_register_wg(caps, problem, force, wg, acc_bytes)
     cpu_rows = _cpu_register_rows(caps, problem, force, acc_bytes)
     if cpu_rows:
         sg_mode, sg_size, reqd = "local", None, "none"
@@ -427,7 +437,7 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
     # CPUs: a work-group runs on one core; a team stays inside one sub-group (or is one
     # work-item without sub-groups), as in plan.py. GPUs spread long rows over the group.
     lanes_cap = wg if not cpu else min(wg, sg_size or 1)
-    budget_reg = reg_budget(caps, acc_bytes, wg)
+    budget_reg = wide_budget or reg_budget(caps, acc_bytes, wg)
     vec = _row_vec(caps, problem, force, cpu_rows)
     if cpu_rows:
         lanes = 1
@@ -588,21 +598,31 @@ def _cuda_uncached_wg(caps: DeviceCaps, problem: RowProblem, force: RowForce, sp
     return wide if wide > 256 else None
 
 
-def _cuda_register_wg(caps: DeviceCaps, problem: RowProblem, force: RowForce, wg: int, acc_bytes: int) -> int:
-    """The group of a CUDA float32 softmax row that a group of ``wg`` cannot cache in registers
-    but one of up to CUDA_UNCACHED_WG can (CUDA_WIDE_REGISTER_OPS); ``wg`` otherwise."""
-    if (caps.backend != "cuda" or problem.op not in CUDA_WIDE_REGISTER_OPS or problem.dtype != "float32"
-            or any(v is not None for v in (force.wg_size, force.lanes, force.cache, force.split, force.vec))):
-        return wg
-    need = _pow2_ceil(_ceil_div(problem.row_len, reg_budget(caps, acc_bytes, wg)))
-    if not (wg < need <= min(CUDA_UNCACHED_WG, _pow2_floor(caps.max_work_group_size))
-            and problem.row_len % VEC_MAX == 0):
-        return wg
+def _cuda_register_wg(caps: DeviceCaps, problem: RowProblem, force: RowForce, wg: int,
+                      acc_bytes: int) -> tuple[int, int | None]:
+    """(group, elements a lane may cache) of a CUDA softmax row that a group of ``wg`` cannot
+    cache in registers but a wider one can (CUDA_WIDE_REGISTER_OPS, CUDA_WIDE_REGISTER_ROWS);
+    ``(wg, None)`` (the usual budget) otherwise."""
+    wide = CUDA_WIDE_REGISTER_ROWS.get(problem.dtype)
+    if (caps.backend != "cuda" or problem.op not in CUDA_WIDE_REGISTER_OPS or wide is None
+            or any(v is not None for v in (force.wg_size, force.lanes, force.cache, force.split, force.vec))
+            or problem.row_len % VEC_MAX != 0):
+        return wg, None
+    widest, per_thread = wide
+    top = min(widest, _pow2_floor(caps.max_work_group_size))
+    budget = reg_budget(caps, acc_bytes, wg)
+    need = _pow2_ceil(_ceil_div(problem.row_len, budget))
+    if wg < need <= top:
+        group = need
+    elif need > top and problem.row_len <= top * per_thread:
+        group, budget = top, per_thread
+    else:
+        return wg, None
     # a group a row: only where the rows fill every SM's threads once (fewer long rows are
     # split over groups and read from memory, as before)
     from .backends.cuda.probe import device_extras  # pure: reads caps.notes
-    wave = max(1, caps.compute_units) * max(1, device_extras(caps)["threads_per_sm"] // need)
-    return need if problem.rows >= wave else wg
+    wave = max(1, caps.compute_units) * max(1, device_extras(caps)["threads_per_sm"] // group)
+    return (group, budget) if problem.rows >= wave else (wg, None)
 
 
 def cuda_walk_back(caps: DeviceCaps, problem: RowProblem, cache: str, split: int, lanes: int) -> bool:
