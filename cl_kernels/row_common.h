@@ -265,9 +265,6 @@ inline void store_run(const ACC_T *d, __global OUT_T *q, const int vec_ok) {
  * own branch, converted there from half, made CUDA wait out one memory latency per run:
  * float16 softmax rows of 16384 in groups of 512 ran at 2250 GB/s on an H100 where a kernel
  * with the loads issued together ran at 3000. */
-#ifndef LOAD_RUNS_TOGETHER
-#error "LOAD_RUNS_TOGETHER (the dialect header's: 1 loads a lane's register runs together) is required"
-#endif
 inline void load_runs(ACC_T *v, __global const IN_T *p, const ulong len, const int vec_ok, const uint lane,
                       const ACC_T pad) {
     if (LOAD_RUNS_TOGETHER && VEC > 1 && vec_ok) {
