@@ -324,26 +324,26 @@ inline ACC_T outer_mean(const outer_t o, const ACC_T n) { return o.s / n; }
 #if RESCUE_BLOCK != 32 && RESCUE_BLOCK != 256
 #error "RESCUE_BLOCK must be 32 or 256"
 #endif
+#if RESCUE_SUM || RESCUE_PROD
+/* frexp_walk.h: the product kept as frexp's mantissa and exponent, the written-out blocks
+ * (shared with row_scan.cl's PHASE 4 walk) */
+#include "frexp_walk.h"
+#endif
 #if RESCUE_SUM
 #define RESCUE_STEP(x) block += (x) * down
 #define RESCUE_RENORM
 #elif RESCUE_PROD
-/* each term's mantissa (in [0.5, 1), or 0, inf, NaN) multiplies m and its exponent adds to e,
- * so a subnormal term keeps its bits (m * term would round them off). m is renormalised every
- * 32 terms (RESCUE_RENORM), while it is still >= 2^-32: the walk's serial chain is one
- * multiply a term, the terms' frexp are independent of each other. */
-#define RESCUE_STEP(x) do { int dx_; m *= frexp((x), &dx_); e += dx_; } while (0)
-#define RESCUE_RENORM do { int de_; m = frexp(m, &de_); e += de_; } while (0);
+/* the running product m * 2^e (frexp_walk.h): m renormalised every 32 terms (RESCUE_RENORM) */
+#define RESCUE_STEP(x) FREXP_WALK_MUL(m, e, (x))
+#define RESCUE_RENORM FREXP_WALK_RENORM(m, e);
 #endif
 #if RESCUE_SUM || RESCUE_PROD
 #if RESCUE_BLOCK == 256
-/* llvmpipe (the planner's RESCUE_BLOCK 256): the block's terms written out, not looped, since
- * its loop limiter counts loop trips and OpenCL has no portable unroll pragma (UNROLL_LOOP is
- * empty there). Written out everywhere, 32 of them cost the H100's short rows 5-40 %. */
+/* llvmpipe (the planner's RESCUE_BLOCK 256): the block's terms written out, not looped
+ * (frexp_walk.h says why). Written out everywhere, 32 of them cost the H100's short rows
+ * 5-40 %. */
 #define RESCUE_TERM(k) if (i + (k) < n) RESCUE_STEP(load_1(p + (i + (k)) * step));
-#define RESCUE_8(k) RESCUE_TERM(k) RESCUE_TERM((k) + 1) RESCUE_TERM((k) + 2) RESCUE_TERM((k) + 3) \
-                    RESCUE_TERM((k) + 4) RESCUE_TERM((k) + 5) RESCUE_TERM((k) + 6) RESCUE_TERM((k) + 7)
-#define RESCUE_32(k) RESCUE_8(k) RESCUE_8((k) + 8) RESCUE_8((k) + 16) RESCUE_8((k) + 24)
+#define RESCUE_32(k) WRITTEN_OUT_32(RESCUE_TERM, k)
 #define RESCUE_BLOCK_TERMS RESCUE_32(0) RESCUE_RENORM RESCUE_32(32) RESCUE_RENORM RESCUE_32(64) RESCUE_RENORM \
                            RESCUE_32(96) RESCUE_RENORM RESCUE_32(128) RESCUE_RENORM RESCUE_32(160) RESCUE_RENORM \
                            RESCUE_32(192) RESCUE_RENORM RESCUE_32(224) RESCUE_RENORM
@@ -403,9 +403,9 @@ COLD_INLINE prod_walk_t walked_prod(__global const IN_T *p, const ulong n, const
     w.e = (i < n && m == m) ? 0 : e;
     return w;
 }
-/* m * 2^e; past +-2000 every float type is inf or 0 (and m, in [0.5, 1), cannot bring it back) */
+/* m * 2^e, the exponent clamped where every float type is inf or 0 (frexp_walk.h) */
 inline ACC_T prod_walk_value(const prod_walk_t w) {
-    return ldexp(w.m, w.e > 2000 ? 2000 : w.e < -2000 ? -2000 : (int)w.e);
+    return FREXP_WALK_VALUE(w.m, w.e);
 }
 inline ACC_T rescued_prod(__global const IN_T *p, const ulong n, const ulong step, const ACC_T first) {
     return prod_walk_value(walked_prod(p, n, step, first));
@@ -436,9 +436,7 @@ inline void store_prod_part(__global ACC_T *parts, const ulong n_parts, const ul
     }
     /* M normalised here, once a chunk, so the merge multiplies mantissas without a frexp a term */
     if (fabs(w.m) < (ACC_T)INFINITY && w.m != (ACC_T)0) {
-        int dm;
-        w.m = frexp(w.m, &dm);
-        w.e += dm;
+        FREXP_WALK_RENORM(w.m, w.e);
     }
     parts[t] = v;
     parts[n_parts + t] = w.m;
@@ -476,9 +474,7 @@ COLD_INLINE ACC_T merged_prod_parts(const ACC_T r, __global const ACC_T *parts, 
             m *= mb[u];
             e += eb[u];
         }
-        int de;
-        m = frexp(m, &de);
-        e += de;
+        FREXP_WALK_RENORM(m, e);
         if (m != m || (m == (ACC_T)0 && r == (ACC_T)0)) break;
     }
     if (j < n && m == m) return r;  /* llvmpipe's loop limiter stopped the walk */

@@ -184,6 +184,9 @@ inline ACC_T logaddexp(const ACC_T a, const ACC_T b) {
 #define FLAG_SETS 1
 #endif
 #if SCAN_RESCUE
+/* frexp_walk.h: the product kept as frexp's mantissa and exponent, the written-out blocks
+ * (shared with reduce_rows.cl's rescued sums and products) */
+#include "frexp_walk.h"
 /* A row is walked where a partial is "bad" -- not finite, or for products 0 -- and the row
  * holds a "big" input. A wrong output comes from a bad partial (or from rounding at the
  * range's edge): an inf, NaN or 0 partial spreads to every sum or product formed from it.
@@ -249,22 +252,20 @@ inline scan_walk_t walk_init(void) {
     } while (0)
 #define WALK_RENORM(w)
 #else
-/* past +-2000 every float type is inf or 0 (and m, in [2^-32, 1], cannot bring it back) */
+/* the product m * 2^e (frexp_walk.h), each prefix's value clamped where every float type is
+ * inf or 0 */
 #define WALK_STEP(w, x, o) do { \
-        int d_; \
-        (w).v *= frexp((x), &d_); \
-        (w).e += d_; \
-        (o) = ldexp((w).v, (w).e > 2000 ? 2000 : (w).e < -2000 ? -2000 : (int)(w).e); \
+        FREXP_WALK_MUL((w).v, (w).e, (x)); \
+        (o) = FREXP_WALK_VALUE((w).v, (w).e); \
     } while (0)
-#define WALK_RENORM(w) do { int r_; (w).v = frexp((w).v, &r_); (w).e += r_; } while (0)
+#define WALK_RENORM(w) FREXP_WALK_RENORM((w).v, (w).e)
 #endif
 /* 32 terms: loads, then the chain, then stores (loads between the chain's steps ran one at a
- * time on CUDA: reduce_rows.cl's merge of product chunks). Written out: llvmpipe's loop
- * limiter counts loop trips, and OpenCL has no portable unroll pragma. */
+ * time on CUDA: reduce_rows.cl's merge of product chunks). Written out (frexp_walk.h says
+ * why). */
 #define WALK_LD(u) xb[u] = j + (u) < n ? LOAD(p, j + (u)) : IDENT;
 #define WALK_ST(u) if (j + (u) < n) STORE(ob[u], q, j + (u));
-#define WALK_X8(M, u) M(u) M((u) + 1) M((u) + 2) M((u) + 3) M((u) + 4) M((u) + 5) M((u) + 6) M((u) + 7)
-#define WALK_X32(M) WALK_X8(M, 0) WALK_X8(M, 8) WALK_X8(M, 16) WALK_X8(M, 24)
+#define WALK_X32(M) WRITTEN_OUT_32(M, 0)
 #define WALK_OP(u) WALK_STEP(w, xb[u], ob[u]);
 #define WALK_NAN(u) if (j + (u) < n) STORE((ACC_T)NAN, q, j + (u));
 #if PHASE == 4
