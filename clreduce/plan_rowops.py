@@ -145,8 +145,16 @@ CUDA_UNCACHED_RUNS = {"softmax": 8, "log_softmax": 8, "rms_norm": 4, "layer_norm
 # to 1024 caches them (NPER 32 a thread), read once. Same runs: float32 softmax 16384 x 16384
 # 1779 -> 2959 GB/s (512 threads; read twice by 1024: 1779, by 512: 2406; torch 2575),
 # 8192 x 32768 2210 -> 2957 (1024 threads; torch 1604). float16 softmax and the norms were no
-# faster that way (float16 softmax 8192 x 32768 1581, rms_norm float32 +3 %).
-CUDA_WIDE_REGISTER_OPS = ("softmax", "log_softmax")
+# faster that way (float16 softmax 8192 x 32768 1581, rms_norm float32 +3 %) until float16 runs'
+# loads went out together (below). The norms since (H100, public call on torch tensors, read
+# twice -> in registers, two runs): float32 rms_norm 16384 x 16384 2932-2942 -> 2934-2974,
+# 8192 x 32768 2786-2822 -> 2957-2966; layer_norm 2545-2578 -> 2922-2932, 2602-2606 ->
+# 2794-2808; float16 rms_norm 8192 x 32768 (64 a thread) 2810-2826 -> 2944-2950, layer_norm
+# 2522-2523 -> 2601-2641.
+CUDA_WIDE_REGISTER_OPS = ("softmax", "log_softmax", "rms_norm", "layer_norm")
+# ... but float16 norm rows of 32 a thread in groups of 512 (16384) stay read twice: rms_norm
+# 2912-2933 -> 2562-2608, layer_norm 2809-2811 -> 2064-2084 (level to +3 % with MIN_BLOCKS 2)
+CUDA_WIDE_ONLY_PAST_BUDGET = {"float16": ("rms_norm", "layer_norm")}
 # ... and float16 softmax rows in groups of up to 512, 32 elements a thread or, for rows longer
 # than 512 x 32, up to 64, since their runs' loads go out together (row_common.h, load_runs).
 # One H100, public call on torch tensors, GB/s: float16 softmax 16384 x 16384 2209-2250 ->
@@ -613,6 +621,8 @@ def _cuda_register_wg(caps: DeviceCaps, problem: RowProblem, force: RowForce, wg
     budget = reg_budget(caps, acc_bytes, wg)
     need = _pow2_ceil(_ceil_div(problem.row_len, budget))
     if wg < need <= top:
+        if problem.op in CUDA_WIDE_ONLY_PAST_BUDGET.get(problem.dtype, ()):
+            return wg, None
         group = need
     elif need > top and problem.row_len <= top * per_thread:
         group, budget = top, per_thread
