@@ -1,6 +1,14 @@
-"""Probe: float16 softmax / norm rows cached in registers with wider groups and MIN_BLOCKS.
-CFG env: "wide" (float16 softmax rows go to groups of up to 1024, as float32 do),
-"mbW=K" (MIN_BLOCKS K for float16 register rows of NPER > 16 in groups of W)."""
+"""Probe (GPU): the public call of float16 / float32 row ops with the planner patched per process.
+
+    CFG=wide,mb512=2 PYTHONPATH=<repo> python planner_probe.py softmax:16384x16384 rms_norm:8192x32768:float32
+
+CFG, comma-separated: "wide" (float16 softmax rows take the float32 rule's wide groups), "mbW=K"
+(MIN_BLOCKS K for float16 register rows of NPER > 16 in groups of W), "regfloats=N" (N
+elements a thread), "mbrms=K" (MIN_BLOCKS K for rms_norm rows of NPER 16), "wideops" (the norms
+join the wide-group rule), "peer" (torch's time too). Prints GB/s (bytes read + written over
+the median wall time of back-to-back calls on torch tensors), the max error against torch in
+float32 and the plan.
+"""
 import dataclasses, os, sys, time, json
 import torch
 import clreduce
@@ -12,6 +20,8 @@ def wg_patch(caps, problem, force, wg, acc_bytes):
     if "wide" in cfg and problem.dtype == "float16":
         return orig_wg(caps, dataclasses.replace(problem, dtype="float32"), force, wg, acc_bytes)
     return orig_wg(caps, problem, force, wg, acc_bytes)
+if "wideops" in cfg:
+    pr.CUDA_WIDE_REGISTER_OPS = ("softmax", "log_softmax", "rms_norm", "layer_norm")
 if "regfloats" in cfg:
     pr.REG_FLOATS = int(cfg["regfloats"])
 def mb_patch(caps, problem, cache, nper, wg):
@@ -36,11 +46,12 @@ def timed(fn, xs, reps=20):
 res = {}
 peer = "peer" in cfg
 for spec in sys.argv[1:]:
-    op, shp = spec.split(":")
+    op, shp, *dt = spec.split(":")
+    DT = getattr(torch, dt[0]) if dt else torch.half
     R, K = map(int, shp.split("x"))
     g = torch.Generator(device="cuda").manual_seed(0)
-    xs = [(torch.randn(R, K, device="cuda", generator=g) * 3).half() for _ in range(2)]
-    w = torch.randn(K, device="cuda", generator=g).half()
+    xs = [(torch.randn(R, K, device="cuda", generator=g) * 3).to(DT) for _ in range(2)]
+    w = torch.randn(K, device="cuda", generator=g).to(DT)
     if op in ("softmax", "log_softmax"):
         f = getattr(clreduce, op)
         tf = (lambda t: torch.softmax(t, -1)) if op == "softmax" else (lambda t: torch.log_softmax(t, -1))
@@ -56,10 +67,10 @@ for spec in sys.argv[1:]:
     y = f(xs[0])
     from clreduce.backends.cuda.rowops import plan_for
     from clreduce.plan_rowops import RowProblem
-    pl, _ = plan_for(0, RowProblem(op=op, rows=R, row_len=K, dtype="float16", weight=op.endswith("norm"), params_half=op.endswith("norm")))
+    pl, _ = plan_for(0, RowProblem(op=op, rows=R, row_len=K, dtype=str(DT).split(".")[1], weight=op.endswith("norm"), params_half=op.endswith("norm") and DT == torch.half))
     plan_s = f"{pl.cache} wg{pl.wg_size} nper{pl.nper} mb{dict(pl.defines).get('MIN_BLOCKS')}"
     err = float((y.float() - ref).abs().max())
-    nb = 2 * xs[0].numel() * 2
+    nb = 2 * xs[0].numel() * xs[0].element_size()
     reps = max(20, int(4e9 / nb))
     gbs = nb / timed(f, xs, reps) / 1e9
     line = {"gbs": round(gbs), "err": err, "plan": plan_s}
