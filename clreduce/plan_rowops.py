@@ -608,9 +608,11 @@ def _cuda_uncached_wg(caps: DeviceCaps, problem: RowProblem, force: RowForce, sp
 
 def _cuda_register_wg(caps: DeviceCaps, problem: RowProblem, force: RowForce, wg: int,
                       acc_bytes: int) -> tuple[int, int | None]:
-    """(group, elements a lane may cache) of a CUDA softmax row that a group of ``wg`` cannot
-    cache in registers but a wider one can (CUDA_WIDE_REGISTER_OPS, CUDA_WIDE_REGISTER_ROWS);
-    ``(wg, None)`` (the usual budget) otherwise."""
+    """(group, elements a lane may cache) of a CUDA softmax or norm row that a group of ``wg``
+    cannot cache in registers but a wider one can (CUDA_WIDE_REGISTER_OPS,
+    CUDA_WIDE_REGISTER_ROWS, CUDA_WIDE_ONLY_PAST_BUDGET); ``(wg, None)`` (the usual budget)
+    otherwise. A GPU whose registers cannot hold such a group has it re-planned at launch
+    (the CUDA backend's max_threads_per_block check)."""
     wide = CUDA_WIDE_REGISTER_ROWS.get(problem.dtype)
     if (caps.backend != "cuda" or problem.op not in CUDA_WIDE_REGISTER_OPS or wide is None
             or any(v is not None for v in (force.wg_size, force.lanes, force.cache, force.split, force.vec))
