@@ -710,6 +710,21 @@ def test_param_runs_on_cuda_only(op, shape, weight, bias, want):
     assert "PARAM_RUNS" not in dict(opencl.defines)
 
 
+def _wide_rows(rng, rows: int, k: int, dtype: str, row3: float, neg_inf_row4: bool) -> np.ndarray:
+    """(rows, k) standard normal values of `dtype` with specials for the wide-group tests: a NaN
+    in row 1, +inf in row 2, row 3 all `row3`, -inf at 500 random places of row 4 (where
+    asked), row 5 offset (1e4; float16 100) and row 6 ending in three 50s."""
+    x = rng.standard_normal((rows, k)).astype(np.float32)
+    x[1, 12_345] = np.nan
+    x[2, 3_001] = np.inf
+    x[3, :] = row3
+    if neg_inf_row4:
+        x[4, rng.integers(0, k, 500)] = -np.inf
+    x[5] += 1e4 if dtype == "float32" else 100.0
+    x[6, -3:] = 50.0
+    return x.astype(dtype)
+
+
 @gpu
 @pytest.mark.parametrize("dtype,rows,k,lanes", [
     ("float32", 528, 16_384, 512),    # a wave of groups of 512, NPER 32
@@ -722,15 +737,7 @@ def test_softmax_rows_in_wide_group_registers(dtype, rows, k, lanes):
     NaN, +inf, all -inf and offset rows follow the reference, like the rows read from memory
     (forced cache="none") of the same data."""
     cp = _cp()
-    rng = _rng("wide-register-rows", dtype, str(k))
-    x = rng.standard_normal((rows, k)).astype(np.float32)
-    x[1, 12_345] = np.nan
-    x[2, 3_001] = np.inf
-    x[3, :] = -np.inf
-    x[4, rng.integers(0, k, 500)] = -np.inf
-    x[5] += 1e4 if dtype == "float32" else 100.0
-    x[6, -3:] = 50.0
-    x = x.astype(dtype)
+    x = _wide_rows(_rng("wide-register-rows", dtype, str(k)), rows, k, dtype, -np.inf, neg_inf_row4=True)
     plan = plan_row(H100, RowProblem("softmax", rows, k, dtype))
     assert (plan.cache, plan.lanes, plan.nper) == ("registers", lanes, k // lanes)
     src = cp.asarray(x)
@@ -754,13 +761,7 @@ def test_norm_rows_in_wide_group_registers(dtype, rows, k, lanes):
     follow the reference, like the rows read from memory (forced cache="none")."""
     cp = _cp()
     rng = _rng("wide-register-norms", dtype, str(k))
-    x = rng.standard_normal((rows, k)).astype(np.float32)
-    x[1, 12_345] = np.nan
-    x[2, 3_001] = np.inf
-    x[3, :] = 7.0
-    x[5] += 1e4 if dtype == "float32" else 100.0
-    x[6, -3:] = 50.0
-    x = x.astype(dtype)
+    x = _wide_rows(rng, rows, k, dtype, 7.0, neg_inf_row4=False)
     w = rng.standard_normal(k).astype(dtype)
     b = rng.standard_normal(k).astype(dtype)
     for op in ("rms_norm", "layer_norm"):
