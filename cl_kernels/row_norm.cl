@@ -80,7 +80,7 @@
 /* what a task's trip declares (row_common.h, TASK_START): moments writes no row, and its
  * PHASE 2 only folds partials */
 #define ROW_WRITES (PHASE != 1 && NORM != NORM_MOMENTS)
-#define PARTIAL_SLOTS 3  /* a chunk's sum, M2 and shift (rms_norm uses the first) */
+#define PARTIAL_SLOTS 4  /* a chunk's sum, M2, shift and SCALED flag (rms_norm: its sum of squares, scaled in the third) */
 #define ROW_WALKS (CACHE != 0 && !(PHASE == 2 && NORM == NORM_MOMENTS))
 /* 16-byte stores on CUDA for rms_norm (float16 65536 x 4096: 2492 -> 2503-2522 GB/s on an
  * H100); layer_norm float16 lost 6 % with them (648720 x 128: 2420 -> 2285, same register
@@ -211,10 +211,13 @@ inline ACC_T wild_var(const ACC_T scaled_sum) {
  * warp's vote it ran at 2037. */
 #if LANES == 1 || LANES == WG_SIZE || (LANES == SG_SIZE && SG_MODE != SG_LOCAL)
 #define RESCUE_BRANCH(redo) (redo)
+#define RESCUE_BRANCH_ALWAYS 0
 #elif LANES < SG_SIZE && SG_MODE != SG_LOCAL && HAS_SUB_GROUP_VOTE
 #define RESCUE_BRANCH(redo) sub_group_any(redo)
+#define RESCUE_BRANCH_ALWAYS 0
 #else
 #define RESCUE_BRANCH(redo) 1
+#define RESCUE_BRANCH_ALWAYS 1  /* every team would take the branch on every row */
 #endif
 /* the shifted sums' variance sum2 / n - (sum1 / n)^2 cancelled more than RESCUE_CANCEL allows,
  * or sum2 overflowed while sum1 did not (every term finite); inv_n = 1 / n (no division a
@@ -223,15 +226,55 @@ inline int sums_lost(const ACC_T sum1, const ACC_T sum2, const ACC_T inv_n) {
     const ACC_T m = sum1 * inv_n;
     return m * m > (ACC_T)RESCUE_CANCEL * (sum2 * inv_n - m * m) || (isinf(sum2) && isfinite(sum1));
 }
-#if RESCUE
-/* (x - shift) * scale of this lane's elements of the task (i = lane, lane + LANES, ... < len)
- * into compensated sums: from the team's row buffer with CACHE 1, else from memory; scale is
- * 1, or WILD_SCALE around 0 */
+/* element i of the task, for a rescue's walk: from the team's row buffer with CACHE 1, else
+ * from memory (CACHE 0 too: a lane's serial walk, SCALED below) */
 #if CACHE == CACHE_LOCAL
 #define RESCUE_X(i) c[i]
 #else
 #define RESCUE_X(i) LOAD(p, i)
 #endif
+/* SCALED (rms_norm and layer_norm): a finite row whose squares pass the type's range (float32
+ * values near 1e30: 1e60 per square) normalises to finite values all the same, so its
+ * statistics are taken again of x * WILD_SCALE (squares of finite values stay finite n = 2^40
+ * times over) and the write scales x by it too (`xs`: 1, or WILD_SCALE; eps * xs^2 then
+ * vanishes beside the scaled mean square, which passes ACC_MAX * xs^2 / n). These rows had
+ * written 0 (x / inf) and layer_norm 0 * w + b, as numpy's and torch's float32 formulas do.
+ * A row holding an inf or NaN keeps those results (its scaled sums are inf or NaN too).
+ * float16 input never needs it (its squares add in float32: 65504^2 * 2^40 is finite), and there
+ * SCALED_ROWS 0 keeps xs a literal 1: the write's multiply by a variable xs cost PoCL float16
+ * rms_norm and layer_norm of 8192 x 1000 21-28 % (benchmarks/norm_scaled_2026-11-27).
+ * The team walks the row (from memory, or CACHE 1's buffer) and reduces, in a branch
+ * (SCALED_BRANCH) uniform as RESCUE's; where that branch could not be the team's own
+ * (RESCUE_BRANCH_ALWAYS: every team would walk and reduce on every row) each lane walks the
+ * whole row alone instead, in the same order, so all lanes agree; such teams (of a
+ * sub-group or fewer lanes) hold short rows. */
+#if IN_HALF
+#define SCALED_ROWS 0
+#define XS_T const ACC_T
+#else
+#define SCALED_ROWS 1
+#define XS_T ACC_T
+#endif
+#if RESCUE_BRANCH_ALWAYS
+#define SCALED_BRANCH(big) (big)
+#define SCALED_FIRST 0
+#define SCALED_STEP 1
+#define SCALED_REDUCE(v) (v)
+#else
+#define SCALED_BRANCH(big) RESCUE_BRANCH(big)
+#define SCALED_FIRST lane
+#define SCALED_STEP LANES
+#define SCALED_REDUCE(v) team_reduce((v), K_SUM, scratch, lid, lane)
+#endif
+/* x * WILD_SCALE - shift of the elements i_ this lane walks (all `len` of them, or none) */
+#define SCALED_WALK(len, z, body)                                                             \
+    for (ulong i_ = SCALED_FIRST; i_ < (len); i_ += SCALED_STEP) {                            \
+        const ACC_T z = RESCUE_X(i_) * (ACC_T)WILD_SCALE;                                     \
+        body;                                                                                 \
+    }
+#if RESCUE
+/* (x - shift) * scale of this lane's elements of the task (i = lane, lane + LANES, ... < len)
+ * into compensated sums; scale is 1, or WILD_SCALE around 0 */
 #define RESCUE_WALK(len, shift, scale, a1, k1, a2, k2)                                        \
     for (ulong i_ = lane; i_ < (len); i_ += LANES) {                                          \
         moments_add(&(a1), &(k1), &(a2), &(k2), (RESCUE_X(i_) - (shift)) * (scale));           \
@@ -283,6 +326,78 @@ inline void moments_add_run(ACC_T *s1, ACC_T *c1, ACC_T *s2, ACC_T *c2, const AC
 }
 #endif
 
+#if PHASE == 2 && NORM != NORM_RMS
+/* PHASE 2: the row's mean and M2 from its chunks' partials (sum of x - c, M2, shift c, SCALED
+ * flag), chunk j holding n_j elements with mean m_j = c + sum / n_j: the estimate
+ * sum(m_j n_j / n) (weights below 1: no overflow for finite means), the mean's offset from a
+ * reference r (below), sum((c - r) n_j / n + sum / n) (c near its chunk's data: c - r exact
+ * where close), and M2 = sum(M2_j + n_j (m_j - mean)^2) (Chan's merge). No division a
+ * partial: PoCL folds hundreds a task, alone. A chunk whose elements include an inf or NaN has
+ * an inf or NaN mean (PHASE 1's WILD), so r is one where the row holds one.
+ * sc 1: in WILD_SCALE units (SCALED), the chunks that did not take them scaled on the way in
+ * (exact, but for values far below the row's, which vanish beside it). first, step, team: the
+ * lanes' share of the chunks and the team's reduce (lane, LANES, 1), or a lane alone folding
+ * them all (0, 1, 0: SCALED_BRANCH's serial form). */
+typedef struct { ACC_T mean_est, r, mean_off, m2; } merge_t;
+inline ACC_T merge_sum(const ACC_T v, const int team, LOCAL_PTR ACC_T *scratch, const uint lid, const uint lane) {
+    return team ? team_reduce(v, K_SUM, scratch, lid, lane) : v;
+}
+inline merge_t merge_chunks(__global const ACC_T *partials, const ulong row, const uint parts, const ulong row_len,
+                            const ulong chunk_len, const int sc, const uint first, const uint step, const int team,
+                            LOCAL_PTR ACC_T *scratch, const uint lid, const uint lane) {
+    const ACC_T inv_row_len = (ACC_T)1 / (ACC_T)row_len;
+    const ACC_T n_last = (ACC_T)(row_len - (SPLIT - 1) * chunk_len);
+    const ACC_T inv_chunk = (ACC_T)1 / (ACC_T)chunk_len, inv_last = (ACC_T)1 / n_last;
+    const ACC_T w_chunk = (ACC_T)chunk_len * inv_row_len, w_last = n_last * inv_row_len;
+#define CHUNK_SCALED(j, v) (sc && PARTIAL(row, j, 3) == 0 ? (v) * (ACC_T)WILD_SCALE : (v))
+#define CHUNK_SUM(j) CHUNK_SCALED(j, PARTIAL(row, j, 0))
+#define CHUNK_SHIFT(j) CHUNK_SCALED(j, PARTIAL(row, j, 2))
+#define CHUNK_M2(j) CHUNK_SCALED(j, CHUNK_SCALED(j, PARTIAL(row, j, 1)))
+#define CHUNK_COUNT(j) ((j) == SPLIT - 1 ? n_last : (ACC_T)chunk_len)
+#define CHUNK_WEIGHT(j) ((j) == SPLIT - 1 ? w_last : w_chunk)
+/* m_j - c, unrounded by c's magnitude (m_j itself rounds at the ulp of the data's offset) */
+#define CHUNK_DEV(j) (CHUNK_SUM(j) * ((j) == SPLIT - 1 ? inv_last : inv_chunk))
+#define CHUNK_MEAN(j) (CHUNK_SHIFT(j) + CHUNK_DEV(j))
+    merge_t m;
+    ACC_T s1 = 0, c1 = 0, s2 = 0, c2 = 0;
+    for (uint j = first; j < parts; j += step) {
+        nsum_add(&s1, &c1, CHUNK_MEAN(j) * CHUNK_WEIGHT(j));
+    }
+    m.mean_est = merge_sum(nsum_value(s1, c1), team, scratch, lid, lane);
+    /* r: the estimate, or the first chunk's shift where that lies within ~100 ulp of it.
+     * In an all-equal row r is then the value itself, and every c - r and the mean's
+     * offset are exactly 0: around the estimate alone, the weights' rounding had left
+     * them apart (-1e19 x 10^6: variance 4.3e9, layer_norm -1). Not the shift always: a
+     * first chunk's mean far from the row's (an outlier in it) cost the offsets' sum
+     * ~|c - r| * eps each (9e-6 of the mean for 1e6 and then N(0, 1), 122 chunks). */
+    const ACC_T c_first = CHUNK_SHIFT(0);
+    const ACC_T near = fabs(m.mean_est) * (ACC_T)(ACC_BYTES == 8 ? 1e-13 : 1e-5);
+    m.r = !isfinite(m.mean_est) ? (ACC_T)0 : fabs(c_first - m.mean_est) <= near ? c_first : m.mean_est;
+    s1 = 0;
+    c1 = 0;
+    for (uint j = first; j < parts; j += step) {
+        nsum_add(&s1, &c1, (CHUNK_SHIFT(j) - m.r) * CHUNK_WEIGHT(j) + CHUNK_SUM(j) * inv_row_len);
+    }
+    /* mean - r; inf where two chunks' means lie more than the type's range apart (the
+     * variance then passes it too) */
+    m.mean_off = merge_sum(nsum_value(s1, c1), team, scratch, lid, lane);
+    for (uint j = first; j < parts; j += step) {
+        const ACC_T dm = (CHUNK_SHIFT(j) - m.r) + CHUNK_DEV(j) - m.mean_off;
+        nsum_add(&s2, &c2, CHUNK_M2(j) + CHUNK_COUNT(j) * dm * dm);
+    }
+    m.m2 = merge_sum(nsum_value(s2, c2), team, scratch, lid, lane);
+    return m;
+#undef CHUNK_SCALED
+#undef CHUNK_SUM
+#undef CHUNK_SHIFT
+#undef CHUNK_M2
+#undef CHUNK_COUNT
+#undef CHUNK_WEIGHT
+#undef CHUNK_DEV
+#undef CHUNK_MEAN
+}
+#endif
+
 __kernel SG_ATTR KERNEL_WG_SIZE(WG_SIZE)
 void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
                __global OUT_T *restrict out, const ulong out_offset,
@@ -313,67 +428,49 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
         const ACC_T chunk_x0 = t.len > 0 ? LOAD(p, 0) : (ACC_T)0;
 #endif
 #if PHASE == 2 && NORM == NORM_RMS
-        /* fold the row's chunk sums of x*x */
+        /* fold the row's chunk sums of x*x, and their scaled twins (SCALED) */
         ACC_T s2 = 0, c2 = 0;
+#if SCALED_ROWS
+        ACC_T s3 = 0, c3 = 0;
+#endif
         for (uint j = lane; j < SPLIT; j += LANES) {
             nsum_add(&s2, &c2, PARTIAL(t.row, j, 1));
+#if SCALED_ROWS
+            nsum_add(&s3, &c3, PARTIAL(t.row, j, 2));
+#endif
         }
 #elif PHASE == 2
-        /* The row's mean and M2 from the chunks' (sum of x - c, M2, shift c), chunk j holding
-         * n_j elements with mean m_j = c + sum / n_j: the estimate sum(m_j n_j / n) (weights
-         * below 1: no overflow for finite means), the mean's offset from a reference r (below),
-         * sum((c - r) n_j / n + sum / n) (c near its chunk's data: c - r exact where close), and
-         * M2 = sum(M2_j + n_j (m_j - mean)^2) (Chan's merge). No division a partial: PoCL
-         * folds hundreds a task, alone. A chunk whose elements include an inf or NaN has an
-         * inf or NaN mean (PHASE 1's WILD), so r is one where the row holds one. */
 #if NORM == NORM_MOMENTS
         /* only the row's first chunk writes the statistics: the other tasks fold nothing */
         const uint parts = t.start == 0 ? SPLIT : 0;
 #else
         const uint parts = SPLIT;
 #endif
-        const ACC_T n_last = (ACC_T)(row_len - (SPLIT - 1) * chunk_len);
-        const ACC_T inv_chunk = (ACC_T)1 / (ACC_T)chunk_len, inv_last = (ACC_T)1 / n_last;
-        const ACC_T w_chunk = (ACC_T)chunk_len * inv_row_len, w_last = n_last * inv_row_len;
-#define CHUNK_SUM(j) PARTIAL(t.row, j, 0)
-#define CHUNK_SHIFT(j) PARTIAL(t.row, j, 2)
-#define CHUNK_COUNT(j) ((j) == SPLIT - 1 ? n_last : (ACC_T)chunk_len)
-#define CHUNK_WEIGHT(j) ((j) == SPLIT - 1 ? w_last : w_chunk)
-/* m_j - c, unrounded by c's magnitude (m_j itself rounds at the ulp of the data's offset) */
-#define CHUNK_DEV(j) (CHUNK_SUM(j) * ((j) == SPLIT - 1 ? inv_last : inv_chunk))
-#define CHUNK_MEAN(j) (CHUNK_SHIFT(j) + CHUNK_DEV(j))
-        ACC_T s1 = 0, c1 = 0, s2 = 0, c2 = 0;
+        merge_t mg = merge_chunks(partials, t.row, parts, row_len, chunk_len, 0, lane, LANES, 1, scratch, lid, lane);
+#if NORM == NORM_LAYER
+        /* SCALED: a chunk that took WILD_SCALE units (PHASE 1), or a finite row (a finite mean
+         * estimate) whose merge passed the range, merges again in those units */
+#if !SCALED_ROWS
+        const ACC_T xs = 1;
+#else
+        ACC_T xs = 1;
+        ACC_T flagged = 0;
         for (uint j = lane; j < parts; j += LANES) {
-            nsum_add(&s1, &c1, CHUNK_MEAN(j) * CHUNK_WEIGHT(j));
+            flagged += PARTIAL(t.row, j, 3);
         }
-        const ACC_T mean_est = team_reduce(nsum_value(s1, c1), K_SUM, scratch, lid, lane);
-        /* r: the estimate, or the first chunk's shift where that lies within ~100 ulp of it.
-         * In an all-equal row r is then the value itself, and every c - r and the mean's
-         * offset are exactly 0: around the estimate alone, the weights' rounding had left
-         * them apart (-1e19 x 10^6: variance 4.3e9, layer_norm -1). Not the shift always: a
-         * first chunk's mean far from the row's (an outlier in it) cost the offsets' sum
-         * ~|c - r| * eps each (9e-6 of the mean for 1e6 and then N(0, 1), 122 chunks). */
-        const ACC_T c_first = CHUNK_SHIFT(0);
-        const ACC_T near = fabs(mean_est) * (ACC_T)(ACC_BYTES == 8 ? 1e-13 : 1e-5);
-        const ACC_T r = !isfinite(mean_est) ? (ACC_T)0 : fabs(c_first - mean_est) <= near ? c_first : mean_est;
-        s1 = 0;
-        c1 = 0;
-        for (uint j = lane; j < parts; j += LANES) {
-            nsum_add(&s1, &c1, (CHUNK_SHIFT(j) - r) * CHUNK_WEIGHT(j) + CHUNK_SUM(j) * inv_row_len);
+        flagged = team_reduce(flagged, K_SUM, scratch, lid, lane);
+        const int big = t.len > 0 && isfinite(mg.mean_est) && (flagged > 0 || !isfinite(mg.mean_off) || !isfinite(mg.m2));
+        if (SCALED_BRANCH(big)) {
+            const merge_t ms = merge_chunks(partials, t.row, big ? parts : 0, row_len, chunk_len, 1, SCALED_FIRST,
+                                            SCALED_STEP, !RESCUE_BRANCH_ALWAYS, scratch, lid, lane);
+            if (big) {
+                mg = ms;
+                xs = (ACC_T)WILD_SCALE;
+            }
         }
-        /* mean - r; inf where two chunks' means lie more than the type's range apart (the
-         * variance then passes it too) */
-        const ACC_T mean_off = team_reduce(nsum_value(s1, c1), K_SUM, scratch, lid, lane);
-        for (uint j = lane; j < parts; j += LANES) {
-            const ACC_T dm = (CHUNK_SHIFT(j) - r) + CHUNK_DEV(j) - mean_off;
-            nsum_add(&s2, &c2, PARTIAL(t.row, j, 1) + CHUNK_COUNT(j) * dm * dm);
-        }
-#undef CHUNK_SUM
-#undef CHUNK_SHIFT
-#undef CHUNK_COUNT
-#undef CHUNK_WEIGHT
-#undef CHUNK_DEV
-#undef CHUNK_MEAN
+#endif
+#endif
+        const ACC_T mean_est = mg.mean_est, r = mg.r, mean_off = mg.mean_off;
 #elif CACHE == CACHE_REG
         ACC_T s2 = 0, c2 = 0;
 #if NORM != NORM_RMS
@@ -445,8 +542,8 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
          * scale 1; a fused multiply-add where the compiler contracts it): a loop of its own for
          * WILD rows cost PoCL layer_norm of 1024 x 4096 28 % (4.2 -> 3.0 GB/s) and an explicit
          * fma() 60 % (PoCL calls it per element); on an H100 each form was level. */
-        const int wild = !isfinite(mean_reg);
-        const ACC_T cx = wild ? (ACC_T)0 : x0, cm = wild ? (ACC_T)0 : mean_reg;
+        int wild = !isfinite(mean_reg);
+        ACC_T cx = wild ? (ACC_T)0 : x0, cm = wild ? (ACC_T)0 : mean_reg;
         const ACC_T scale = wild ? (ACC_T)WILD_SCALE : (ACC_T)1;
         UNROLL_LOOP for (uint j = 0; j < NPER / VEC; ++j) {
             if (RUN_START(j) < t.len) {
@@ -469,9 +566,45 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
         LANE_WALK(w, p, 0, out, i, x, CACHE_PUT(i, x); moments_add(&s1, &c1, &s2, &c2, x - PILOT));
 #endif
 #endif
+#if PHASE == 2 && NORM != NORM_RMS
+        ACC_T sum2 = mg.m2;  /* the row's M2 */
+#else
         ACC_T sum2 = team_reduce(nsum_value(s2, c2), K_SUM, scratch, lid, lane);
+#endif
 #if ((NORM != NORM_RMS && CACHE != CACHE_REG) || PHASE == 1) && PHASE != 2
         ACC_T sum1 = team_reduce(nsum_value(s1, c1), K_SUM, scratch, lid, lane);
+#endif
+#if NORM == NORM_RMS
+        /* SCALED (above): xs scales the write; sum2 becomes the sum of (x * xs)^2. A row's
+         * (PHASE 1: a chunk's) sum of squares that overflowed is taken again scaled: by every
+         * lane alone where a team's branch could not be its own (RESCUE_BRANCH_ALWAYS: a
+         * register row is at most a few thousand elements there), else by the team. */
+#if PHASE != 1
+        XS_T xs = 1;
+#endif
+#if SCALED_ROWS && PHASE == 2
+        /* the chunks' scaled sums (each finite chunk's sum times WILD_SCALE^2, or its own
+         * scaled walk), folded above */
+        const ACC_T sum2_scaled = team_reduce(nsum_value(s3, c3), K_SUM, scratch, lid, lane);
+        const int big = t.len > 0 && isinf(sum2);
+#elif SCALED_ROWS
+        const int big = t.len > 0 && isinf(sum2);
+        ACC_T sum2_scaled = sum2 * (ACC_T)WILD_SCALE * (ACC_T)WILD_SCALE;
+        if (SCALED_BRANCH(big)) {
+            ACC_T a = 0, k = 0;
+            SCALED_WALK(big ? t.len : 0, z, nsum_add(&a, &k, z * z));
+            a = SCALED_REDUCE(nsum_value(a, k));
+            if (big) {
+                sum2_scaled = a;
+            }
+        }
+#endif
+#if PHASE != 1 && SCALED_ROWS
+        if (big) {
+            sum2 = sum2_scaled;
+            xs = (ACC_T)WILD_SCALE;
+        }
+#endif
 #endif
 #if PHASE == 2 && NORM != NORM_RMS
         /* sum2 is the row's M2. WILD: the row holds an inf or NaN (mean_est is one: the
@@ -485,7 +618,7 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
 #endif
 #if RESCUE
         /* WILD above: the rescue's walk sums x * WILD_SCALE instead */
-        const int wild = t.len > 0 && !isfinite(sum1);
+        int wild = t.len > 0 && !isfinite(sum1);
         {
             /* redo is uniform over the team (team_reduce results); see RESCUE above */
 #if PHASE == 0
@@ -522,8 +655,59 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
         }
 #endif
 
+#if NORM == NORM_LAYER && PHASE != 2
+        /* SCALED (above): a finite row (PHASE 1: chunk) whose variance (or its deviations'
+         * sums) passed the range: the mean of x * WILD_SCALE, then the deviations from it and
+         * their squares (two walks, three reduces, for such rows only); the write centres
+         * x * xs on it (PHASE 1: the chunk's partials are in those units, and say so) */
+#if PHASE == 0
+        XS_T xs = 1;
+#endif
+#if !SCALED_ROWS
+        const int big = 0;
+        (void)big;
+#elif CACHE == CACHE_REG
+        /* WILD: sum2 is the sum of (x * WILD_SCALE)^2, finite where the row is */
+        const int big = t.len > 0 && (wild ? isfinite(sum2) : isinf(sum2));
+#else
+        /* WILD: sum1 is the rescue's sum of x * WILD_SCALE, finite where the row is */
+        const int big = t.len > 0 && (wild ? isfinite(sum1) : isinf(sum2));
+#endif
+#if SCALED_ROWS
+        if (SCALED_BRANCH(big)) {
+            const ulong len_ = big ? t.len : 0;
+            ACC_T a = 0, k = 0;
+            SCALED_WALK(len_, z, nsum_add(&a, &k, z));
+            const ACC_T mean_s = SCALED_REDUCE(nsum_value(a, k)) / (ACC_T)t.len;  /* 0 / 0 unused */
+            ACC_T a1 = 0, k1 = 0, a2 = 0, k2 = 0;
+            SCALED_WALK(len_, z, moments_add(&a1, &k1, &a2, &k2, z - mean_s));
+            a1 = SCALED_REDUCE(nsum_value(a1, k1));
+            a2 = SCALED_REDUCE(nsum_value(a2, k2));
+            if (big) {
+#if PHASE == 0
+                xs = (ACC_T)WILD_SCALE;
+#endif
+                wild = 0;
+                sum2 = a2;
+#if CACHE == CACHE_REG
+                cx = mean_s;
+                cm = a1 / (ACC_T)row_len;
+#else
+                shift = mean_s;
+                sum1 = a1;
+#endif
+            }
+        }
+#endif
+#endif
+
 #if PHASE == 1 && NORM == NORM_RMS
         put_partials(partials, t, lane, sum1, sum2);
+#if SCALED_ROWS
+        if (lane == 0 && t.len > 0) {
+            partials[PARTIAL_SLOTS * t.task + 2] = sum2_scaled;
+        }
+#endif
 #elif PHASE == 1
         /* the chunk's sum of x - shift, its M2 (sum1 times its mean: sum1 * sum1 overflowed
          * first where sum2 had not; unrounded, as in var_of_sums) and the shift; WILD: sum 0,
@@ -532,12 +716,17 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
         put_partials(partials, t, lane, wild ? (ACC_T)0 : sum1, wild ? wild_var(sum1) : fma(-sum1, sum1 / len_, sum2));
         if (lane == 0 && t.len > 0) {
             partials[PARTIAL_SLOTS * t.task + 2] = wild ? sum1 / len_ * WILD_UNSCALE : shift;
+#if NORM == NORM_LAYER
+            partials[PARTIAL_SLOTS * t.task + 3] = big ? (ACC_T)1 : (ACC_T)0;
+#else
+            partials[PARTIAL_SLOTS * t.task + 3] = 0;
+#endif
         }
 #else
         const ACC_T n = (ACC_T)row_len;
 #if NORM == NORM_RMS
-        const ACC_T inv = rsqrt(sum2 / n + eps);
-#define RESULT_WB(x, wt, b) ((x) * inv * (wt))
+        const ACC_T inv = rsqrt(sum2 / n + eps * xs * xs);
+#define RESULT_WB(x, wt, b) ((x) * xs * inv * (wt))
 #elif CACHE == CACHE_REG
         /* two passes over the registers (above): sum2 is sum((d - mean_d)^2), which neither
          * cancels nor overflows before numpy's own two passes do */
@@ -568,9 +757,10 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
             put_moments(stats, t, n_rows, lane, mean_, var_);
         }
 #else
-        const ACC_T var_ = wild ? wild_var(sum2) : sum2 / n;
-        const ACC_T inv = rsqrt(var_ + eps);
-#define RESULT_WB(x, wt, b) ((((x) - cx) - cm) * inv * (wt) + (b))
+        /* SCALED: sum2 holds the squares of x * xs - cx, around cx + cm */
+        const ACC_T var_ = big ? var_of_sums(sum2 / n, cm) : wild ? wild_var(sum2) : sum2 / n;
+        const ACC_T inv = rsqrt(var_ + eps * xs * xs);
+#define RESULT_WB(x, wt, b) ((((x) * xs - cx) - cm) * inv * (wt) + (b))
 #endif
 #else
         /* WILD: the variance from the scaled sum (PHASE 2: the fold of M2 or moments' read of
@@ -594,9 +784,10 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
 #if NORM == NORM_MOMENTS
         put_moments(stats, t, n_rows, lane, wild ? wild_mean : shift + mean_d, var_);
 #else
-        const ACC_T inv = rsqrt(var_ + eps);
-/* (x - shift) - mean_d: both differences are small next to x, so a large mean cancels exactly */
-#define RESULT_WB(x, wt, b) ((((x) - shift) - mean_d) * inv * (wt) + (b))
+        const ACC_T inv = rsqrt(var_ + eps * xs * xs);
+/* (x * xs - shift) - mean_d: both differences are small next to x, so a large mean cancels
+ * exactly (xs: 1, or SCALED's WILD_SCALE; a fused multiply-add where the compiler contracts) */
+#define RESULT_WB(x, wt, b) ((((x) * xs - shift) - mean_d) * inv * (wt) + (b))
 #endif
 #endif
 #define RESULT(x, i) RESULT_WB((x), W(t.start + (i)), B(t.start + (i)))

@@ -148,6 +148,15 @@ def wild_rows(k, dtype, rng):
     return x, mean, var
 
 
+def ref_norms_past_the_range(x, w=None, b=None):
+    """(layer_norm, rms_norm) references of rows whose squares pass even float64's range
+    (row_norm.cl SCALED): numpy's formulas of x * 2**-600 (exact in float64) with eps 0, which
+    vanishes beside such variances."""
+    xs = x.astype(np.float64) * 2.0 ** -600
+    with np.errstate(all="ignore"):
+        return ref_layer_norm(xs, w, b, eps=0.0), ref_rms_norm(xs, w, eps=0.0)
+
+
 def check_backward_write_walk(monkeypatch, plans_owner, run) -> None:
     """WALK_BACK (row_common.h) forced on every uncached whole-row plan, checked against the
     references. ``plans_owner``: the backend module whose ``_plans`` memo is replaced for the

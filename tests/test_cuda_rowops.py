@@ -24,7 +24,8 @@ import pytest
 from conftest import slow_enabled
 from rowops_refs import (ADVERSARIAL, LOG_TOL, NORM_TOL, TOL, U32, _assert_cumsum_bound, _close,
                          assert_scan_past_the_range, check_backward_write_walk, far_first_rows, ref_layer_norm,
-                         ref_log_softmax, ref_quantize, ref_rms_norm, ref_softmax, rows_past_the_range, wild_rows)
+                         ref_log_softmax, ref_quantize, ref_rms_norm, ref_softmax, rows_past_the_range, wild_rows,
+                         ref_norms_past_the_range)
 
 from clreduce import rowops
 from clreduce.backends import get_backend
@@ -334,7 +335,9 @@ def test_statistics_of_rows_far_from_their_first_element(k, dtype):
 def test_statistics_of_rows_past_the_range(k, dtype):
     """row_norm.cl WILD on CUDA (test_rowops.py's OpenCL form): rows holding an inf or NaN, or
     whose deviations from their first element overflow, give numpy's mean and a NaN or inf
-    variance; layer_norm writes NaN or b -- the forced forms of the test above."""
+    variance; layer_norm writes NaN where the row holds an inf or NaN, and layer_norm and
+    rms_norm normalise the finite rows past the range (SCALED) -- the forced forms of the test
+    above."""
     cp = _cp()
     x, want_mean, want_var = wild_rows(k, dtype, _rng("wild", k, dtype))
     w = np.linspace(0.5, 1.5, k).astype(dtype)
@@ -343,6 +346,8 @@ def test_statistics_of_rows_past_the_range(k, dtype):
     mean_abs = np.abs(x[5:].astype(np.float64)).mean(-1)
     with np.errstate(all="ignore"):
         want_y = ref_layer_norm(x[8:], w, b)
+        want_rms = ref_rms_norm(x[:5], w)  # x / inf: 0, and NaN at the inf or NaN
+    big_y, big_rms = ref_norms_past_the_range(x[5:8], w, b)
     cached = (RowForce(cache="registers"), RowForce(cache="local", lanes=8)) if k <= 1000 else ()
     for force in (None, RowForce(cache="none", lanes=8), RowForce(cache="none", lanes=32),
                   RowForce(cache="none", lanes=128), *cached, RowForce(cache="none", split=3)):
@@ -355,8 +360,11 @@ def test_statistics_of_rows_past_the_range(k, dtype):
             np.testing.assert_allclose(var[8], want_var[8], rtol=NORM_TOL[dtype]["rtol"], err_msg=what)
         y = rowops.layer_norm(xd, wd, bd, force=force).get()
         assert np.isnan(y[:5]).all(), (what, y[:5])
-        np.testing.assert_array_equal(y[5:8], np.broadcast_to(b, (3, k)), err_msg=what)
+        _close(y[5:8], big_y, dtype, NORM_TOL, what)
         _close(y[8:], want_y, dtype, NORM_TOL, what)
+        r = rowops.rms_norm(xd, wd, force=force).get()
+        np.testing.assert_array_equal(r[:5], want_rms, err_msg=what)
+        _close(r[5:8], big_rms, dtype, NORM_TOL, what)
 
 
 @gpu
@@ -378,7 +386,7 @@ def test_split_rows_of_one_value():
 @pytest.mark.parametrize("k", [10, 1000])  # a warp's lanes or registers; blocks, and split in three
 def test_statistics_when_the_running_deviations_overflow(k):
     """CUDA form of test_rowops.py's: finite values near the maximum whose running deviations
-    pass the range give the row's mean and an inf variance; layer_norm writes b."""
+    pass the range give the row's mean and an inf variance; layer_norm normalises the row."""
     cp = _cp()
     x = np.full((2, k), 1.5e38, np.float32)
     x[:, 0] = 2e38
@@ -387,6 +395,7 @@ def test_statistics_when_the_running_deviations_overflow(k):
     w = np.linspace(0.5, 1.5, k).astype(np.float32)
     b = np.linspace(-1.0, 1.0, k).astype(np.float32)
     xd, wd, bd = cp.asarray(x), cp.asarray(w), cp.asarray(b)
+    want_y, _ = ref_norms_past_the_range(x, w, b)
     for force in (None, RowForce(cache="none"), RowForce(cache="registers"), RowForce(cache="none", split=3)):
         try:
             mean, var = (a.get() for a in rowops.moments(xd, force=force))
@@ -396,7 +405,7 @@ def test_statistics_when_the_running_deviations_overflow(k):
         np.testing.assert_allclose(mean, x.astype(np.float64).mean(-1), rtol=NORM_TOL["float32"]["rtol"],
                                    err_msg=f"{force}")
         np.testing.assert_array_equal(var, np.inf, err_msg=f"{force}")
-        np.testing.assert_array_equal(y, np.broadcast_to(b, x.shape), err_msg=f"{force}")
+        _close(y, want_y, "float32", NORM_TOL, f"{force}")
 
 
 @gpu

@@ -17,7 +17,8 @@ from conftest import slow_enabled
 
 from rowops_refs import (ADVERSARIAL, HALF_ROWS, LOG_TOL, NORM_TOL, TOL, U32, _assert_cumsum_bound, _close,
                          assert_scan_past_the_range, check_backward_write_walk, far_first_rows, ref_layer_norm,
-                         wild_rows, ref_log_softmax, ref_quantize, ref_rms_norm, ref_softmax, rows_past_the_range)
+                         wild_rows, ref_norms_past_the_range, ref_log_softmax, ref_quantize, ref_rms_norm,
+                         ref_softmax, rows_past_the_range)
 
 from clreduce import rowops
 from clreduce.backends import opencl_rowops
@@ -393,7 +394,9 @@ def test_statistics_of_rows_past_the_range(cl_device, cl_queue, k, request):
     """row_norm.cl WILD: a row holding an inf or NaN, or whose deviations from its first element
     overflow, gives numpy's mean and a NaN or inf variance (an inf first element gave a NaN
     mean, ±3e38 values a NaN variance), as does a row whose squares overflow (it gave NaN
-    where split); layer_norm then writes NaN, or b (x / inf * w + b)."""
+    where split); layer_norm then writes NaN where the row holds an inf or NaN, and SCALED
+    (row_norm.cl) normalises the finite rows past the range (they had given b, x / inf * w + b);
+    rms_norm too (it had written 0)."""
     caps = opencl_rowops.runnable_caps(cl_queue)
     for dtype in [d for d in _dtypes(cl_device) if d != "float16"]:
         x, want_mean, want_var = wild_rows(k, dtype, _rng("wild", k, dtype))
@@ -404,6 +407,8 @@ def test_statistics_of_rows_past_the_range(cl_device, cl_queue, k, request):
         mean_abs = np.abs(x[5:].astype(np.float64)).mean(-1)
         with np.errstate(all="ignore"):
             want_y = ref_layer_norm(x[8:], w, b)
+            want_rms = ref_rms_norm(x[:5], w)  # x / inf: 0, and NaN at the inf or NaN
+        big_y, big_rms = ref_norms_past_the_range(x[5:8], w, b)
         for force in forces:
             what = f"{dtype} K={k} {force}"
             mean, var = rowops.moments(x, device=cl_device, force=force if force is None or force.cache != "local"
@@ -415,8 +420,11 @@ def test_statistics_of_rows_past_the_range(cl_device, cl_queue, k, request):
             np.testing.assert_allclose(var[8], want_var[8], rtol=NORM_TOL[dtype]["rtol"], err_msg=what)
             y = rowops.layer_norm(x, w, b, device=cl_device, force=force)
             assert np.isnan(y[:5]).all(), (what, y[:5])
-            np.testing.assert_array_equal(y[5:8], np.broadcast_to(b, (3, k)), err_msg=what)
+            _close(y[5:8], big_y, dtype, NORM_TOL, what)
             _close(y[8:], want_y, dtype, NORM_TOL, what)
+            r = rowops.rms_norm(x, w, device=cl_device, force=force)
+            np.testing.assert_array_equal(r[:5], want_rms, err_msg=what)
+            _close(r[5:8], big_rms, dtype, NORM_TOL, what)
 
 
 def test_split_rows_of_one_value(cl_device):
@@ -444,7 +452,7 @@ def test_statistics_when_the_running_deviations_overflow(cl_device, k):
     from the mean sum to ~0, but their running sum in row order passes the range (an outside
     fuzz run: [2e38, 1.5e38 x4, 3e38 x5] gave moments (-inf, NaN) on every device). The mean
     is still the row's and the variance inf, as numpy's float32 two passes give; layer_norm
-    writes b (x / inf * w + b)."""
+    normalises the row all the same (row_norm.cl SCALED; it had written b, x / inf * w + b)."""
     x = np.full((2, k), 1.5e38, np.float32)
     x[:, 0] = 2e38
     x[:, 1 + (k - 1) * 4 // 9:] = 3e38
@@ -452,6 +460,7 @@ def test_statistics_when_the_running_deviations_overflow(cl_device, k):
     want_mean = x.astype(np.float64).mean(-1)
     w = np.linspace(0.5, 1.5, k).astype(np.float32)
     b = np.linspace(-1.0, 1.0, k).astype(np.float32)
+    want_y, _ = ref_norms_past_the_range(x, w, b)
     for force in (None, RowForce(cache="none"), RowForce(cache="registers"), RowForce(cache="none", split=3)):
         try:
             mean, var = rowops.moments(x, device=cl_device, force=force)
@@ -460,7 +469,34 @@ def test_statistics_when_the_running_deviations_overflow(cl_device, k):
             continue  # registers for K = 1000 on a GPU plan, split 3 under llvmpipe's loop limit
         np.testing.assert_allclose(mean, want_mean, rtol=NORM_TOL["float32"]["rtol"], err_msg=f"{force}")
         np.testing.assert_array_equal(var, np.inf, err_msg=f"{force}")
-        np.testing.assert_array_equal(y, np.broadcast_to(b, x.shape), err_msg=f"{force}")
+        _close(y, want_y, "float32", NORM_TOL, f"{force}")
+
+
+# K = 7: registers (CPU plans) or a warp's lanes; 4097: local memory or memory; split in three
+@pytest.mark.parametrize("k", [7, 4097])
+def test_norms_of_rows_whose_squares_overflow(cl_device, cl_queue, k, request):
+    """row_norm.cl SCALED: float32 rows of N(0, 1) * 1e30 (squares of 1e60) and of 1e30 with
+    a 1e24 spread normalise to the float64 result; rms_norm had written 0 and layer_norm b
+    (x / inf), as numpy's and torch's float32 formulas do. Every forced variant, sampled."""
+    rng = _rng("squares", k, "float32")
+    x = np.stack([rng.standard_normal(k) * 1e30, 1e30 + 1e24 * rng.standard_normal(k),
+                  rng.standard_normal(k)]).astype(np.float32)  # the last row: an ordinary one
+    w = rng.standard_normal(k).astype(np.float32)
+    b = rng.standard_normal(k).astype(np.float32)
+    want_y, want_rms = ref_norms_past_the_range(x[:2], w, b)
+    caps = opencl_rowops.runnable_caps(cl_queue)
+    forces = [None, RowForce(cache="none", split=3)] + _sample(
+        row_variants(caps, RowProblem("layer_norm", 3, k, "float32")), 3, zlib.crc32(f"squares{k}".encode()), request)
+    for force in forces:
+        try:
+            y = rowops.layer_norm(x, w, b, device=cl_device, force=force)
+            r = rowops.rms_norm(x, w, device=cl_device, force=force)
+        except UnsupportedOnDevice:
+            continue  # split 3 of K = 7 under llvmpipe's loop limit, ...
+        _close(y[:2], want_y, "float32", NORM_TOL, f"layer_norm {force}")
+        _close(r[:2], want_rms, "float32", NORM_TOL, f"rms_norm {force}")
+        _close(y[2:], ref_layer_norm(x[2:], w, b), "float32", NORM_TOL, f"layer_norm {force}")
+        _close(r[2:], ref_rms_norm(x[2:], w), "float32", NORM_TOL, f"rms_norm {force}")
 
 
 def test_absmax_scale_float16_near_max(cl_device):

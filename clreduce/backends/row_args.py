@@ -73,8 +73,8 @@ def buffer_bytes(p: RowPlan, problem: RowProblem) -> dict[str, int]:
             sizes["partials"] = sizes["carries"] = rows * p.split * acc
             if scan_rescues(problem.op, problem.dtype):  # the rows' flags and walk state after the carries
                 sizes["carries"] = (sizes["carries"] + 15) // 16 * 16 + rescue_bytes(p, rows, acc)
-        else:  # row_norm.cl's chunks also keep their shift (PARTIAL_SLOTS 3)
-            sizes["partials"] = rows * p.split * (3 if p.kernel_file == "row_norm.cl" else 2) * acc
+        else:  # row_norm.cl's chunks also keep their shift and SCALED flag (PARTIAL_SLOTS 4)
+            sizes["partials"] = rows * p.split * (4 if p.kernel_file == "row_norm.cl" else 2) * acc
     return sizes
 
 
