@@ -389,7 +389,7 @@ inline void load_items(__global const IN_T *p, const ulong first, const ulong le
         SCAN_RAW_T raw[ITEMS];
         SCAN_VLOAD(p + first, raw);
         UNROLL_LOOP for (uint j = 0; j < ITEMS; ++j) {
-            d[j] = (ACC_T)raw[j];
+            d[j] = IN_VALUE(raw[j]);
         }
     } else {
         UNROLL_LOOP for (uint j = 0; j < ITEMS; ++j) {
@@ -488,7 +488,7 @@ inline void lb_load(__global const IN_T *p, LOCAL_PTR const IN_T *copy, const ul
         LOCAL_VLOAD_ARRAY(ITEMS, copy + first, raw);
 #endif
         UNROLL_LOOP for (uint j = 0; j < ITEMS; ++j) {
-            d[j] = (ACC_T)raw[j];
+            d[j] = IN_VALUE(raw[j]);
         }
     } else {
         load_items(p, first, len, d);

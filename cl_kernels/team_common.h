@@ -10,7 +10,8 @@
  * Required macros: IN_T, OUT_T, ACC_T, ACC_BYTES, ACC_IS_FLOAT, IN_HALF, OUT_HALF, WG_SIZE,
  * LANES, SG_MODE (0 local, 1 builtin, 2 KHR shuffle, 3 qcom shuffle, 4 NVIDIA OpenCL's PTX
  * shuffle), SG_SIZE, REQD_SG (0 none, 1 intel, 2 qcom half, 3 qcom full).
- * Optional: MIN_BLOCKS (CUDA's __launch_bounds__ second argument, default 1).
+ * Optional: MIN_BLOCKS (CUDA's __launch_bounds__ second argument, default 1), IN_BOOL (1: IN_T
+ * holds numpy bools, read as 0 / 1 by LOAD and IN_VALUE; default 0).
  */
 #ifndef TEAM_COMMON_H
 #define TEAM_COMMON_H
@@ -109,10 +110,23 @@
 /* Loads and stores by element index, in ACC_T. The input is never written during a launch
  * (LOAD_RO: the read-only cache on CUDA); vload_half/vstore_half need only element
  * alignment. */
+#ifndef IN_BOOL
+#define IN_BOOL 0
+#endif
+#if IN_BOOL && IN_HALF
+#error "IN_BOOL and IN_HALF exclude each other"
+#endif
+/* IN_VALUE: an input element already loaded (a vector load's lane) as ACC_T. A numpy bool is
+ * any byte, nonzero for True (numpy's rule): bytes of 0xff had counted 255 in cumsum. */
+#if IN_BOOL
+#define IN_VALUE(v) ((ACC_T)((v) != 0))
+#else
+#define IN_VALUE(v) ((ACC_T)(v))
+#endif
 #if IN_HALF
 #define LOAD(p, i) ((ACC_T)LOAD_RO_HALF((p) + (i)))
 #else
-#define LOAD(p, i) ((ACC_T)LOAD_RO((p) + (i)))
+#define LOAD(p, i) IN_VALUE(LOAD_RO((p) + (i)))
 #endif
 #if OUT_HALF
 #define STORE(v, p, i) vstore_half((float)(v), (i), (p))

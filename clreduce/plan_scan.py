@@ -276,6 +276,7 @@ def _scan_defines(caps: DeviceCaps, op: str, acc: str, in_dtype: str, out_dtype:
     d = {"IN_T": CL_TYPE[in_dtype], "OUT_T": CL_TYPE[out_dtype], "ACC_T": CL_TYPE[acc],
          "ACC_BYTES": np.dtype(acc).itemsize, "ACC_IS_FLOAT": int(acc.startswith("float")),
          "IN_HALF": int(in_dtype == "float16"), "OUT_HALF": int(out_dtype == "float16"), "WG_SIZE": wg,
+         "IN_BOOL": int(in_dtype == "bool"),
          "LANES": lanes, "SG_MODE": _SG_MODE_MACRO[mode], "SG_SIZE": sg_size or 0, "REQD_SG": _REQD_MACRO[reqd],
          "ITEMS": items, "SPLIT": split, "PHASE": phase, **FAMILIES[op][2], **more}
     pairs = tuple(sorted((name, str(value)) for name, value in d.items()))

@@ -148,6 +148,14 @@ def wild_rows(k, dtype, rng):
     return x, mean, var
 
 
+def noncanonical_bools(rng, shape):
+    """numpy bools of any byte value, about half of them 0 (False), the rest 1-255 (True):
+    numpy reads any nonzero byte as True; a scan that added the bytes gave 255 for one."""
+    raw = rng.integers(1, 256, shape).astype(np.uint8)
+    raw[rng.random(shape) < 0.5] = 0
+    return raw.view(np.bool_)
+
+
 def ref_norms_past_the_range(x, w=None, b=None):
     """(layer_norm, rms_norm) references of rows whose squares pass even float64's range
     (row_norm.cl SCALED): numpy's formulas of x * 2**-600 (exact in float64) with eps 0, which
