@@ -284,6 +284,18 @@ def _cast(values, dtype):
         return _host(values).astype(dtype)
 
 
+def _cast_any(values, dtype: np.dtype):
+    """_cast for torch tensors too (they cast with ``.to``, not ``.astype``); numpy scalars
+    and 0-d results included."""
+    if type(values).__module__.partition(".")[0] == "torch":
+        import torch
+
+        return values.to(getattr(torch, dtype.name))
+    if np.isscalar(values):
+        return dtype.type(values)
+    return _cast(values, dtype)
+
+
 class _Call:
     """One reduction's resolved input, axes and device run (shared by every public function)."""
 
@@ -709,8 +721,9 @@ def norm(x, ord=None, axis=None, keepdims=False, *, backend=None, force=None, **
         return _dask().reduce("norm", x, axis, ord=ord, keepdims=keepdims, backend=backend, force=force,
                               where=where)
     arr = x if hasattr(x, "dtype") else np.asarray(x)
-    check_norm_request(arr.dtype, arr.ndim, ord, axis)
-    if np.dtype(arr.dtype).kind not in "fb" and _lacks_fp64(arr):
+    dtype = _numpy_dtype(arr.dtype)  # torch tensors too (np.dtype(torch.float32) is a TypeError)
+    check_norm_request(dtype, arr.ndim, ord, axis)
+    if dtype.kind not in "fb" and _lacks_fp64(arr):
         # numpy.linalg.norm converts integers to float64 first (numpy input goes the same way
         # and is refused by the planner); pyopencl's float64 cast would fail to build
         raise UnsupportedOnDevice(f"clreduce.norm of {arr.dtype} input works in float64, which device "
@@ -718,13 +731,13 @@ def norm(x, ord=None, axis=None, keepdims=False, *, backend=None, force=None, **
     if ord == 0:
         count = _reduce("count_nonzero", x, axis, keepdims=keepdims, backend=backend, force=force, where=where,
                         public="norm")
-        return count.astype(np.float64 if np.dtype(arr.dtype).kind != "f" else arr.dtype)
+        return _cast_any(count, np.dtype(np.float64) if dtype.kind != "f" else dtype)
     if ord is None:
         ord = 2
     if ord not in _NORM_OPS:
         raise ValueError(f"ord={ord!r} is not supported (supported: None, 1, 2, inf, -inf, 0)")
-    if np.dtype(arr.dtype).kind not in "fb":
-        x = arr.astype(np.float64)  # numpy.linalg.norm converts integers to float first
+    if dtype.kind not in "fb":
+        x = _cast_any(arr, np.dtype(np.float64))  # numpy.linalg.norm converts integers to float first
     # bool input runs as a count / any / all of nonzero bytes (no float copy; _BOOL_AS)
     return _reduce(_NORM_OPS[ord], x, axis, keepdims=keepdims, backend=backend, force=force, where=where,
                    public="norm")

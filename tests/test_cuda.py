@@ -552,6 +552,29 @@ def test_torch_tensors_in_place_and_back():
 
 
 @gpu
+def test_torch_norm():
+    """clreduce.norm of torch tensors (CUDA and CPU): it raised TypeError (np.dtype of a torch
+    dtype) before any work, where every other reduction took them (an outside fuzz run)."""
+    if torch is None or not torch.cuda.is_available():
+        pytest.skip("torch with CUDA not available")
+    t = torch.randn(30, 77, device="cuda")
+    for ord_ in (None, 1, float("inf"), 0):
+        got = clreduce.norm(t, ord=ord_, axis=1)
+        want = torch.linalg.vector_norm(t, ord=2 if ord_ is None else ord_, dim=1)
+        assert isinstance(got, torch.Tensor) and got.dtype == torch.float32, (ord_, got)
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    h = t.half()
+    torch.testing.assert_close(clreduce.norm(h, axis=1).float(), h.float().norm(dim=1), rtol=2e-3, atol=1e-2)
+    i = torch.randint(-5, 5, (10, 33), device="cuda", dtype=torch.int32)
+    got_i = clreduce.norm(i, axis=1)
+    assert got_i.dtype == torch.float64  # numpy.linalg.norm of integers: float64
+    torch.testing.assert_close(got_i, i.double().norm(dim=1))
+    assert clreduce.norm(i, ord=0, axis=1).dtype == torch.float64
+    cpu = torch.randn(5, 6)
+    torch.testing.assert_close(clreduce.norm(cpu, axis=1, backend="cuda"), cpu.norm(dim=1), rtol=1e-5, atol=1e-5)
+
+
+@gpu
 def test_torch_side_stream_orders_the_work():
     if torch is None or not torch.cuda.is_available():
         pytest.skip("torch with CUDA not available")
