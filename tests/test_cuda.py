@@ -551,6 +551,51 @@ def test_torch_tensors_in_place_and_back():
     assert torch.equal(got_cpu, cpu.max(1).values)
 
 
+def test_cubin_cache_round_trip_and_torn_files(tmp_path, monkeypatch):
+    """launch.py's on-disk cubins: what is written is read back; a torn, foreign or corrupt
+    file is None (rebuilt), never loaded; an unwritable folder is skipped."""
+    from clreduce.backends.cuda import launch
+
+    monkeypatch.setenv("CLREDUCE_CUDA_CACHE_DIR", str(tmp_path / "cuda"))
+    path = launch._cache_path("src", "entry", ("-DX=1", "-arch=sm_90"), (12, 8))
+    assert path.parent == tmp_path / "cuda"
+    assert path != launch._cache_path("src", "entry", ("-DX=2", "-arch=sm_90"), (12, 8))
+    assert launch._read_cached(path) is None
+    launch._write_cached(path, b"\x7fELF cubin bytes")
+    assert launch._read_cached(path) == b"\x7fELF cubin bytes"
+    data = path.read_bytes()
+    path.write_bytes(data[:-3])  # torn
+    assert launch._read_cached(path) is None
+    path.write_bytes(data[:-1] + b"!")  # corrupt
+    assert launch._read_cached(path) is None
+    path.write_bytes(b"\x7fELF cubin bytes")  # no header
+    assert launch._read_cached(path) is None
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    launch._write_cached(blocked / "x.cubin", b"data")  # its folder cannot exist: skipped
+    assert not (blocked / "x.cubin").exists()
+
+
+@gpu
+def test_float32_subnormals_are_values_not_zeros():
+    """CuPy appends -ftz=true to its NVRTC builds (cupy/cupy#9576): float32 subnormals were 0 in
+    every kernel, so all / count_nonzero of them said False / 0 and argmax / max / nanmax
+    answered index 0 or 0.0 (an outside fuzz run). launch.py builds without it."""
+    cp = _cupy()
+    tiny = np.float32(np.finfo(np.float32).smallest_normal)
+    x = (np.arange(1, 129, dtype=np.float32) * tiny / 256).reshape(2, 64)  # all subnormal, distinct
+    x[1] = -x[1]
+    xd = cp.asarray(x)
+    assert bool(np.all(x != 0)) and np.all(np.abs(x) < tiny)
+    np.testing.assert_array_equal(clreduce.all(xd, axis=1).get(), [True, True])
+    np.testing.assert_array_equal(clreduce.count_nonzero(xd, axis=1).get(), [64, 64])
+    np.testing.assert_array_equal(clreduce.argmax(xd, axis=1).get(), np.argmax(x, axis=1))
+    np.testing.assert_array_equal(clreduce.argmin(xd, axis=1).get(), np.argmin(x, axis=1))
+    np.testing.assert_array_equal(clreduce.max(xd, axis=1).get(), x.max(1))
+    np.testing.assert_array_equal(clreduce.nanmin(xd, axis=1).get(), x.min(1))
+    np.testing.assert_array_equal(clreduce.sum(xd, axis=1).get(), x.astype(np.float64).sum(1).astype(np.float32))
+
+
 @gpu
 def test_torch_norm():
     """clreduce.norm of torch tensors (CUDA and CPU): it raised TypeError (np.dtype of a torch
