@@ -28,6 +28,10 @@ CLREDUCE_TUNE_DIR          folder of the tune cache (default: the user cache dir
                            ``clreduce/tune``, from platformdirs)
 CLREDUCE_FAST_PATH         ``0`` turns off the per-call fast path (every call validates and plans
                            again: A/B timing, or a way around a suspected fast-path bug)
+CLREDUCE_CUDA_CACHE_DIR    folder of the CUDA backend's compiled kernels (default: the user cache
+                           directory's ``clreduce/cuda``, from platformdirs)
+CLREDUCE_CUDA_CACHE_MB     size bound of that folder; the least recently written kernels go
+                           first when a new one passes it. Default 512
 CLREDUCE_CL_POOL           ``0`` turns off the OpenCL buffer pool (backends/cl_pool.py: GPUs,
                            and results of 4 MB and more on CPU devices): every learned call
                            gets fresh output buffers -- for code that reads results on several
@@ -165,3 +169,15 @@ def tune_enabled() -> bool:
 
 def tune_dir() -> str | None:
     return os.environ.get("CLREDUCE_TUNE_DIR") or None
+
+
+def cuda_cache_dir() -> str | None:
+    return os.environ.get("CLREDUCE_CUDA_CACHE_DIR") or None
+
+
+def cuda_cache_bytes() -> int:
+    """Bound of the CUDA kernel folder in bytes (CLREDUCE_CUDA_CACHE_MB, default 512)."""
+    mb = _int_env("CLREDUCE_CUDA_CACHE_MB", 512)
+    if mb < 1:
+        raise ValueError(f"CLREDUCE_CUDA_CACHE_MB={mb} must be at least 1")
+    return mb << 20

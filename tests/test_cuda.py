@@ -576,6 +576,32 @@ def test_cubin_cache_round_trip_and_torn_files(tmp_path, monkeypatch):
     assert not (blocked / "x.cubin").exists()
 
 
+def test_cubin_cache_stays_within_its_bound(tmp_path, monkeypatch):
+    """CLREDUCE_CUDA_CACHE_MB bounds the folder: writing past it deletes the least recently
+    written cubins, never the one just written; a bound below 1 MB is a ValueError."""
+    import os
+
+    from clreduce.backends.cuda import launch
+
+    monkeypatch.setenv("CLREDUCE_CUDA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("CLREDUCE_CUDA_CACHE_MB", "1")
+    blob = b"\0" * (300 << 10)  # 300 KB: three fit in 1 MB, a fourth does not
+    paths = [launch._cache_path(f"src{i}", "e", (), (12, 8)) for i in range(5)]
+    for i, path in enumerate(paths[:3]):
+        launch._write_cached(path, blob)
+        os.utime(path, (1000 + i, 1000 + i))  # written in order, oldest first
+    assert all(launch._read_cached(p) == blob for p in paths[:3])
+    launch._write_cached(paths[3], blob)
+    assert not paths[0].exists() and all(p.exists() for p in paths[1:4])
+    monkeypatch.setenv("CLREDUCE_CUDA_CACHE_MB", "0")
+    with pytest.raises(ValueError, match="CLREDUCE_CUDA_CACHE_MB"):
+        launch._write_cached(paths[4], blob)
+    monkeypatch.setenv("CLREDUCE_CUDA_CACHE_MB", "1")
+    big = b"\0" * (2 << 20)  # alone past the bound: kept (the one just written), the rest go
+    launch._write_cached(paths[4], big)
+    assert launch._read_cached(paths[4]) == big and not any(p.exists() for p in paths[:4])
+
+
 @gpu
 def test_float32_subnormals_are_values_not_zeros():
     """CuPy appends -ftz=true to its NVRTC builds (cupy/cupy#9576): float32 subnormals were 0 in

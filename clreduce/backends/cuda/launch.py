@@ -7,7 +7,8 @@ them answered index 0 or 0.0 (an outside fuzz run on an H100, 2026-11-27). clred
 the same source with its own options (IEEE subnormals, as numpy, torch and the OpenCL CPU
 runtimes keep them) to a cubin for the device, and keeps the cubin on disk
 (``<user cache>/clreduce/cuda``, ``CLREDUCE_CUDA_CACHE_DIR``) so a new process skips NVRTC, as
-CuPy's own kernel cache did.
+CuPy's own kernel cache did; unlike CuPy's, the folder is bounded (``CLREDUCE_CUDA_CACHE_MB``,
+default 512: the least recently written cubins go when a new one passes it).
 
 ``cuda_source`` and ``nvrtc_options`` are pure (the PTX tool uses them with nvcc on
 machines without a GPU); everything else imports CuPy inside the function.
@@ -137,9 +138,9 @@ def _nvrtc(nvrtc, source: str, name: str, options, output):
 
 def cache_dir() -> Path:
     """``CLREDUCE_CUDA_CACHE_DIR``, else ``platformdirs.user_cache_dir("clreduce")/cuda``."""
-    env = os.environ.get("CLREDUCE_CUDA_CACHE_DIR")
-    if env:
-        return Path(env)
+    override = config.cuda_cache_dir()
+    if override:
+        return Path(override)
     import platformdirs
 
     return Path(platformdirs.user_cache_dir("clreduce")) / "cuda"
@@ -168,14 +169,40 @@ def _read_cached(path: Path) -> bytes | None:
 
 
 def _write_cached(path: Path, binary: bytes) -> None:
-    """Atomically (a temporary file, then rename); a cache that cannot be written is skipped."""
+    """Atomically (a temporary file, then rename), then the folder trimmed to its bound; a
+    cache that cannot be written is skipped."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=path.parent, delete=False) as tmp:
             tmp.write(_MAGIC + hashlib.sha256(binary).digest() + binary)
         os.replace(tmp.name, path)
+        _trim(path.parent, config.cuda_cache_bytes(), keep=path)
     except OSError:
         pass
+
+
+def _trim(folder: Path, limit: int, keep: Path) -> None:
+    """Delete the least recently written cubins of ``folder`` (never ``keep``, the one just
+    written) until the rest fit in ``limit`` bytes. A file another process removes first is
+    skipped; one it is reading stays readable (POSIX unlink)."""
+    entries = []
+    for item in folder.glob("*.cubin"):
+        try:
+            st = item.stat()
+        except OSError:
+            continue
+        entries.append((st.st_mtime, st.st_size, item))
+    total = sum(size for _, size, _ in entries)
+    for _, size, item in sorted(entries, key=lambda e: e[0]):
+        if total <= limit:
+            break
+        if item == keep:
+            continue
+        try:
+            item.unlink()
+        except OSError:
+            continue
+        total -= size
 
 
 def blocks_per_sm(kernel, block: int, device_id: int) -> int:
