@@ -246,8 +246,9 @@ inline int sums_lost(const ACC_T sum1, const ACC_T sum2, const ACC_T inv_n) {
  * The team walks the row (from memory, or CACHE 1's buffer) and reduces, in a branch
  * (SCALED_BRANCH) uniform as RESCUE's; where that branch could not be the team's own
  * (RESCUE_BRANCH_ALWAYS: every team would walk and reduce on every row) each lane walks the
- * whole row alone instead, in the same order, so all lanes agree; such teams (of a
- * sub-group or fewer lanes) hold short rows. */
+ * whole row alone instead, in the same order, so all lanes agree. The planner gives such
+ * teams (a sub-group or fewer lanes) short rows; a forced one on a long row is slow there, for
+ * rows past the range only, and still right. */
 #if IN_HALF
 #define SCALED_ROWS 0
 #define XS_T const ACC_T
@@ -577,18 +578,19 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
 #if NORM == NORM_RMS
         /* SCALED (above): xs scales the write; sum2 becomes the sum of (x * xs)^2. A row's
          * (PHASE 1: a chunk's) sum of squares that overflowed is taken again scaled: by every
-         * lane alone where a team's branch could not be its own (RESCUE_BRANCH_ALWAYS: a
-         * register row is at most a few thousand elements there), else by the team. */
+         * lane alone where a team's branch could not be its own (RESCUE_BRANCH_ALWAYS), else
+         * by the team. */
 #if PHASE != 1
         XS_T xs = 1;
+#endif
+#if SCALED_ROWS
+        const int big = t.len > 0 && isinf(sum2);
 #endif
 #if SCALED_ROWS && PHASE == 2
         /* the chunks' scaled sums (each finite chunk's sum times WILD_SCALE^2, or its own
          * scaled walk), folded above */
         const ACC_T sum2_scaled = team_reduce(nsum_value(s3, c3), K_SUM, scratch, lid, lane);
-        const int big = t.len > 0 && isinf(sum2);
 #elif SCALED_ROWS
-        const int big = t.len > 0 && isinf(sum2);
         ACC_T sum2_scaled = sum2 * (ACC_T)WILD_SCALE * (ACC_T)WILD_SCALE;
         if (SCALED_BRANCH(big)) {
             ACC_T a = 0, k = 0;

@@ -34,6 +34,12 @@ def cuda_source(kernel_file: str) -> str:
     return read_source(kernel_file, CUDA_API)
 
 
+# HALF_FTZ: float16 in, float16 out. Every float16 value and every partial sum of them is a
+# multiple of 2^-24, normal in float32; a float32 subnormal (exp of a very negative number, a
+# product of tiny terms) lies 2^100 below float16's least subnormal, so flushing it cannot move
+# a float16 result (products that come back from there are rescued as mantissa and exponent,
+# frexp_walk.h). Flushed, rms_norm of 648720 x 128 float16 ran 4.5 % faster on an H100
+# (benchmarks/cuda_subnormals_h100_2026-11-27).
 def nvrtc_options(defines) -> tuple[str, ...]:
     """``-DNAME=VALUE`` for every define, sorted, then the NVRTC base options (stable cache keys),
     and ``-ftz=true`` for kernels with float16 input and output (HALF_FTZ)."""
@@ -42,14 +48,6 @@ def nvrtc_options(defines) -> tuple[str, ...]:
     if values.get("IN_HALF") == "1" and values.get("OUT_HALF") == "1":
         options += ("-ftz=true",)
     return options
-
-
-# HALF_FTZ: float16 in, float16 out. Every float16 value and every partial sum of them is a
-# multiple of 2^-24, normal in float32; a float32 subnormal (exp of a very negative number, a
-# product of tiny terms) lies 2^100 below float16's least subnormal, so flushing it cannot move
-# a float16 result (products that come back from there are rescued as mantissa and exponent,
-# frexp_walk.h). Flushed, rms_norm of 648720 x 128 float16 ran 4.5 % faster on an H100
-# (benchmarks/cuda_subnormals_h100_2026-11-27).
 
 
 _lock = threading.Lock()  # one NVRTC build at a time; lookups take only the LRU's own lock
