@@ -51,7 +51,8 @@
  * lane's, team's or chunk's partial can overflow (or, for products, underflow to 0) where the
  * row's prefixes do not, and then meets the carry as inf + (-inf). Such a row is flagged,
  * and PHASE 4 scans it again in row order, one work-item a row (scan_walk), outputs and all:
- *   SPLIT 1           PHASE 0 writes each row's flag (the team agrees on it first)
+ *   SPLIT 1           PHASE 0 writes each row's flag (the team agrees on it first); or, with
+ *                     SCAN_WALK_INLINE, its team walks the row itself after its last task
  *   SPLIT > 1         PHASE 1 clears the row's flag, PHASE 0 sets it
  *   look-back         PHASE 3 clears it, PHASE 2 sets it
  * PHASE 4 walks the flagged rows' elements [chunk_len, chunk_len + SCAN_WALK_SEG) (0: all),
@@ -174,6 +175,18 @@ inline ACC_T logaddexp(const ACC_T a, const ACC_T b) {
 #ifndef LB_FLAGS
 #define LB_FLAGS 0
 #endif
+/* SCAN_WALK_INLINE (the planner: GPU whole-row scans, at most 32 tasks a team): a team
+ * remembers which of its tasks' rows need the walk, one bit a task, and walks them after its
+ * last task, in place of PHASE 4. That second launch, tiny as it is, had cost an H100's
+ * float32 cumsum 5-9 % of its public call (1048576 x 32 2523 -> 2689 GB/s without it,
+ * 262144 x 128 2637 -> 2767, 16384 x 1024 2394 -> 2606); the walk inline, 2855, 2780, 2566.
+ * (Walking a flagged row inside the task loop had cost 30 %: see the flags below.) */
+#ifndef SCAN_WALK_INLINE
+#define SCAN_WALK_INLINE 0
+#endif
+#if SCAN_WALK_INLINE && !(SCAN_RESCUE && PHASE == 0 && SPLIT == 1)
+#error "SCAN_WALK_INLINE: a rescued whole-row scan (PHASE 0, SPLIT 1)"
+#endif
 /* words of one set of the rows' flags (the look-back's workspace holds two for every SCAN) */
 #define FLAG_WORDS(n_rows) (((n_rows) + 15) / 16 * 16)
 /* flag sets: a whole-row scan writes one (the team's verdict); split and look-back scans two,
@@ -262,13 +275,25 @@ inline scan_walk_t walk_init(void) {
 #endif
 /* 32 terms: loads, then the chain, then stores (loads between the chain's steps ran one at a
  * time on CUDA: reduce_rows.cl's merge of product chunks). Written out (frexp_walk.h says
- * why). */
+ * why). A walk inside the scan kernel (SCAN_WALK_INLINE) takes 8: its registers count
+ * against the scan's own (ptxas sizes a kernel for its callees too). */
 #define WALK_LD(u) xb[u] = j + (u) < n ? LOAD(p, j + (u)) : IDENT;
 #define WALK_ST(u) if (j + (u) < n) STORE(ob[u], q, j + (u));
+#if SCAN_WALK_INLINE
+#define WALK_BLOCK 8
+#define WALK_X32(M) WRITTEN_OUT_8(M, 0)
+/* inline, not COLD_INLINE (__noinline__): out of line, ptxas gave the scan 46 registers where
+ * it had 40, and an H100's float32 cumsum of 262144 x 128 ran 2724 GB/s, not 2780; inlined
+ * after the task loop, where little else is live, it costs the loop nothing */
+#define WALK_FN inline
+#else
+#define WALK_BLOCK 32
 #define WALK_X32(M) WRITTEN_OUT_32(M, 0)
+#define WALK_FN COLD_INLINE
+#endif
 #define WALK_OP(u) WALK_STEP(w, xb[u], ob[u]);
 #define WALK_NAN(u) if (j + (u) < n) STORE((ACC_T)NAN, q, j + (u));
-#if PHASE == 4
+#if PHASE == 4 || SCAN_WALK_INLINE
 #if SCAN_BIG_IN_WALK
 /* whether the n elements at p hold a big input (see SCAN_BAD) */
 inline bool row_has_big(__global const IN_T *p, const ulong n, const ACC_T big_sum) {
@@ -282,23 +307,41 @@ inline bool row_has_big(__global const IN_T *p, const ulong n, const ACC_T big_s
 /* scan_walk: the inclusive scan of the n elements at p into q, in row order, from state w
  * (walk_init() at a row's start); returns the state after them. A NaN ends the loads: every
  * later output is NaN. */
-COLD_INLINE scan_walk_t scan_walk(__global const IN_T *p, __global OUT_T *q, const ulong n, scan_walk_t w) {
+WALK_FN scan_walk_t scan_walk(__global const IN_T *p, __global OUT_T *q, const ulong n, scan_walk_t w) {
     ulong j = 0;
-    for (; j < n; j += 32) {
-        ACC_T xb[32], ob[32];
+    for (; j < n; j += WALK_BLOCK) {
+        ACC_T xb[WALK_BLOCK], ob[WALK_BLOCK];
         WALK_X32(WALK_LD)
         WALK_X32(WALK_OP)
         WALK_X32(WALK_ST)
         WALK_RENORM(w);
         if (w.v != w.v) {
-            j += 32;
+            j += WALK_BLOCK;
             break;
         }
     }
-    for (; j < n; j += 32) {
+    for (; j < n; j += WALK_BLOCK) {
         WALK_X32(WALK_NAN)
     }
     return w;
+}
+#endif
+#if SCAN_WALK_INLINE
+/* the rows of this team's tasks whose bits are set (bit i: the task of its i-th trip through
+ * the task loop), each walked whole by the caller */
+WALK_FN void walk_team_rows(__global const IN_T *in, __global OUT_T *out, const ulong row_len,
+                                uint bits, const ulong first_task, const ulong stride) {
+    for (uint i = 0; bits != 0u; ++i, bits >>= 1) {
+        if (bits & 1u) {
+            const ulong row = first_task + i * stride;
+#if SCAN_BIG_IN_WALK
+            if (!row_has_big(in + row * row_len, row_len, BIG_SUM(row_len))) {
+                continue;
+            }
+#endif
+            (void)scan_walk(in + row * row_len, out + row * row_len, row_len, walk_init());
+        }
+    }
 }
 #endif
 /* the rows' flags in `carries`, FLAG_SETS * FLAG_WORDS(n_rows) words (bad, then big): a
@@ -837,6 +880,10 @@ void scan_rows(__global const IN_T *restrict in, const ulong in_offset,
     const ulong n_tasks = n_rows * SPLIT;
     const ulong stride = (ulong)get_num_groups(0) * TEAMS;
 
+#if SCAN_WALK_INLINE
+    uint walk_bits = 0u;   /* bit i: the row of this team's i-th task needs the walk */
+    uint trip = 0u;
+#endif
     for (ulong base = (ulong)get_group_id(0) * TEAMS; base < n_tasks; base += stride) {
         const ulong task = base + team;
         const bool live = task < n_tasks;
@@ -915,11 +962,24 @@ void scan_rows(__global const IN_T *restrict in, const ulong in_offset,
 #else
         const bool walk = bad && big;
 #endif
+#if SCAN_WALK_INLINE
+        walk_bits |= (walk && live ? 1u : 0u) << trip;   /* the planner keeps trip < 32 */
+        ++trip;
+#else
         if (lane == 0 && live) {
             scan_flags(carries, n_rows)[row] = walk ? 1u : 0u;
         }
 #endif
 #endif
+#endif
     }
+#if SCAN_WALK_INLINE
+    /* every lane's outputs are written before a team's lane 0 writes its rows again */
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    if (lane == 0 && walk_bits != 0u) {
+        walk_team_rows(in + in_offset, out + out_offset, row_len, walk_bits, (ulong)get_group_id(0) * TEAMS + team,
+                       stride);
+    }
+#endif
 #endif
 }

@@ -99,9 +99,14 @@ def rescue_bytes(p: RowPlan, rows: int, acc_bytes: int) -> int:
     scan's after its carries, 16-byte aligned): the rows' flags (two sets where split,
     FLAG_SETS), then, where PHASE 4 walks rows in segments (SCAN_WALK_SEG: llvmpipe's long
     rows), the walk's state between them, a long and an accumulator a row."""
+    if not any(dict(launch.defines).get("PHASE") == "4" for launch in p.passes):
+        return 0  # the scan's teams walk their rows themselves (SCAN_WALK_INLINE): no flags
     segmented = any("SCAN_WALK_SEG" in dict(launch.defines) for launch in p.passes)
     return 4 * flag_words(rows) * (2 if p.split > 1 else 1) + (rows * (8 + acc_bytes) if segmented else 0)
 
+
+# row_scan.cl SCAN_WALK_INLINE: a team's tasks, one bit each in a 32-bit word
+WALK_INLINE_TASKS = 32
 
 # llvmpipe: elements a PHASE 4 launch walks per row (32 a loop trip; see LLVMPIPE_LOOP_LIMIT)
 WALK_SEG_LLVMPIPE = (LLVMPIPE_TRIP_BUDGET - 16) * 32
@@ -213,22 +218,30 @@ def plan_scan(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = No
         return _scan_defines(caps, problem.op, acc, in_dtype, out_dtype, wg, mode, size, req, n_lanes, items, sp,
                              phase, **(big_in_walk if phase == 0 else {}))
 
-    def launch(pairs_options, reads, writes, rows, row_len, chunk_len, n_lanes, sp):
+    def launch(pairs_options, reads, writes, rows, row_len, chunk_len, n_lanes, sp, max_tasks_per_team=None):
         tasks, teams_ = rows * sp, wg // n_lanes
         trips = _ceil_div(chunk_len, n_lanes * items) * scan_tile_trips(items, n_lanes) + 2
         groups = _trip_groups(caps, _groups(caps, _ceil_div(tasks, teams_)), tasks, teams_, trips,
                               f"{problem.op} of rows of {row_len}")
+        if max_tasks_per_team:
+            groups = max(groups, _ceil_div(tasks, teams_ * max_tasks_per_team))
         return RowPass(options=pairs_options[1], global_size=groups * wg, local_size=wg, reads=reads, writes=writes,
                        n_rows=rows, row_len=row_len, chunk_len=chunk_len, defines=pairs_options[0])
 
-    main = defines_for(problem.dtype, out, sg_mode, sg_size, reqd, lanes, split, 0)
     rescue = scan_rescues(problem.op, problem.dtype)
+    walk_inline = rescue and split == 1 and walks_inline(caps)
+    if walk_inline:
+        main = _scan_defines(caps, problem.op, acc, problem.dtype, out, wg, sg_mode, sg_size, reqd, lanes, items,
+                             split, 0, **big_in_walk, SCAN_WALK_INLINE=1)
+    else:
+        main = defines_for(problem.dtype, out, sg_mode, sg_size, reqd, lanes, split, 0)
     walk_defines = lambda **more: _scan_defines(  # noqa: E731 -- PHASE 4 of this plan's macros
         caps, problem.op, acc, problem.dtype, out, wg, sg_mode, sg_size, reqd, lanes, items, split, 4,
         **big_in_walk, **more)
     if split == 1:
-        passes = (launch(main, "input", "output", problem.rows, k, k, lanes, 1),)
-        if rescue:
+        passes = (launch(main, "input", "output", problem.rows, k, k, lanes, 1,
+                         WALK_INLINE_TASKS if walk_inline else None),)
+        if rescue and not walk_inline:
             passes += _walk_passes(caps, problem, wg, walk_defines)
     else:
         totals = defines_for(problem.dtype, acc, sg_mode, sg_size, reqd, lanes, split, 1)
@@ -247,6 +260,14 @@ def plan_scan(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = No
                    global_size=passes[0 if split == 1 else 2].global_size, local_size=wg,
                    scalars=(("n_rows", "u64", problem.rows), ("row_len", "u64", k), ("chunk_len", "u64", chunk)),
                    split=split, passes=passes)
+
+
+def walks_inline(caps: DeviceCaps) -> bool:
+    """Whether a rescued whole-row scan's teams walk their flagged rows themselves (row_scan.cl
+    SCAN_WALK_INLINE: one bit a task, at most WALK_INLINE_TASKS tasks a team) in place of a
+    PHASE 4 launch: on GPUs. CPUs keep PHASE 4: their one-lane scans look for big inputs in
+    the walk (SCAN_BIG_IN_WALK), and llvmpipe counts a walk against its loop limit."""
+    return caps.device_type != "cpu" and not llvmpipe_loop_limited(caps)
 
 
 def _walk_passes(caps: DeviceCaps, problem: RowProblem, wg: int, defines) -> tuple[RowPass, ...]:

@@ -11,10 +11,10 @@ import pytest
 from test_plan import ALL_CAPS, PROFILES, required_macros
 
 from clreduce.kernels import read_source
-from clreduce.plan import UnsupportedOnDevice
+from clreduce.plan import UnsupportedOnDevice, llvmpipe_loop_limited
 from clreduce.plan_rowops import (FAMILIES, LOCAL_CAP, SCAN_OPS, STATS_ONLY, RowForce, RowProblem, local_budget, plan_row,
                                   reg_budget, row_variants)
-from clreduce.plan_scan import scan_rescues
+from clreduce.plan_scan import WALK_INLINE_TASKS, scan_rescues, walks_inline
 
 OPS = tuple(FAMILIES)
 ROW_LENS = (1, 7, 64, 128, 1000, 4097, 8192, 20000, 10**6)
@@ -55,7 +55,16 @@ def check(caps, problem, p) -> None:
         walks = [x for x in p.passes if dict(x.defines)["PHASE"] == "4"]
         scans = p.passes[:len(p.passes) - len(walks)]
         assert p.passes[len(scans):] == tuple(walks)
-        assert bool(walks) == scan_rescues(problem.op, problem.dtype)
+        # ... or, on GPU whole-row scans, by the scanning team itself (SCAN_WALK_INLINE)
+        inline = dict(p.passes[0].defines).get("SCAN_WALK_INLINE") == "1"
+        assert not (walks and inline)
+        assert bool(walks or inline) == scan_rescues(problem.op, problem.dtype)
+        assert inline == (scan_rescues(problem.op, problem.dtype) and p.split == 1 and not p.lookback_tile
+                          and caps.device_type != "cpu" and not llvmpipe_loop_limited(caps))
+        assert walks_inline(caps) == (caps.device_type != "cpu" and not llvmpipe_loop_limited(caps))
+        if inline:  # one bit a task of a team
+            teams = p.passes[0].global_size // p.lanes
+            assert -(-problem.rows // teams) <= WALK_INLINE_TASKS
         assert all(x.reads == "input" and x.writes == "output" for x in walks)
         assert scans and scans[-1].reads == "input" and scans[-1].writes == "output"
         chunk = scans[-1].chunk_len

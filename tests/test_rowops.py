@@ -924,6 +924,48 @@ def test_scans_of_rows_past_the_float_range(cl_device, cl_queue, op, request):
                 assert_scan_past_the_range(op, dtype, k, got, x, want, what)
 
 
+@pytest.mark.parametrize("op", ["cumsum", "cumprod"])
+def test_scans_whose_teams_walk_their_own_rows(cl_device, cl_queue, op, monkeypatch, request):
+    """row_scan.cl SCAN_WALK_INLINE, which the planner takes on GPUs only (no GPU in CI): here
+    on every device, the planner's plan and sampled forced whole-row variants (teams inside a
+    sub-group, across a work-group). 3001 rows, so a team takes several (one bit a task) on
+    most devices: rows past the range at the first, a middle and the last task; the team
+    walks exactly those rows again."""
+    from clreduce import plan_scan
+    from clreduce.backends import opencl
+
+    monkeypatch.setattr(plan_scan, "walks_inline", lambda caps: True)
+    opencl.clear_caches()  # no plan made without the patch
+    try:
+        caps = opencl_rowops.runnable_caps(cl_queue)
+        rows = 3001
+        for k in (7, 1001):  # rows_past_the_range's K: 1 mod 4 (its reversed product stays in range)
+            x3, want3 = rows_past_the_range(op, "float32", k)
+            flagged = {0: 0, rows // 2: 2, rows - 1: 0}  # row -> row of x3 past the range
+            x = np.tile(x3[1], (rows, 1))
+            want = np.tile(want3[1], (rows, 1))
+            for row, src in flagged.items():
+                x[row], want[row] = x3[src], want3[src]
+            problem = RowProblem(op, rows, k, "float32")
+            whole_rows = [f for f in row_variants(caps, problem) if f.split in (None, 1)]
+            for force in [None] + _sample(whole_rows, 2, zlib.crc32(f"inline{op}{k}".encode()), request):
+                p = plan_row(caps, problem, force)
+                if p.split > 1:
+                    continue  # llvmpipe's loop limit splits some forced plans' rows
+                assert dict(p.passes[0].defines).get("SCAN_WALK_INLINE") == "1" and len(p.passes) == 1
+                teams = p.passes[0].global_size // p.lanes
+                assert -(-rows // teams) <= plan_scan.WALK_INLINE_TASKS
+                got = getattr(rowops, op)(x, axis=-1, device=cl_device, force=force)
+                what = f"{op} K={k} {force}: {teams} teams"
+                assert np.isfinite(got).all(), what  # unwalked, the flagged rows hold inf / NaN
+                # the bounds of assert_scan_past_the_range: cumsum's flagged rows (prefixes of
+                # -1, 0, 1 units) exact, the rest within (k + 1) float32 half-ulps relative
+                np.testing.assert_allclose(got, want, rtol=(k + 1) * 2.0 ** -24, atol=0, err_msg=what)
+    finally:
+        monkeypatch.undo()
+        opencl.clear_caches()
+
+
 def test_scans_past_the_range_keep_numpy_infinities(cl_device):
     """A row walked again gives the exact prefix rounded once: inf only where the prefix
     itself passes the range (as float64 arithmetic gives it; numpy's float32 scan stays inf

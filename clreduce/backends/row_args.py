@@ -29,8 +29,8 @@ def kernel_args(p: RowPlan, problem: RowProblem, eps: float = 0.0) -> tuple[tupl
         # scan_rows(in, in_offset, out, out_offset, n_rows, row_len, chunk_len, carries)
         # `carries`: the look-back's workspace; a split scan's carries (and rows' flags); a
         # whole-row scan's flags where rows are rescued; else never read (any buffer)
-        carries = "partials" if p.lookback_tile else "carries" if p.split > 1 or scan_rescues(
-            problem.op, problem.dtype) else None
+        carries = "partials" if p.lookback_tile else "carries" if p.split > 1 or (scan_rescues(
+            problem.op, problem.dtype) and rescue_bytes(p, problem.rows, 0)) else None
         return tuple((launch.reads, IN_OFFSET if launch.reads == "input" else _ZERO, launch.writes, _ZERO,
                       np.uint64(launch.n_rows), np.uint64(launch.row_len), np.uint64(launch.chunk_len),
                       carries or launch.writes)
@@ -67,7 +67,7 @@ def buffer_bytes(p: RowPlan, problem: RowProblem) -> dict[str, int]:
     if p.lookback_tile:
         sizes["partials"] = lookback_workspace(rows, problem.row_len, p.lookback_tile, acc)[1]
     elif p.kernel_file == "row_scan.cl" and p.split == 1 and scan_rescues(problem.op, problem.dtype):
-        sizes["carries"] = rescue_bytes(p, rows, acc)  # the rows' flags (and walk state)
+        sizes["carries"] = rescue_bytes(p, rows, acc)  # the rows' flags (and walk state), if any
     elif p.split > 1:
         if p.kernel_file == "row_scan.cl":
             sizes["partials"] = sizes["carries"] = rows * p.split * acc
