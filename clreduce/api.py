@@ -232,7 +232,6 @@ _EMPTY_ERRORS = {
     "normneginf": "zero-size array to reduction operation minimum which has no identity",
     "argmax": "attempt to get argmax of an empty sequence",
     "argmin": "attempt to get argmin of an empty sequence",
-    "logsumexp": "logsumexp of an empty reduction has no value",
 }
 
 
@@ -244,7 +243,7 @@ def _empty_result(op, shape, dtype):
         warnings.warn(message, RuntimeWarning, stacklevel=5)
         with np.errstate(invalid="ignore"):
             return np.full(shape, np.nan).astype(dtype)
-    fill = {"identity": 1 if op.combine == "prod" else 0, "zero": 0, "one": 1}[op.empty]
+    fill = {"identity": 1 if op.combine == "prod" else 0, "zero": 0, "one": 1, "neginf": -np.inf}[op.empty]
     return np.full(shape, fill, dtype=dtype)
 
 
@@ -689,7 +688,12 @@ def argmin(a, axis=None, out=None, *, keepdims=False, backend=None, force=None, 
 
 
 def logsumexp(a, axis=None, keepdims=False, *, backend=None, force=None, **where):
-    """``log(sum(exp(a)))`` computed max-shifted in one pass; rows of -inf give -inf."""
+    """``log(sum(exp(a)))`` computed max-shifted in one pass; rows of -inf give -inf.
+
+    An empty reduction gives -inf, the log of an empty sum (``scipy.special.logsumexp``
+    since SciPy 1.14 and ``torch.logsumexp`` give the same; until 2026-11-27 clreduce raised
+    ValueError as numpy's ``max`` does).
+    """
     return _reduce("logsumexp", a, axis, keepdims=keepdims, backend=backend, force=force, where=where)
 
 

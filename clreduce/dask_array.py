@@ -52,8 +52,7 @@ _EMPTY_ERROR = {
     "normneginf": "zero-size array to reduction operation minimum which has no identity",
     "argmax": "attempt to get argmax of an empty sequence",
     "argmin": "attempt to get argmin of an empty sequence",
-    "logsumexp": "logsumexp of an empty reduction has no value",
-}
+}  # logsumexp of nothing: -inf (api.logsumexp), the merge of empty blocks' -inf
 _NORM_KIND = {None: "norm2", 2: "norm2", 1: "norm1", np.inf: "norminf", -np.inf: "normneginf", 0: "norm0"}
 
 

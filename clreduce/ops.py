@@ -31,9 +31,10 @@ class Op:
         Output dtype rule for integer/bool inputs: same dtype, 64-bit (numpy's sum/prod),
         float64, bool, or numpy's intp. Float inputs keep their dtype except for
         ``bool``/``intp`` results.
-    empty : {"identity", "nan", "error", "zero", "one"}
+    empty : {"identity", "nan", "error", "zero", "one", "neginf"}
         Empty reduction: the op's identity (sum -> 0, prod -> 1), nan with a RuntimeWarning,
-        ValueError, or a literal 0 / 1 (any/all, counts).
+        ValueError, a literal 0 / 1 (any/all, counts), or -inf (logsumexp: the log of an
+        empty sum, as scipy.special.logsumexp since SciPy 1.14 and torch.logsumexp give).
     """
 
     name: str
@@ -70,7 +71,7 @@ OPS = {op.name: op for op in (
     _op("std", kind="welford", finalize="std", result="float", empty="nan"),
     _op("argmax", kind="arg", combine="max", finalize="index", result="intp", empty="error"),
     _op("argmin", kind="arg", combine="min", finalize="index", result="intp", empty="error"),
-    _op("logsumexp", kind="lse", finalize="lse", result="float", empty="error"),
+    _op("logsumexp", kind="lse", finalize="lse", result="float", empty="neginf"),
 )}
 
 # The exact integer sum the planner runs for an integer mean whose 64-bit total could wrap

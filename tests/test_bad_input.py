@@ -150,6 +150,23 @@ def test_max_min_of_empty_is_value_error(shape, axis, op):
         _fn(op)(x, axis=axis)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16", "float64", "int32", "bool"])
+@pytest.mark.parametrize("shape, axis", EMPTY_CASES)
+def test_logsumexp_of_empty_is_minus_inf(shape, axis, dtype):
+    """The log of an empty sum: scipy.special.logsumexp (SciPy >= 1.14, scipy/scipy#20399)
+    and torch.logsumexp give -inf; numpy's own formula too. Float dtypes kept, others float64."""
+    x = np.zeros(shape, dtype)
+    for keepdims in (False, True):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # scipy and torch do not warn; neither does clreduce
+            got = clreduce.logsumexp(x, axis=axis, keepdims=keepdims)
+        with np.errstate(divide="ignore"):
+            ref = np.log(np.sum(np.exp(x.astype(np.float64)), axis=axis, keepdims=keepdims))
+        want_dtype = np.dtype(dtype) if np.dtype(dtype).kind == "f" else np.dtype(np.float64)
+        assert np.asarray(got).dtype == want_dtype and np.shape(got) == np.shape(ref)
+        assert np.all(np.asarray(got) == -np.inf) and np.all(ref == -np.inf)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float16", "float64", "int8", "uint16", "int64", "bool"])
 @pytest.mark.parametrize("shape, axis", EMPTY_CASES)
 def test_sum_of_empty_is_zero_of_numpys_dtype(shape, axis, dtype):

@@ -519,6 +519,8 @@ def test_empty_reductions_keep_the_kind():
     assert clreduce.sum(cp.zeros((0, 4), cp.int32), axis=-1).shape == (0,)
     with pytest.raises(ValueError, match="zero-size"):
         clreduce.max(cp.zeros((2, 0), cp.float32), axis=-1)
+    lse = clreduce.logsumexp(cp.zeros((2, 0), cp.float16), axis=-1)  # the log of an empty sum
+    assert isinstance(lse, cp.ndarray) and lse.dtype == cp.float16 and bool(cp.all(lse == -cp.inf))
 
 
 try:

@@ -240,9 +240,17 @@ def test_empty_reductions_follow_numpy():
     with pytest.warns(RuntimeWarning, match="Mean of empty slice"):
         got = _threads(clreduce.mean(darr, axis=0))
     assert got.dtype == np.float32 and np.all(np.isnan(got))
-    for op in ("max", "argmin", "logsumexp", "nanmin"):
+    for op in ("max", "argmin", "nanmin"):
         with pytest.raises(ValueError):  # at graph construction, as numpy raises at the call
             getattr(clreduce, op)(darr, axis=0)
+    got = _threads(clreduce.logsumexp(darr, axis=0))  # the log of an empty sum, as api.logsumexp
+    assert got.dtype == np.float32 and got.shape == (4,) and np.all(got == -np.inf)
+    empty_rows = da.zeros((3, 0), np.float32, chunks=(1, 0))  # empty blocks merged: -inf, not NaN
+    np.testing.assert_array_equal(_threads(clreduce.logsumexp(empty_rows, axis=1)), np.full(3, -np.inf, np.float32))
+    y = np.arange(6, dtype=np.float32).reshape(3, 2)  # an empty block beside values: no effect
+    mixed = da.from_array(y, chunks=((1, 1, 1), (0, 1, 1)))
+    np.testing.assert_allclose(_threads(clreduce.logsumexp(mixed, axis=1)),
+                               np.log(np.exp(y.astype(np.float64)).sum(1)), rtol=1e-6)
     assert _threads(clreduce.max(darr, axis=1)).shape == (0,)
 
 
