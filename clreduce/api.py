@@ -235,9 +235,14 @@ _EMPTY_ERRORS = {
 }
 
 
-def _empty_result(op, shape, dtype):
+def _empty_result(op, shape, dtype, ddof: float = 0.0):
     if op.empty == "error":
         raise ValueError(_EMPTY_ERRORS[op.name])
+    if op.finalize in ("var", "std") and ddof < 0:
+        # numpy: no squares over a count of 0 - ddof > 0 is 0 (its warning comes from the mean, 0 / 0);
+        # until 2026-11-27 clreduce said NaN and "Degrees of freedom <= 0"
+        warnings.warn("invalid value encountered in divide", RuntimeWarning, stacklevel=5)
+        return np.zeros(shape, dtype)
     if op.empty == "nan":
         message = "Mean of empty slice." if op.finalize == "mean" else "Degrees of freedom <= 0 for slice"
         warnings.warn(message, RuntimeWarning, stacklevel=5)
@@ -504,7 +509,7 @@ def _reduce_slow(op_name, a, axis, dtype, out, keepdims, ddof, single_axis, back
     final = out_dtype if out_dtype is not None else result_dtype
 
     if k == 0 or math.prod(kept) == 0:
-        host = _empty_result(op, out_shape, final) if k == 0 else np.empty(out_shape, final)
+        host = _empty_result(op, out_shape, final, ddof) if k == 0 else np.empty(out_shape, final)
         return _deliver(chosen, x, host, out, back_to_caller, where)
     if op.finalize in ("var", "std") and k - ddof <= 0:
         warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=4)

@@ -167,6 +167,22 @@ def test_logsumexp_of_empty_is_minus_inf(shape, axis, dtype):
         assert np.all(np.asarray(got) == -np.inf) and np.all(ref == -np.inf)
 
 
+@pytest.mark.parametrize("op", ["var", "std"])
+@pytest.mark.parametrize("ddof", [0, 1, -1, -0.5])
+@pytest.mark.parametrize("shape, axis", EMPTY_CASES)
+def test_var_of_empty_follows_numpy_for_every_ddof(shape, axis, ddof, op):
+    """NaN where 0 - ddof <= 0; 0 where a negative ddof leaves a positive count (numpy divides
+    no squares by it: until 2026-11-27 clreduce said NaN). Both warn, as numpy does."""
+    x = np.zeros(shape, np.float32)
+    with pytest.warns(RuntimeWarning):
+        got = getattr(clreduce, op)(x, axis=axis, ddof=ddof)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        ref = getattr(np, op)(x, axis=axis, ddof=ddof)
+    assert np.asarray(got).dtype == np.asarray(ref).dtype and np.shape(got) == np.shape(ref)
+    np.testing.assert_array_equal(got, ref)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float16", "float64", "int8", "uint16", "int64", "bool"])
 @pytest.mark.parametrize("shape, axis", EMPTY_CASES)
 def test_sum_of_empty_is_zero_of_numpys_dtype(shape, axis, dtype):
