@@ -190,7 +190,7 @@ def _reference(op: str, x: np.ndarray, axis, keepdims: bool, ord_):
     xr = x.astype(hi) if x.dtype.kind == "f" else x
     if op == "logsumexp":
         xf = x.astype(hi)
-        m = np.max(xf, axis=axis, keepdims=True)
+        m = np.max(xf, axis=axis, keepdims=True, initial=-np.inf)  # empty: log(0) = -inf
         shift = np.where(np.isfinite(m), m, 0)
         with np.errstate(divide="ignore"):
             r = np.log(np.sum(np.exp(xf - shift), axis=axis, keepdims=True)) + shift
@@ -288,13 +288,7 @@ def _numpy_raises(op, x, axis, keepdims, ord_):
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
             if op == "logsumexp":
-                if x.size == 0 and axis is None:
-                    raise ValueError
-                if x.size == 0:
-                    axes = axis if isinstance(axis, tuple) else (axis,)
-                    if any(x.shape[a] == 0 for a in axes):
-                        raise ValueError
-                return None
+                return None  # an empty reduction is -inf (scipy.special.logsumexp, torch.logsumexp)
             if op == "norm":
                 np.linalg.norm(x.astype(np.float64), ord=ord_, axis=axis, keepdims=keepdims)
             elif op == "count_nonzero":
