@@ -318,6 +318,23 @@ inline ACC_T outer_mean(const outer_t o, const ACC_T n) { return o.s / n; }
 #if PROD_SIDES == 1 && (FINALIZE != 0 || OUT_HALF)
 #error "PROD_SIDES 1 writes the float partials of a split pass"
 #endif
+/* SUM_SIDES (the planner, float sums of signed terms split in chunks: sum, nansum, mean): 1 in
+ * the chunks' pass, 2 in the merge pass. A chunk's sum can pass the range where the row's does
+ * not (a row of 3e38/2^19 in its first half and as many negatives in its second: chunks of
+ * +inf and -inf, NaN where the sum is 0; every split plan, 2026-11-27), so each chunk leaves
+ * its sum twice, n_parts apart in the partials: plainly (inf where it passes the range), and
+ * times 2^-64 (SIDE_DOWN), where no chunk's sum nor any sum of them can pass it. */
+#ifndef SUM_SIDES
+#define SUM_SIDES 0
+#endif
+#if SUM_SIDES && !RESCUE_SUM
+#error "SUM_SIDES needs a float sum of signed terms (RESCUE_SUM)"
+#endif
+#if SUM_SIDES == 1 && (FINALIZE != 0 || OUT_HALF)
+#error "SUM_SIDES 1 writes the float partials of a split pass"
+#endif
+/* the partials pass (1) or the merge pass (2) of a split plan whose chunks leave two sides */
+#define SIDES (PROD_SIDES ? PROD_SIDES : SUM_SIDES)
 #ifndef RESCUE_BLOCK
 #define RESCUE_BLOCK 32
 #endif
@@ -359,9 +376,7 @@ inline ACC_T outer_mean(const outer_t o, const ACC_T n) { return o.s / n; }
  * adds, as in lane_partial. A NaN ends the walk; so does llvmpipe's loop limiter (plan.py,
  * RUSTICL_LOOP_TRIPS), silently, and a walk that stopped short gives NaN rather than the sum
  * of a part of the row. */
-COLD_INLINE ACC_T rescued_sum(__global const IN_T *p, const ulong n, const ulong step, const ulong count) {
-    ACC_T down = (ACC_T)0.5;
-    for (ulong m = n; m > 0; m >>= 1) down *= (ACC_T)0.5;
+COLD_INLINE outer_t scaled_sum(__global const IN_T *p, const ulong n, const ulong step, const ACC_T down) {
     outer_t total = outer_init();
     ulong i = 0;
     for (; i < n; i += RESCUE_BLOCK) {
@@ -370,7 +385,12 @@ COLD_INLINE ACC_T rescued_sum(__global const IN_T *p, const ulong n, const ulong
         total = outer_add(total, block);
         if (total.s != total.s) break;
     }
-    if (i < n) return (ACC_T)NAN;
+    return i < n ? outer_wrap((ACC_T)NAN) : total;
+}
+COLD_INLINE ACC_T rescued_sum(__global const IN_T *p, const ulong n, const ulong step, const ulong count) {
+    ACC_T down = (ACC_T)0.5;
+    for (ulong m = n; m > 0; m >>= 1) down *= (ACC_T)0.5;
+    const outer_t total = scaled_sum(p, n, step, down);
 #if FINALIZE == FIN_MEAN
     return outer_mean(total, (ACC_T)count) / down;
 #else
@@ -382,7 +402,50 @@ inline ACC_T finite_or_rescued(const ACC_T r, __global const IN_T *p, const ulon
                                const ulong count) {
     return fabs(r) < (ACC_T)INFINITY ? r : rescued_sum(p, n, step, count);
 }
+#define SIDE_DOWN ((ACC_T)5.421010862427522e-20)  /* 2^-64: see SUM_SIDES */
+#if SUM_SIDES == 1
+/* a split chunk's sum r, twice (see SUM_SIDES): P[t], r where finite, else the chunk summed
+ * again scaled (its true sum: +-inf only past the range); S[t] = that sum times 2^-64 */
+inline void store_sum_part(__global ACC_T *parts, const ulong n_parts, const ulong t, const ACC_T r,
+                           __global const IN_T *p, const ulong n, const ulong step) {
+    ACC_T scaled = r * SIDE_DOWN;
+    if (!(fabs(r) < (ACC_T)INFINITY)) {
+        scaled = outer_value(scaled_sum(p, n, step, SIDE_DOWN));
+    }
+    parts[t] = fabs(r) < (ACC_T)INFINITY ? r : scaled / SIDE_DOWN;
+    parts[n_parts + t] = scaled;
+}
+#define STORE_PART(parts, n_parts, t, r, p, n, step) \
+    store_sum_part((parts), (n_parts), (t), (r), (p), (n), (step))
+#elif SUM_SIDES == 2
+/* The merge of split chunks' sums (SUM_SIDES 1): where the sum (or mean) of the P came out inf
+ * or NaN, one work-item adds the chunks' S (sums times 2^-64) again, divides by the count for a
+ * mean and scales back: +-inf only where the row's sum (mean) passes the range, NaN where the
+ * data hold a NaN or both infinities. p points at the row's first P in `parts`, whose n_parts
+ * P are followed by as many S. */
+COLD_INLINE ACC_T merged_sum_parts(const ACC_T r, __global const ACC_T *parts, const ulong n_parts,
+                                   __global const ACC_T *p, const ulong n, const ulong step, const ulong count) {
+    if (fabs(r) < (ACC_T)INFINITY) return r;
+    __global const ACC_T *scaled = p + n_parts;
+    outer_t total = outer_init();
+    for (ulong j = 0; j < n; ++j) {
+        total = outer_add(total, scaled[j * step]);
+    }
+    (void)parts;
+    (void)count;
+#if FINALIZE == FIN_MEAN
+    return outer_mean(total, (ACC_T)count) / SIDE_DOWN;
+#else
+    return outer_value(total) / SIDE_DOWN;
+#endif
+}
+#endif
+#if SUM_SIDES == 2
+/* in, in_offset and side_parts: names in scope at each merge pass's call */
+#define RESCUED(r, p, n, step, count) merged_sum_parts((r), in + in_offset, side_parts, (p), (n), (step), (count))
+#else
 #define RESCUED(r, p, n, step, count) finite_or_rescued((r), (p), (n), (step), (count))
+#endif
 #elif RESCUE_PROD
 /* walked_prod: the product of the n terms at p, step elements apart, as mantissa and exponent
  * (see RESCUE_PROD); `first` (the task's own product) where llvmpipe's loop limiter stopped the
@@ -442,7 +505,7 @@ inline void store_prod_part(__global ACC_T *parts, const ulong n_parts, const ul
     parts[n_parts + t] = w.m;
     ((__global long *)(parts + 2 * n_parts))[t] = w.e;
 }
-#define STORE_PROD_PART(parts, n_parts, t, r, p, n, step) \
+#define STORE_PART(parts, n_parts, t, r, p, n, step) \
     store_prod_part((parts), (n_parts), (t), (r), (p), (n), (step))
 #elif PROD_SIDES == 2
 /* The merge of split chunks' products (PROD_SIDES 1): where the product of the P came out
@@ -659,7 +722,7 @@ void reduce_rows(__global const IN_T *restrict in, const ulong in_offset,
 #endif
     const ulong n_tasks = n_rows * SPLIT;
     const ulong task_stride = (ulong)get_num_groups(0) * TEAMS;
-#if PROD_SIDES == 2
+#if SIDES == 2
     const ulong side_parts = n_rows * row_len;  /* the chunks' pass wrote this many P */
 #endif
 
@@ -719,11 +782,11 @@ void reduce_rows(__global const IN_T *restrict in, const ulong in_offset,
 #else
             ACC_T r = outer_value(acc);
 #endif
-#if PROD_SIDES == 1
+#if SIDES == 1
             {
                 const ulong start = (task % SPLIT) * chunk_len;
                 const ulong stop = min(start + chunk_len, row_len);
-                STORE_PROD_PART(out + out_offset, n_tasks, task, r,
+                STORE_PART(out + out_offset, n_tasks, task, r,
                                 in + in_offset + (task / SPLIT) * row_stride + start, stop - start, 1);
             }
 #else
@@ -799,9 +862,9 @@ void reduce_cols(__global const IN_T *restrict in, const ulong in_offset,
     const ulong tile = (ulong)VEC * NBLK;
     const ulong tiles = (inner + tile - 1) / tile;
     const ulong n_items = outer * SPLIT * tiles;
-#if PROD_SIDES
+#if SIDES
     /* P in the partials: (outer, SPLIT, inner) in the chunks' pass, (outer, k_len, inner) read */
-    const ulong side_parts = outer * (PROD_SIDES == 1 ? SPLIT : k_len) * inner;
+    const ulong side_parts = outer * (SIDES == 1 ? SPLIT : k_len) * inner;
 #endif
     for (ulong item = get_global_id(0); item < n_items; item += get_global_size(0)) {
         const ulong task = item / tiles;            /* outer * SPLIT + chunk */
@@ -876,16 +939,16 @@ void reduce_cols(__global const IN_T *restrict in, const ulong in_offset,
 #endif
         }
         /* p + k0 * k_stride + column: where a column's sum that came out inf or NaN is read again */
-#if PROD_SIDES == 1
+#if SIDES == 1
         for (uint b = 0; b < full; ++b) {
             UNROLL_LOOP
             for (int j = 0; j < VEC; ++j) {
-                STORE_PROD_PART(out + out_offset, side_parts, (ulong)(dst - out - out_offset) + b * VEC + j, FINISH(COL_RESULT(b, j)),
+                STORE_PART(out + out_offset, side_parts, (ulong)(dst - out - out_offset) + b * VEC + j, FINISH(COL_RESULT(b, j)),
                                 p + k0 * k_stride + b * VEC + j, k1 - k0, k_stride);
             }
         }
         for (uint j = 0; j < rem; ++j) {
-            STORE_PROD_PART(out + out_offset, side_parts, (ulong)(dst - out - out_offset) + full * VEC + j, FINISH(TAIL_RESULT(j)),
+            STORE_PART(out + out_offset, side_parts, (ulong)(dst - out - out_offset) + full * VEC + j, FINISH(TAIL_RESULT(j)),
                             p + k0 * k_stride + full * VEC + j, k1 - k0, k_stride);
         }
 #else
@@ -1166,7 +1229,7 @@ void reduce_rows_cpu(__global const IN_T *restrict in, const ulong in_offset,
 {
     const ulong n_tasks = n_rows * SPLIT;
     const ulong items = (ulong)get_global_size(0);
-#if PROD_SIDES == 2
+#if SIDES == 2
     const ulong side_parts = n_rows * row_len;
 #endif
     const ulong per = (n_tasks + items - 1) / items;
@@ -1186,8 +1249,8 @@ void reduce_rows_cpu(__global const IN_T *restrict in, const ulong in_offset,
 #else
         ACC_T acc = res;
 #endif
-#if PROD_SIDES == 1
-        STORE_PROD_PART(out + out_offset, n_tasks, task, acc, in + in_offset + row * row_stride + start, stop - start, 1);
+#if SIDES == 1
+        STORE_PART(out + out_offset, n_tasks, task, acc, in + in_offset + row * row_stride + start, stop - start, 1);
 #else
 #if RESCUE_SUM || RESCUE_PROD
         acc = RESCUED(acc, in + in_offset + row * row_stride + start, stop - start, 1, mean_count);

@@ -754,6 +754,8 @@ def _op_defines(op, rule, in_dtype: str, first: bool, last: bool) -> dict:
         defines["IDENTITY"] = _identity(combine, acc)
         if _prod_sides(op, rule) and not (first and last):
             defines["PROD_SIDES"] = 1 if first else 2
+        if _sum_sides(op, rule) and not (first and last):
+            defines["SUM_SIDES"] = 1 if first else 2
     elif op.kind == "arg":
         defines["ARG_MAX" if combine == "max" else "ARG_MIN"] = 1
         defines["IDENTITY"] = _identity(combine, acc)
@@ -767,6 +769,14 @@ def _prod_sides(op, rule) -> bool:
     return op.kind == "scalar" and op.combine == "prod" and rule.acc.startswith("float")
 
 
+def _sum_sides(op, rule) -> bool:
+    """Float sums of signed terms (sum, nansum, mean: reduce_rows.cl RESCUE_SUM) split in
+    chunks leave each chunk's sum also times 2^-64, beside the plain partials (SUM_SIDES): a
+    chunk's sum can pass the range where the row's does not."""
+    return (op.kind == "scalar" and op.combine == "sum" and rule.acc.startswith("float")
+            and op.map in ("none", "nan_to_zero"))
+
+
 def _partials_bytes(op, rule, parts: int) -> int:
     """Bytes of the partials buffer holding ``parts`` partial results of a split plan."""
     if op.kind != "scalar":
@@ -774,6 +784,8 @@ def _partials_bytes(op, rule, parts: int) -> int:
     acc = np.dtype(rule.acc).itemsize
     if _prod_sides(op, rule):
         return parts * (2 * acc + 8)  # P and M (accumulators), then E (8-byte aligned: 2 * acc * parts)
+    if _sum_sides(op, rule):
+        return parts * 2 * acc  # P, then S (SUM_SIDES)
     return parts * acc
 
 

@@ -487,6 +487,59 @@ def test_products_of_chunks_past_the_float_range(cl_device, cl_caps, dtype):
     assert ran >= 3
 
 
+def chunk_sums_past_the_range(dtype):
+    """Rows of 4000 whose halves sum past the float range while the row does not: +-B with B a
+    power of two (2^118 float32, 2^1014 float64), so every partial sum is exact. Row sums:
+    0 (halves +B then -B), 0 (reversed), 2B (2001 +B, 1999 -B), 4000B (past the range: inf;
+    its mean is B), NaN (a NaN in a -B's place at the end; nansum B), +inf (an inf in the first half), NaN
+    (+inf and -inf), and ordinary values (within the sum bound)."""
+    k = 4000
+    b = {"float32": 2.0 ** 118, "float64": 2.0 ** 1014}[dtype]
+    x = np.empty((8, k))
+    x[0, :2000], x[0, 2000:] = b, -b
+    x[1] = x[0, ::-1]
+    x[2, :2001], x[2, 2001:] = b, -b
+    x[3] = b
+    x[4], x[4, -1] = x[0], np.nan
+    x[5], x[5, 10] = x[0], np.inf
+    x[6], x[6, 10], x[6, 3000] = x[0], np.inf, -np.inf
+    x[7] = np.linspace(-1, 3, k)
+    sums = [0.0, 0.0, 2 * b, np.inf, np.nan, np.inf, np.nan]
+    means = [0.0, 0.0, 2 * b / k, b, np.nan, np.inf, np.nan]
+    nansums = [0.0, 0.0, 2 * b, np.inf, b, np.inf, np.nan]  # row 4's NaN took a -B's place
+    return x.astype(dtype), {"sum": sums, "mean": means, "nansum": nansums}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("op", ["sum", "mean", "nansum"])
+def test_sums_of_chunks_past_the_float_range(cl_device, cl_caps, dtype, op):
+    """Split chunks' sums leave a copy times 2^-64 beside the plain partial (SUM_SIDES), and the
+    merge adds those where the plain partials' sum is inf or NaN: halves of +inf and -inf gave
+    NaN on every split plan where the row's sum is 0 (2026-11-27)."""
+    if dtype == "float64" and not cl_caps.fp64:
+        pytest.skip(f"{cl_caps.name} has no fp64")
+    x, wants = chunk_sums_past_the_range(dtype)
+    want = wants[op]
+    row_forces = [None, Force(strategy="split_k"), Force(split=2), Force(split=4), Force(split=7)]
+    col_forces = [None, Force(strategy="split_k"), Force(strategy="split_k", split=3)]
+    ran = 0
+    for axis, arr, forces in ((-1, x, row_forces), (0, np.ascontiguousarray(x.T), col_forces)):
+        for force in forces:
+            try:
+                with warnings.catch_warnings(), np.errstate(all="ignore"):
+                    warnings.simplefilter("ignore")
+                    got = getattr(clreduce, op)(arr, axis=axis, device=cl_device, force=force)
+            except UnsupportedOnDevice:
+                continue  # llvmpipe's loop limit
+            ran += 1
+            what = f"{op} {dtype} axis {axis} {force}"
+            np.testing.assert_array_equal(got[:7], np.array(want, dtype), err_msg=what)
+            ref = np.sum(x[7].astype(np.float64)) / (x.shape[1] if op == "mean" else 1)
+            bound = 2 * x.shape[1] * np.finfo(dtype).eps * np.sum(np.abs(x[7].astype(np.float64)))
+            assert abs(float(got[7]) - ref) <= bound, (what, got[7], ref)
+    assert ran >= 4
+
+
 def _assert_chunk_products(got, want, dtype, what):
     np.testing.assert_array_equal(got[:6], np.array(want[:6], dtype), err_msg=what)
     _assert_within_product_bound(got[6], want[6], 4000, dtype, what)
@@ -614,6 +667,20 @@ def test_cuda_products_of_chunks_past_the_float_range(dtype):
                               (0, np.ascontiguousarray(x.T), [None, Force(strategy="split_k")])):
         for force in forces:
             _assert_chunk_products(_run_cuda("prod", arr, axis, force), want, dtype, f"cuda {dtype} axis {axis} {force}")
+
+
+@pytest.mark.skipif(CUDA_REASON is not None, reason=f"CUDA backend unavailable: {CUDA_REASON}")
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("op", ["sum", "mean", "nansum"])
+def test_cuda_sums_of_chunks_past_the_float_range(dtype, op):
+    x, wants = chunk_sums_past_the_range(dtype)
+    for axis, arr, forces in ((-1, x, [None, Force(strategy="split_k"), Force(split=2), Force(split=7)]),
+                              (0, np.ascontiguousarray(x.T), [None, Force(strategy="split_k")])):
+        for force in forces:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                got = _run_cuda(op, arr, axis, force)
+            np.testing.assert_array_equal(got[:7], np.array(wants[op], dtype), err_msg=f"cuda {op} {dtype} {axis} {force}")
 
 
 @pytest.mark.skipif(CUDA_REASON is not None, reason=f"CUDA backend unavailable: {CUDA_REASON}")
