@@ -320,10 +320,10 @@ inline ACC_T outer_mean(const outer_t o, const ACC_T n) { return o.s / n; }
 #endif
 /* SUM_SIDES (the planner, float sums of signed terms split in chunks: sum, nansum, mean): 1 in
  * the chunks' pass, 2 in the merge pass. A chunk's sum can pass the range where the row's does
- * not (a row of 3e38/2^19 in its first half and as many negatives in its second: chunks of
- * +inf and -inf, NaN where the sum is 0; every split plan, 2026-11-27), so each chunk leaves
- * its sum twice, n_parts apart in the partials: plainly (inf where it passes the range), and
- * times 2^-64 (SIDE_DOWN), where no chunk's sum nor any sum of them can pass it. */
+ * not (2000 terms of 2^118, then 2000 of -2^118: chunks of +inf and -inf gave NaN where the
+ * sum is 0, on every split plan; 2026-11-27), so each chunk leaves its sum twice, n_parts
+ * apart in the partials: plainly (inf where it passes the range), and times 2^-64
+ * (SIDE_DOWN), where no chunk's sum nor any sum of them can pass it. */
 #ifndef SUM_SIDES
 #define SUM_SIDES 0
 #endif
@@ -371,11 +371,12 @@ inline ACC_T outer_mean(const outer_t o, const ACC_T n) { return o.s / n; }
 #endif
 #endif
 #if RESCUE_SUM
-/* The sum of the n terms at p, step elements apart (FIN_MEAN: their mean over count), with
- * every term scaled by 2^-(bits(n) + 1): blocks of RESCUE_BLOCK plain adds joined by Kahan
- * adds, as in lane_partial. A NaN ends the walk; so does llvmpipe's loop limiter (plan.py,
- * RUSTICL_LOOP_TRIPS), silently, and a walk that stopped short gives NaN rather than the sum
- * of a part of the row. */
+/* scaled_sum: the sum of the n terms at p, step elements apart, every term times `down`:
+ * blocks of RESCUE_BLOCK plain adds joined by Kahan adds, as in lane_partial. A NaN ends the
+ * walk; so does llvmpipe's loop limiter (plan.py, RUSTICL_LOOP_TRIPS), silently, and a walk
+ * that stopped short gives NaN rather than the sum of a part of the row.
+ * rescued_sum: their sum (FIN_MEAN: their mean over count) with down = 2^-(bits(n) + 1),
+ * scaled back. */
 COLD_INLINE outer_t scaled_sum(__global const IN_T *p, const ulong n, const ulong step, const ACC_T down) {
     outer_t total = outer_init();
     ulong i = 0;

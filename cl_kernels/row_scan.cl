@@ -330,7 +330,7 @@ WALK_FN scan_walk_t scan_walk(__global const IN_T *p, __global OUT_T *q, const u
 /* the rows of this team's tasks whose bits are set (bit i: the task of its i-th trip through
  * the task loop), each walked whole by the caller */
 WALK_FN void walk_team_rows(__global const IN_T *in, __global OUT_T *out, const ulong row_len,
-                                uint bits, const ulong first_task, const ulong stride) {
+                            uint bits, const ulong first_task, const ulong stride) {
     for (uint i = 0; bits != 0u; ++i, bits >>= 1) {
         if (bits & 1u) {
             const ulong row = first_task + i * stride;
