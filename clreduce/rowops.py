@@ -87,6 +87,10 @@ def _axis(axis, ndim: int, op: str) -> int:
 
 
 def _eps(eps, op: str) -> float:
+    # float("1e-5") and float(True) succeed: a string or a bool is a mistake, not an epsilon
+    # (both ran silently until 2026-11-27)
+    if isinstance(eps, (str, bytes, bool, np.bool_)):
+        raise TypeError(f"{op}: eps must be a real number, not {type(eps).__name__}")
     try:
         value = float(eps)
     except (TypeError, ValueError):

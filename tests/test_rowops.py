@@ -532,6 +532,9 @@ def test_empty_inputs(cl_device):
     (lambda d: rowops.rms_norm(np.ones((2, 3), np.float32), eps=0, device=d), ValueError, "eps"),
     (lambda d: rowops.layer_norm(np.ones((2, 3), np.float32), eps=-1e-5, device=d), ValueError, "eps"),
     (lambda d: rowops.layer_norm(np.ones((2, 3), np.float32), eps=float("nan"), device=d), ValueError, "eps"),
+    # float() accepts both; neither is an epsilon (they ran silently until 2026-11-27)
+    (lambda d: rowops.rms_norm(np.ones((2, 3), np.float32), eps="1e-5", device=d), TypeError, "eps"),
+    (lambda d: rowops.layer_norm(np.ones((2, 3), np.float32), eps=True, device=d), TypeError, "eps"),
     (lambda d: rowops.softmax(np.ones((2, 3), np.float32), axis=2, device=d), AxisError, None),
     (lambda d: rowops.moments(np.ones((2, 3), np.float32), axis=-3, device=d), AxisError, None),
     (lambda d: rowops.softmax(np.float32(1.0), device=d), AxisError, None),
