@@ -422,17 +422,16 @@ inline void store_sum_part(__global ACC_T *parts, const ulong n_parts, const ulo
 /* The merge of split chunks' sums (SUM_SIDES 1): where the sum (or mean) of the P came out inf
  * or NaN, one work-item adds the chunks' S (sums times 2^-64) again, divides by the count for a
  * mean and scales back: +-inf only where the row's sum (mean) passes the range, NaN where the
- * data hold a NaN or both infinities. p points at the row's first P in `parts`, whose n_parts
- * P are followed by as many S. */
-COLD_INLINE ACC_T merged_sum_parts(const ACC_T r, __global const ACC_T *parts, const ulong n_parts,
-                                   __global const ACC_T *p, const ulong n, const ulong step, const ulong count) {
+ * data hold a NaN or both infinities. p points at the row's first P in the partials, whose
+ * n_parts P are followed by as many S. */
+COLD_INLINE ACC_T merged_sum_parts(const ACC_T r, const ulong n_parts, __global const ACC_T *p, const ulong n,
+                                   const ulong step, const ulong count) {
     if (fabs(r) < (ACC_T)INFINITY) return r;
     __global const ACC_T *scaled = p + n_parts;
     outer_t total = outer_init();
     for (ulong j = 0; j < n; ++j) {
         total = outer_add(total, scaled[j * step]);
     }
-    (void)parts;
     (void)count;
 #if FINALIZE == FIN_MEAN
     return outer_mean(total, (ACC_T)count) / SIDE_DOWN;
@@ -442,8 +441,8 @@ COLD_INLINE ACC_T merged_sum_parts(const ACC_T r, __global const ACC_T *parts, c
 }
 #endif
 #if SUM_SIDES == 2
-/* in, in_offset and side_parts: names in scope at each merge pass's call */
-#define RESCUED(r, p, n, step, count) merged_sum_parts((r), in + in_offset, side_parts, (p), (n), (step), (count))
+/* side_parts: a name in scope at each merge pass's call */
+#define RESCUED(r, p, n, step, count) merged_sum_parts((r), side_parts, (p), (n), (step), (count))
 #else
 #define RESCUED(r, p, n, step, count) finite_or_rescued((r), (p), (n), (step), (count))
 #endif

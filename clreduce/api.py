@@ -294,7 +294,9 @@ def _cast_any(values, dtype: np.dtype):
     if type(values).__module__.partition(".")[0] == "torch":
         import torch
 
-        return values.to(getattr(torch, dtype.name))
+        from .backends.cuda.fast import torch_dtype  # imports no GPU library itself
+
+        return values.to(torch_dtype(torch, dtype))
     if np.isscalar(values):
         return dtype.type(values)
     return _cast(values, dtype)

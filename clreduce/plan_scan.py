@@ -94,12 +94,17 @@ def flag_words(rows: int) -> int:
     return _ceil_div(rows, 16) * 16
 
 
+def has_walk_pass(p: RowPlan) -> bool:
+    """Whether a scan plan ends with PHASE 4 launches (rows' flags in its carries buffer)."""
+    return any(dict(launch.defines).get("PHASE") == "4" for launch in p.passes)
+
+
 def rescue_bytes(p: RowPlan, rows: int, acc_bytes: int) -> int:
     """Bytes of a scan's rescue area in its carries buffer (row_scan.cl scan_flags; a split
     scan's after its carries, 16-byte aligned): the rows' flags (two sets where split,
     FLAG_SETS), then, where PHASE 4 walks rows in segments (SCAN_WALK_SEG: llvmpipe's long
     rows), the walk's state between them, a long and an accumulator a row."""
-    if not any(dict(launch.defines).get("PHASE") == "4" for launch in p.passes):
+    if not has_walk_pass(p):
         return 0  # the scan's teams walk their rows themselves (SCAN_WALK_INLINE): no flags
     segmented = any("SCAN_WALK_SEG" in dict(launch.defines) for launch in p.passes)
     return 4 * flag_words(rows) * (2 if p.split > 1 else 1) + (rows * (8 + acc_bytes) if segmented else 0)
@@ -214,9 +219,9 @@ def plan_scan(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = No
     big_in_walk = {"SCAN_BIG_IN_WALK": 1} if scan_rescues(problem.op, problem.dtype) and cpu and lanes == 1 \
         and not llvmpipe_loop_limited(caps) else {}
 
-    def defines_for(in_dtype, out_dtype, mode, size, req, n_lanes, sp, phase):
+    def defines_for(in_dtype, out_dtype, mode, size, req, n_lanes, sp, phase, **more):
         return _scan_defines(caps, problem.op, acc, in_dtype, out_dtype, wg, mode, size, req, n_lanes, items, sp,
-                             phase, **(big_in_walk if phase == 0 else {}))
+                             phase, **(big_in_walk if phase == 0 else {}), **more)
 
     def launch(pairs_options, reads, writes, rows, row_len, chunk_len, n_lanes, sp, max_tasks_per_team=None):
         tasks, teams_ = rows * sp, wg // n_lanes
@@ -230,11 +235,8 @@ def plan_scan(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = No
 
     rescue = scan_rescues(problem.op, problem.dtype)
     walk_inline = rescue and split == 1 and walks_inline(caps)
-    if walk_inline:
-        main = _scan_defines(caps, problem.op, acc, problem.dtype, out, wg, sg_mode, sg_size, reqd, lanes, items,
-                             split, 0, **big_in_walk, SCAN_WALK_INLINE=1)
-    else:
-        main = defines_for(problem.dtype, out, sg_mode, sg_size, reqd, lanes, split, 0)
+    main = defines_for(problem.dtype, out, sg_mode, sg_size, reqd, lanes, split, 0,
+                       **({"SCAN_WALK_INLINE": 1} if walk_inline else {}))
     walk_defines = lambda **more: _scan_defines(  # noqa: E731 -- PHASE 4 of this plan's macros
         caps, problem.op, acc, problem.dtype, out, wg, sg_mode, sg_size, reqd, lanes, items, split, 4,
         **big_in_walk, **more)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..plan_rowops import RowPlan, RowProblem
-from ..plan_scan import lookback_workspace, rescue_bytes, scan_rescues
+from ..plan_scan import has_walk_pass, lookback_workspace, rescue_bytes, scan_rescues
 
 BUFFERS = ("input", "output", "weight", "bias", "stats", "partials", "carries")
 IN_OFFSET = "in_offset"
@@ -28,9 +28,8 @@ def kernel_args(p: RowPlan, problem: RowProblem, eps: float = 0.0) -> tuple[tupl
     if p.kernel_file == "row_scan.cl":
         # scan_rows(in, in_offset, out, out_offset, n_rows, row_len, chunk_len, carries)
         # `carries`: the look-back's workspace; a split scan's carries (and rows' flags); a
-        # whole-row scan's flags where rows are rescued; else never read (any buffer)
-        carries = "partials" if p.lookback_tile else "carries" if p.split > 1 or (scan_rescues(
-            problem.op, problem.dtype) and rescue_bytes(p, problem.rows, 0)) else None
+        # whole-row scan's flags where PHASE 4 walks rows; else never read (any buffer)
+        carries = "partials" if p.lookback_tile else "carries" if p.split > 1 or has_walk_pass(p) else None
         return tuple((launch.reads, IN_OFFSET if launch.reads == "input" else _ZERO, launch.writes, _ZERO,
                       np.uint64(launch.n_rows), np.uint64(launch.row_len), np.uint64(launch.chunk_len),
                       carries or launch.writes)
