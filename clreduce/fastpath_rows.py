@@ -28,7 +28,9 @@ the full path's bit for bit (else a ``RuntimeWarning``, and the signature keeps 
 path). ``dequantize`` (an elementwise product, no kernel of ours) always takes the full path.
 
 **Hit**: the launcher allocates the outputs, binds the input, weight and bias and launches
-the plan's passes; ``out=`` is then written (and checked) by the full path's own writer.
+the plan's passes; ``out=`` is then written (and checked) by the full path's own writer. The
+rows go straight into ``out=`` where ``backends/out_dest.py`` allows (contiguous, apart from
+the inputs), and the writer then has nothing to copy.
 Every check the full path makes depends only on the signature, so bad input raises the
 same errors: a call that raised never completed the full path and was never learned.
 
@@ -110,15 +112,17 @@ def signature(op: str, x, axis, weight, bias, eps, out, backend, device, queue, 
 
 
 class RowEntry:
-    """A learned row-op signature: ``launch(x, weight, bias, queue)`` gives the result(s)."""
+    """A learned row-op signature: ``launch(x, weight, bias, queue, dest)`` gives the
+    result(s); the rows go into ``dest`` (the caller's ``out=``, or None) where
+    ``backends/out_dest.py`` allows, else into a new array."""
 
     __slots__ = ("launch",)
 
     def __init__(self, launch):
         self.launch = launch  # a bound method: fastpath.discard_plans finds its plan through it
 
-    def __call__(self, x, weight, bias, queue):
-        return self.launch(x, weight, bias, queue)
+    def __call__(self, x, weight, bias, queue, dest=None):
+        return self.launch(x, weight, bias, queue, dest)
 
 
 def lookup(key) -> RowEntry | None:

@@ -20,6 +20,7 @@ import numpy as np
 
 from . import fastpath_rows
 from .api import normalize_axis
+from .backends.out_dest import row_dest
 from .fastpath_rows import to_numpy
 from .plan_rowops import FLOAT_DTYPES, INT_DTYPES, RowForce, RowProblem, out_dtype_of
 
@@ -265,7 +266,7 @@ def _check_out(out, result, op: str, what: str = "out") -> None:
 def _write_out(out, result, op: str, what: str = "out"):
     """Copy ``result`` (the caller's kind) into ``out`` (checked by ``_check_out``) and
     return ``out``; no ``out``: ``result``."""
-    if out is None:
+    if out is None or result is out:  # None, or the launcher wrote the rows into out (out_dest.py)
         return result
     _check_out(out, result, op, what)
     kind = _kind_of(out)
@@ -324,7 +325,7 @@ def _call(op, x, axis, out, backend, device, queue, force, weight=None, bias=Non
     if key is not None:
         entry = fastpath_rows.lookup(key)
         if entry is not None:
-            return _deliver(op, entry(x, weight, bias, queue), out)
+            return _deliver(op, entry(x, weight, bias, queue, row_dest(op, out, _TWO_RESULTS)), out)
     result = _FULL[op](op, x, axis, out, backend, device, queue, force, weight, bias, eps)
     if key is not None:
         _deliver(op, result, out, check_only=True)  # a call with a bad out= is never learned
@@ -344,13 +345,13 @@ def _deliver(op, result, out, check_only: bool = False):
 
 # ---- public functions -------------------------------------------------------------------------
 def _torch_direct(op, x, axis, out, backend, device, queue, force, **params):
-    """A CUDA torch tensor's row op without DLPack (backends/cuda/rowops.torch_rows), or None."""
-    if out is not None or device is not None or queue is not None or backend not in (None, "cuda") \
-            or type(x).__module__ != "torch":
+    """A CUDA torch tensor's row op without DLPack (backends/cuda/rowops.torch_rows), or None;
+    into ``out=`` itself where it is a tensor like the result that out_dest.torch_dest allows."""
+    if device is not None or queue is not None or backend not in (None, "cuda") or type(x).__module__ != "torch":
         return None
     from .backends.cuda import rowops as cuda_rowops
 
-    return cuda_rowops.torch_rows(op, x, axis, force=force, **params)
+    return cuda_rowops.torch_rows(op, x, axis, force=force, dest=out, **params)
 
 
 def _softmax(op, x, axis, out, backend, device, queue, force, weight=None, bias=None, eps=None):

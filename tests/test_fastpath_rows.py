@@ -542,3 +542,127 @@ def test_cpu_devices_pool_large_row_results_only(cl_device, cl_queue, monkeypatc
     assert 0 < cl_pool.stats()["slots"] <= cl_pool.MAX_SLOTS
     assert cl_pool.stats()["reused"] > before
     opencl.clear_caches()
+
+
+# ---- out= takes the rows without a copy (backends/out_dest.py) ------------------------------
+def _count_copies(monkeypatch) -> list:
+    """The ``what`` of each rowops._check_out call ("out", "out[0]", ...): made where a result
+    is copied into out=, and once more by a learning call before it learns."""
+    calls = []
+    real = rowops._check_out
+
+    def spy(out, result, op, what="out"):
+        calls.append(what)
+        return real(out, result, op, what)
+
+    monkeypatch.setattr(rowops, "_check_out", spy)
+    return calls
+
+
+def test_span_is_numpy_byte_bounds():
+    """out_dest._span gives the bytes a strided array touches, as numpy computes them (a
+    wrong span would let a kernel write over an input it still reads)."""
+    from clreduce.backends.out_dest import _span
+
+    try:
+        from numpy.lib.array_utils import byte_bounds
+    except ImportError:  # numpy < 2
+        byte_bounds = np.byte_bounds
+    base = np.arange(4 * 6 * 10, dtype=np.float32).reshape(4, 6, 10)
+    views = [base, base[1:3], base[:, ::2], base[::-1], base[:, :, ::-3], base.transpose(2, 0, 1)[3:, ::-1],
+             base[2, 3], base[2, 3, 4:5], base[:0], base.astype(np.float16)[:, 1::2, ::-2]]
+    for v in views:
+        lo, hi = _span(v.ctypes.data, v.shape, v.strides, v.itemsize)
+        if v.size == 0:
+            assert lo == hi
+        else:
+            assert (lo, hi) == byte_bounds(v), v.shape
+
+
+# rows long enough that the planner splits them (two launches: the second reads the row again)
+OUT_CASES = [("softmax", (3, 40), {}), ("rms_norm", (3, 40), {"weight": W}),
+             ("layer_norm", (2, 70_000), {}),                              # split rows, cache none
+             ("cumsum", (3, 40), {"axis": -1}), ("absmax_scale", (3, 40), {})]
+
+
+@pytest.mark.parametrize("op, shape, kwargs", OUT_CASES, ids=[c[0] + "x".join(map(str, c[1])) for c in OUT_CASES])
+def test_pyopencl_out_takes_the_rows_without_a_copy(cl_device, cl_queue, monkeypatch, op, shape, kwargs):
+    x_host = _data(shape, seed=31)
+    x = cla.to_device(cl_queue, x_host)
+    f = getattr(clreduce, op)
+    want = [_host(r) for r in (lambda r: r if isinstance(r, tuple) else (r,))(f(x, **kwargs))]
+    copies = _count_copies(monkeypatch)
+    for i in range(3):  # the first call learns, the others run learned
+        rows = cla.empty(cl_queue, shape, np.float32)
+        out = (rows, cla.empty(cl_queue, shape[:-1], np.float32)) if op == "absmax_scale" else rows
+        got = f(x, out=out, **kwargs)
+        assert got is out or got == out
+        np.testing.assert_array_equal(rows.get(), want[0])
+        if op == "absmax_scale":
+            np.testing.assert_array_equal(out[1].get(), want[1])
+    # learned calls wrote the rows in place: only the learning call checked (twice) and copied
+    assert copies.count("out") + copies.count("out[0]") == 2, copies
+    np.testing.assert_array_equal(x.get(), x_host)
+
+
+def test_pyopencl_out_that_overlaps_the_input_is_copied(cl_device, cl_queue, monkeypatch):
+    """out= sharing the input's buffer (in place, or rows shifted by one) and out= starting
+    inside its buffer keep the copy, and answer as with a fresh out=: the split rows' second
+    launch reads the row again after other work-groups wrote their chunks."""
+    shape = (3, 70_000)
+    x_host = _data((4, 70_000), seed=32)
+    copies = _count_copies(monkeypatch)
+    for op in ("softmax", "rms_norm", "cumsum"):
+        f = getattr(clreduce, op)
+        kw = {"axis": -1} if op == "cumsum" else {}
+        want = f(x_host[:3], device=cl_device, **kw)
+        for _ in range(3):
+            base = cla.to_device(cl_queue, x_host)
+            assert f(base[:3], out=base[:3], **kw) is not None          # in place
+            np.testing.assert_array_equal(base.get()[:3], want, err_msg=f"{op} in place")
+            base = cla.to_device(cl_queue, x_host)
+            got = f(base[:3], out=base[1:], **kw)                          # rows shifted by one, offset
+            assert got.offset == base[1:].offset
+            np.testing.assert_array_equal(base.get()[1:], want, err_msg=f"{op} shifted")
+    # every call copied: 3 ops x 3 rounds x 2 calls, and each op's learning call (both kinds
+    # of out= share a signature) checked once more
+    assert len(copies) == 3 * 3 * 2 + 3, copies
+
+
+@cuda
+@pytest.mark.parametrize("kind", ["cupy", "torch"])
+def test_cuda_out_takes_the_rows_without_a_copy(kind, monkeypatch):
+    """cupy / torch out= receives the rows from the kernels (learned calls; torch's softmax
+    and norms from the first call, backends/cuda/rowops.torch_rows); out= that overlaps the
+    input (in place, rows shifted by one) is copied and answers as a fresh one would, split
+    rows included (their second launch reads the row again)."""
+    to_device = _cuda_kind(kind)
+    copies = _count_copies(monkeypatch)
+    for op, shape, kwargs in OUT_CASES:
+        x = to_device(_data(shape, seed=33))
+        kwargs = {k: to_device(v) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}
+        f = getattr(clreduce, op)
+        want = f(x, **kwargs)
+        want = [_host(r) for r in (want if isinstance(want, tuple) else (want,))]
+        del copies[:]
+        for _ in range(3):
+            rows = to_device(np.empty(shape, np.float32))
+            out = (rows, to_device(np.empty(shape[:-1], np.float32))) if op == "absmax_scale" else rows
+            got = f(x, out=out, **kwargs)
+            assert got is out or all(a is b for a, b in zip(got, out))
+            np.testing.assert_array_equal(_host(rows), want[0], err_msg=op)
+        # the learning call checks out= before it learns, and copies unless it wrote in place
+        direct_first = kind == "torch" and op in ("softmax", "rms_norm", "layer_norm")
+        assert copies.count("out") + copies.count("out[0]") == (1 if direct_first else 2), (op, copies)
+    for op in ("softmax", "rms_norm", "cumsum"):
+        f = getattr(clreduce, op)
+        kw = {"axis": -1} if op == "cumsum" else {}
+        host = _data((4, 70_000), seed=34)
+        want = _host(f(to_device(host[:3]), **kw))
+        for _ in range(3):
+            base = to_device(host)
+            f(base[:3], out=base[:3], **kw)
+            np.testing.assert_array_equal(_host(base)[:3], want, err_msg=f"{op} in place")
+            base = to_device(host)
+            f(base[:3], out=base[1:], **kw)
+            np.testing.assert_array_equal(_host(base)[1:], want, err_msg=f"{op} shifted")

@@ -31,6 +31,7 @@ import pyopencl as cl
 from . import cl_host as host_buffers
 from . import cl_args, cl_launch, cl_pool, opencl_rowops, row_args
 from .cl_launch import _array_maker
+from .out_dest import cl_dest
 
 _RW = cl.mem_flags.READ_WRITE
 
@@ -160,10 +161,18 @@ class RowLauncher:
             return stats[0].reshape(self.stats_shape), stats[1].reshape(self.stats_shape)
         return results[0]
 
-    def device(self, x, weight, bias, queue):
-        """A pyopencl array in, pyopencl arrays out on the call's queue (not waited on)."""
+    def device(self, x, weight, bias, queue, dest=None):
+        """A pyopencl array in, pyopencl arrays out on the call's queue (not waited on); the
+        rows go into ``dest`` (the caller's ``out=``) where ``out_dest.cl_dest`` allows."""
         queue = queue or x.queue
         ctx = x.context
+        if dest is not None and self.sizes["output"] and cl_dest(dest, x, (weight, bias)):
+            buffers = self._buffers(ctx, queue, weight, bias, {"output": dest.base_data})
+            buffers["input"] = x.base_data
+            event = self._enqueue(queue, buffers, x.offset // self.itemsize)
+            dest.add_event(event)
+            return self._assemble([dest if name == "output" else make(buffers[name], ctx, queue, event)
+                                   for make, (name, _, _) in zip(self.makers, self.outputs)])
         if not cl_pool.pooled(cl_pool.mode_override or self.pool_mode, self.result_bytes):
             buffers = self._buffers(ctx, queue, weight, bias)
             buffers["input"] = x.base_data
@@ -195,10 +204,12 @@ class RowLauncher:
             cl_pool.lend(slot, queue, event)
         return self._assemble(arrays)
 
-    def host(self, x, weight, bias, queue):
+    def host(self, x, weight, bias, queue, dest=None):
         """A numpy array in, numpy arrays out (waited on). Where the device shares host memory,
         the kernels write the numpy results in place (``cl_host.output_buffer``), as they
-        read the input; elsewhere the results are read back with copies."""
+        read the input; elsewhere the results are read back with copies. ``dest`` (numpy's
+        ``out=``) is filled by the caller's copy as before: wrapping it in place would hand
+        the runtime memory past its end (``cl_host.output_array``'s SIZE_MULTIPLE)."""
         if self.queue is not None:
             queue, ctx, device = self.queue, self.ctx, self.cl_device
         else:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import row_args
+from ..out_dest import cupy_dest, torch_dest
 from .fast import RawLaunch, _cupy_stream_reader, _torch_stream_reader, torch_dtype
 
 _SLOTS = {name: i for i, name in enumerate(row_args.BUFFERS)}  # input, output, weight, bias, stats, partials, carries
@@ -91,12 +92,16 @@ class RowLauncher:
             return stats[0], stats[1]
         return out if stats is None else (out, stats)
 
-    def cupy_call(self, x, weight, bias, queue):
-        """cupy arrays in, cupy arrays out, on CuPy's current stream."""
+    def cupy_call(self, x, weight, bias, queue, dest=None):
+        """cupy arrays in, cupy arrays out, on CuPy's current stream; the rows go into
+        ``dest`` (the caller's ``out=``) where ``out_dest.cupy_dest`` allows."""
         if self.get_device() != self.device_id:
             with self.cupy.cuda.Device(self.device_id):
-                return self.cupy_call(x, weight, bias, queue)
-        out = self.ndarray(self.rows_shape, self.out_dtype) if self.has_output else None
+                return self.cupy_call(x, weight, bias, queue, dest)
+        if dest is not None and self.has_output and cupy_dest(dest, x, (weight, bias), self.device_id):
+            out = dest
+        else:
+            out = self.ndarray(self.rows_shape, self.out_dtype) if self.has_output else None
         stats = None if self.stats_alloc is None else self.ndarray(self.stats_alloc, self.acc)
         # held until the launch is enqueued, then freed (stream-ordered) when this call returns
         held = self.alloc(self.scratch_bytes) if self.scratch_bytes else None
@@ -112,16 +117,20 @@ class RowLauncher:
             stats = stats.astype(self.stats_cast)
         return self._results(out, stats)
 
-    def torch_call(self, t, weight, bias, queue):
-        """CUDA tensors in, tensors out, on torch's current stream."""
+    def torch_call(self, t, weight, bias, queue, dest=None):
+        """CUDA tensors in, tensors out, on torch's current stream; the rows go into
+        ``dest`` (the caller's ``out=``) where ``out_dest.torch_dest`` allows."""
         if self.get_device() != self.device_id:
             with self.cupy.cuda.Device(self.device_id):
-                return self.torch_call(t, weight, bias, queue)
+                return self.torch_call(t, weight, bias, queue, dest)
         torch = self.torch
         stream = self.stream_of(self.device_id)
-        # Tensor.new_empty on the input: its device without parsing a device= argument (as
-        # the reductions' launcher, fast.py)
-        out = t.new_empty(self.rows_shape, dtype=self.torch_out) if self.has_output else None
+        if dest is not None and self.has_output and torch_dest(dest, t, (weight, bias)):
+            out = dest
+        else:
+            # Tensor.new_empty on the input: its device without parsing a device= argument
+            # (as the reductions' launcher, fast.py)
+            out = t.new_empty(self.rows_shape, dtype=self.torch_out) if self.has_output else None
         stats = None if self.stats_alloc is None else t.new_empty(self.stats_alloc, dtype=self.torch_acc)
         scratch = t.new_empty(self.scratch_bytes, dtype=torch.uint8) if self.scratch_bytes else None
         s = 0 if scratch is None else scratch.data_ptr()

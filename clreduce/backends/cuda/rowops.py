@@ -14,6 +14,7 @@ from ...lru import LRU
 from ...plan import UnsupportedOnDevice
 from ...plan_rowops import RowForce, RowPlan, RowProblem, plan_row
 from .. import row_args
+from ..out_dest import torch_dest
 from .launch import get_kernel
 from .probe import probe_device
 
@@ -135,10 +136,13 @@ def _row_param_view(p, acc_torch):
     return p.detach().resolve_neg().to(acc_torch).contiguous()
 
 
-def torch_rows(op: str, x, axis, weight=None, bias=None, eps: float = 0.0, force: RowForce | None = None):
+def torch_rows(op: str, x, axis, weight=None, bias=None, eps: float = 0.0, force: RowForce | None = None,
+               dest=None):
     """softmax / log_softmax / rms_norm / layer_norm of a C-contiguous CUDA torch tensor along
     its last axis, as a new tensor on the same device and stream; None when ``x`` (or a
-    weight / bias) is anything else, so the general path (and its errors) takes the call."""
+    weight / bias) is anything else, so the general path (and its errors) takes the call.
+    ``dest`` (the caller's ``out=``, unchecked) receives the rows where it is a tensor of the
+    result's shape and dtype that ``out_dest.torch_dest`` allows; else the caller copies."""
     dtype = _TORCH_FLOATS.get(str(x.dtype))
     if dtype is None or not x.is_cuda or x.dim() == 0 or not isinstance(axis, int) \
             or axis not in (-1, x.dim() - 1) or x.numel() == 0 or not x.is_contiguous() or x.is_neg():
@@ -157,7 +161,11 @@ def torch_rows(op: str, x, axis, weight=None, bias=None, eps: float = 0.0, force
     rows = x.numel() // k
     problem = RowProblem(op=op, rows=rows, row_len=k, dtype=dtype, weight=w is not None, bias=b is not None,
                          params_half=half)
-    result = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    if (isinstance(dest, torch.Tensor) and dest.dtype == x.dtype and dest.shape == x.shape
+            and torch_dest(dest, x, (weight, bias))):
+        result = dest
+    else:
+        result = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     index = x.device.index
     handle = int(torch.cuda.current_stream(x.device).cuda_stream)
     stream = _streams.get((index, handle))
