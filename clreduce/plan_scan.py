@@ -237,8 +237,12 @@ def plan_scan(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = No
     walk_inline = rescue and split == 1 and walks_inline(caps)
     main = defines_for(problem.dtype, out, sg_mode, sg_size, reqd, lanes, split, 0,
                        **({"SCAN_WALK_INLINE": 1} if walk_inline else {}))
-    walk_defines = lambda **more: _scan_defines(  # noqa: E731 -- PHASE 4 of this plan's macros
-        caps, problem.op, acc, problem.dtype, out, wg, sg_mode, sg_size, reqd, lanes, items, split, 4,
+    # PHASE 4 of this plan's macros, but one lane and no sub-groups: its walk uses no
+    # collectives, and a required width is only a risk there (Intel's CPU runtime 2026.2 on an
+    # AVX2 host, no AVX-512, failed to build cumprod's walk at SG_SIZE 64: "Failed to lookup
+    # symbol scan_rows" after a 64-way vectorised function of 70374 instructions)
+    walk_defines = lambda **more: _scan_defines(  # noqa: E731
+        caps, problem.op, acc, problem.dtype, out, wg, "local", None, "none", 1, items, split, 4,
         **big_in_walk, **more)
     if split == 1:
         passes = (launch(main, "input", "output", problem.rows, k, k, lanes, 1,
