@@ -62,16 +62,28 @@ def cupy_dest(dest, x, params, device_id: int) -> bool:
     """``dest`` (a cupy array of the result's shape and dtype) may take the rows of ``x``."""
     if not dest.flags.c_contiguous or dest.device.id != device_id:
         return False
-    span = _cupy_span(dest)
-    return all(p is None or _apart(span, _cupy_span(p)) for p in (x, *params))
+    lo = dest.data.ptr
+    span = (lo, lo + dest.nbytes)
+    for p in (x, *params):
+        if p is not None and not _apart(span, (p.data.ptr, p.data.ptr + p.nbytes) if p.flags.c_contiguous
+                                        else _cupy_span(p)):
+            return False
+    return True
 
 
 def torch_dest(dest, t, params) -> bool:
-    """``dest`` (a torch tensor of the result's shape and dtype) may take the rows of ``t``."""
-    if dest.requires_grad or not dest.is_contiguous() or dest.device != t.device or dest.is_neg():
+    """``dest`` (a torch tensor of the result's shape and dtype) may take the rows of ``t``.
+    Runs on every learned call with out=: contiguous tensors (``t`` always, ``dest`` here)
+    take their span from ``data_ptr`` and ``nbytes`` alone."""
+    if dest.requires_grad or not dest.is_contiguous() or dest.get_device() != t.get_device() or dest.is_neg():
         return False
-    span = _torch_span(dest)
-    return all(p is None or _apart(span, _torch_span(p)) for p in (t, *params))
+    lo = dest.data_ptr()
+    span = (lo, lo + dest.nbytes)
+    for p in (t, *params):
+        if p is not None and not _apart(span, (p.data_ptr(), p.data_ptr() + p.nbytes) if p.is_contiguous()
+                                        else _torch_span(p)):
+            return False
+    return True
 
 
 def cl_dest(dest, x, params) -> bool:
