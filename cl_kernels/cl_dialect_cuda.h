@@ -15,7 +15,7 @@
  *   sub_group_any, sub_group_reduce_add/max/min
  *   (__reduce_*_sync for 32-bit integers on sm_80+, an xor butterfly otherwise);
  *   isnan isfinite isinf fabs fmax fmin max min clamp select rint rsqrt as_uint as_int
- *   as_float (32-bit scalars) (exp log log1p sqrt:
+ *   as_float as_ulong as_long as_double (scalars) (exp log log1p sqrt:
  *   CUDA's own float/double overloads); sub_group_scan_exclusive_add (shuffle-up steps);
  *   INFINITY NAN INT_MIN INT_MAX UINT_MAX LONG_MIN LONG_MAX ULONG_MAX (OpenCL's long is
  *   64-bit everywhere); LOCAL_PTR, the qualifier of a local-memory pointer parameter, is empty
@@ -64,6 +64,9 @@
  *   HAS_VEC_MATH        built-in math on vector types (exp of a float16 vector) may be used
  *                       (1 | 0: CUDA has no vector types of more than four; its lanes are
  *                       scalar anyway)
+ *   HAS_LDEXP_EVERYWHERE  ldexp links at every width (0: frexp_walk.h builds its own powers of
+ *                       two, see the OpenCL header | 1: CUDA's ldexp; the built powers cost an
+ *                       H100's cumprod of rows that are all walked 8 %)
  *   HAS_GROUP_PROGRESS  a work-group may spin on flags that earlier work-groups (by TICKET
  *                       order) set (0: OpenCL promises no progress between work-groups | 1)
  *   TICKET(p)           atomic increment of the uint at p, returning the old value
@@ -217,7 +220,8 @@ __device__ __forceinline__ double cl_rsqrt_(double x) { return ::rsqrt(x); }
 #define max(a, b) cl_max_((a), (b))
 #define min(a, b) cl_min_((a), (b))
 #define select(a, b, c) ((c) ? (b) : (a)) /* scalar select */
-/* as_type reinterpretation of 32-bit scalars (OpenCL's as_uint / as_int / as_float) */
+/* as_type reinterpretation of 32- and 64-bit scalars (OpenCL's as_uint / as_int / as_float,
+ * as_ulong / as_long / as_double) */
 template <class D, class S> __device__ __forceinline__ D cl_bitcast_(const S s) {
     static_assert(sizeof(D) == sizeof(S), "as_type needs equal sizes");
     D d;
@@ -227,6 +231,9 @@ template <class D, class S> __device__ __forceinline__ D cl_bitcast_(const S s) 
 #define as_uint(x) cl_bitcast_<uint>(x)
 #define as_int(x) cl_bitcast_<int>(x)
 #define as_float(x) cl_bitcast_<float>(x)
+#define as_ulong(x) cl_bitcast_<ulong>(x)
+#define as_long(x) cl_bitcast_<long>(x)
+#define as_double(x) cl_bitcast_<double>(x)
 
 /* ---- constants the planner's IDENTITY values name -------------------------------------- */
 #undef INFINITY
@@ -275,6 +282,7 @@ __device__ __forceinline__ unsigned short cl_float_to_half_(float f) {
 #define HAS_REQD_SG_ATTRS 0
 #define HAS_WORD_SHUFFLE 0
 #define HAS_VEC_MATH 0
+#define HAS_LDEXP_EVERYWHERE 1
 #define HALF_EXP(x) __expf(x)
 #define LOAD_RUNS_TOGETHER 1
 #define HAS_LANE_SHUFFLE 1

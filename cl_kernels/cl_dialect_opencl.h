@@ -113,6 +113,10 @@
 #define HAS_REQD_SG_ATTRS 1
 #define HAS_WORD_SHUFFLE 1
 #define HAS_VEC_MATH 1
+/* frexp_walk.h scales by powers of two it builds from bits, not ldexp: Intel's CPU runtime
+ * 2026.2 on a host without AVX-512 has no ldexp for 32 or 64 floats at once and failed to
+ * link the rescued products at those sub-group widths */
+#define HAS_LDEXP_EVERYWHERE 0
 /* exp for results rounded to float16: exp itself (native_exp's accuracy is the driver's to
  * choose, and mobile drivers document none) */
 #define HALF_EXP(x) exp(x)

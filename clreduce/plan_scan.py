@@ -238,9 +238,9 @@ def plan_scan(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = No
     main = defines_for(problem.dtype, out, sg_mode, sg_size, reqd, lanes, split, 0,
                        **({"SCAN_WALK_INLINE": 1} if walk_inline else {}))
     # PHASE 4 of this plan's macros, but one lane and no sub-groups: its walk uses no
-    # collectives, and a required width is only a risk there (Intel's CPU runtime 2026.2 on an
-    # AVX2 host, no AVX-512, failed to build cumprod's walk at SG_SIZE 64: "Failed to lookup
-    # symbol scan_rows" after a 64-way vectorised function of 70374 instructions)
+    # collectives, and a required width only costs there (Intel's CPU runtime vectorises the
+    # one-row walk as wide as the width asks: 70374 instructions at 64 on an AVX2 host, whose
+    # link then failed on a 64-wide ldexp, which frexp_walk.h no longer calls)
     walk_defines = lambda **more: _scan_defines(  # noqa: E731
         caps, problem.op, acc, problem.dtype, out, wg, "local", None, "none", 1, items, split, 4,
         **big_in_walk, **more)
