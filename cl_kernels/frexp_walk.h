@@ -47,14 +47,16 @@
 #define FREXP_WALK_RENORM(m, e) do { int fw_dm_; (m) = frexp((m), &fw_dm_); (e) += fw_dm_; } while (0)
 /* |e| beyond which m * 2^e is inf or 0 in every float type */
 #define FREXP_WALK_EXP_LIMIT 2000
+/* e clamped to +-FREXP_WALK_EXP_LIMIT (an int's range, whatever e's type) */
+#define FREXP_WALK_CLAMP(e) \
+    ((e) > FREXP_WALK_EXP_LIMIT ? FREXP_WALK_EXP_LIMIT : (e) < -FREXP_WALK_EXP_LIMIT ? -FREXP_WALK_EXP_LIMIT : (int)(e))
 
 #ifndef HAS_LDEXP_EVERYWHERE
 #define HAS_LDEXP_EVERYWHERE 0
 #endif
 #if HAS_LDEXP_EVERYWHERE
-/* m * 2^e as an ACC_T (e clamped to +-FREXP_WALK_EXP_LIMIT before ldexp takes it as an int) */
-#define FREXP_WALK_VALUE(m, e) \
-    ldexp((m), (e) > FREXP_WALK_EXP_LIMIT ? FREXP_WALK_EXP_LIMIT : (e) < -FREXP_WALK_EXP_LIMIT ? -FREXP_WALK_EXP_LIMIT : (int)(e))
+/* m * 2^e as an ACC_T (e clamped to +-FREXP_WALK_EXP_LIMIT, ldexp's int) */
+#define FREXP_WALK_VALUE(m, e) ldexp((m), FREXP_WALK_CLAMP(e))
 #else
 /* m * 2^e as an ACC_T, without ldexp (the dialect's HAS_LDEXP_EVERYWHERE 0: OpenCL): Intel's
  * CPU runtime (2026.2) on a host without AVX-512 has no ldexp for 32 or 64 floats at once, so
@@ -76,24 +78,22 @@
 #define FW_EMIN (-126)
 #define FW_POW2(k) as_float((uint)((k) + 127) << 23)
 #endif
-inline ACC_T frexp_walk_value(const ACC_T m, long e) {
+inline ACC_T frexp_walk_value(const ACC_T m, int e) {
     if (e >= 0) {
         e = e > 3 * FW_EMAX ? 3 * FW_EMAX : e;
-        const int a = e > FW_EMAX ? FW_EMAX : (int)e;
+        const int a = e > FW_EMAX ? FW_EMAX : e;
         e -= a;
-        const int b = e > FW_EMAX ? FW_EMAX : (int)e;
-        return m * FW_POW2(a) * FW_POW2(b) * FW_POW2((int)e - b);
+        const int b = e > FW_EMAX ? FW_EMAX : e;
+        return m * FW_POW2(a) * FW_POW2(b) * FW_POW2(e - b);
     }
     if (e >= FW_EMIN) {
-        return m * FW_POW2((int)e);
+        return m * FW_POW2(e);
     }
     e = e < 2 * FW_EMIN ? 2 * FW_EMIN : e;
-    return (m * FW_POW2((int)e - FW_EMIN)) * FW_POW2(FW_EMIN);
+    return (m * FW_POW2(e - FW_EMIN)) * FW_POW2(FW_EMIN);
 }
-/* m * 2^e as an ACC_T (e clamped to +-FREXP_WALK_EXP_LIMIT, as ldexp took it before) */
-#define FREXP_WALK_VALUE(m, e) \
-    frexp_walk_value((m), (e) > FREXP_WALK_EXP_LIMIT ? (long)FREXP_WALK_EXP_LIMIT \
-                          : (e) < -FREXP_WALK_EXP_LIMIT ? -(long)FREXP_WALK_EXP_LIMIT : (long)(e))
+/* m * 2^e as an ACC_T (e clamped to +-FREXP_WALK_EXP_LIMIT, as ldexp takes it) */
+#define FREXP_WALK_VALUE(m, e) frexp_walk_value((m), FREXP_WALK_CLAMP(e))
 #endif
 
 /* M(k) M(k + 1) ... : the terms k .. k + 7 (k + 31) of a block, written out */

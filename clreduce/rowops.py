@@ -20,7 +20,6 @@ import numpy as np
 
 from . import fastpath_rows
 from .api import normalize_axis
-from .backends.out_dest import row_dest
 from .fastpath_rows import to_numpy
 from .plan_rowops import FLOAT_DTYPES, INT_DTYPES, RowForce, RowProblem, out_dtype_of
 
@@ -325,12 +324,22 @@ def _call(op, x, axis, out, backend, device, queue, force, weight=None, bias=Non
     if key is not None:
         entry = fastpath_rows.lookup(key)
         if entry is not None:
-            return _deliver(op, entry(x, weight, bias, queue, row_dest(op, out, _TWO_RESULTS)), out)
+            return _deliver(op, entry(x, weight, bias, queue, _row_dest(op, out)), out)
     result = _FULL[op](op, x, axis, out, backend, device, queue, force, weight, bias, eps)
     if key is not None:
         _deliver(op, result, out, check_only=True)  # a call with a bad out= is never learned
         fastpath_rows.learn(key, op, x, axis, weight, bias, eps, backend, device, queue, force, result)
     return _deliver(op, result, out)
+
+
+def _row_dest(op: str, out):
+    """The array in ``out=`` that may receive the rows themselves (backends/out_dest.py), not
+    the statistics; None for ``moments`` and where there is none."""
+    if out is None or op == "moments":
+        return None
+    if op in _TWO_RESULTS:
+        return out[0] if type(out) is tuple and len(out) == 2 else None
+    return out
 
 
 def _deliver(op, result, out, check_only: bool = False):

@@ -166,18 +166,16 @@ class RowLauncher:
         rows go into ``dest`` (the caller's ``out=``) where ``out_dest.cl_dest`` allows."""
         queue = queue or x.queue
         ctx = x.context
-        if dest is not None and self.sizes["output"] and cl_dest(dest, x, (weight, bias)):
-            buffers = self._buffers(ctx, queue, weight, bias, {"output": dest.base_data})
+        if dest is not None and not (self.sizes["output"] and cl_dest(dest, x, (weight, bias))):
+            dest = None
+        if dest is not None or not cl_pool.pooled(cl_pool.mode_override or self.pool_mode, self.result_bytes):
+            buffers = self._buffers(ctx, queue, weight, bias, None if dest is None else {"output": dest.base_data})
             buffers["input"] = x.base_data
             event = self._enqueue(queue, buffers, x.offset // self.itemsize)
-            dest.add_event(event)
-            return self._assemble([dest if name == "output" else make(buffers[name], ctx, queue, event)
-                                   for make, (name, _, _) in zip(self.makers, self.outputs)])
-        if not cl_pool.pooled(cl_pool.mode_override or self.pool_mode, self.result_bytes):
-            buffers = self._buffers(ctx, queue, weight, bias)
-            buffers["input"] = x.base_data
-            event = self._enqueue(queue, buffers, x.offset // self.itemsize)
-            return self._assemble([make(buffers[name], ctx, queue, event)
+            if dest is not None:
+                dest.add_event(event)
+            return self._assemble([dest if name == "output" and dest is not None else
+                                   make(buffers[name], ctx, queue, event)
                                    for make, (name, _, _) in zip(self.makers, self.outputs)])
         sizes, results, scratch = self.sizes, {}, {}
         try:

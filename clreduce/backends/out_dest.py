@@ -23,15 +23,6 @@ module imports no GPU library.
 from __future__ import annotations
 
 
-def row_dest(op: str, out, two_results: tuple):
-    """The array in ``out=`` that receives the rows (not the statistics), or None."""
-    if out is None or op == "moments":
-        return None
-    if op in two_results:
-        return out[0] if type(out) is tuple and len(out) == 2 else None
-    return out
-
-
 def _span(ptr: int, shape, strides, itemsize: int) -> tuple[int, int]:
     """[first, last + 1) bytes an array of these byte strides touches (empty: (ptr, ptr))."""
     lo = hi = ptr
@@ -50,10 +41,14 @@ def _apart(a: tuple[int, int], b: tuple[int, int]) -> bool:
 
 
 def _cupy_span(a) -> tuple[int, int]:
+    if a.flags.c_contiguous:  # every learned call's input and out=: no walk over the strides
+        return a.data.ptr, a.data.ptr + a.nbytes
     return _span(a.data.ptr, a.shape, a.strides, a.itemsize)
 
 
 def _torch_span(t) -> tuple[int, int]:
+    if t.is_contiguous():
+        return t.data_ptr(), t.data_ptr() + t.nbytes
     item = t.element_size()
     return _span(t.data_ptr(), t.shape, [s * item for s in t.stride()], item)
 
@@ -62,28 +57,18 @@ def cupy_dest(dest, x, params, device_id: int) -> bool:
     """``dest`` (a cupy array of the result's shape and dtype) may take the rows of ``x``."""
     if not dest.flags.c_contiguous or dest.device.id != device_id:
         return False
-    lo = dest.data.ptr
-    span = (lo, lo + dest.nbytes)
-    for p in (x, *params):
-        if p is not None and not _apart(span, (p.data.ptr, p.data.ptr + p.nbytes) if p.flags.c_contiguous
-                                        else _cupy_span(p)):
-            return False
-    return True
+    span = _cupy_span(dest)
+    return all(p is None or _apart(span, _cupy_span(p)) for p in (x, *params))
 
 
 def torch_dest(dest, t, params) -> bool:
     """``dest`` (a torch tensor of the result's shape and dtype) may take the rows of ``t``.
-    Runs on every learned call with out=: contiguous tensors (``t`` always, ``dest`` here)
-    take their span from ``data_ptr`` and ``nbytes`` alone."""
+    Runs on every learned call with out=: contiguous tensors take their span from
+    ``data_ptr`` and ``nbytes`` alone (through the strides it cost ~4 us a call)."""
     if dest.requires_grad or not dest.is_contiguous() or dest.get_device() != t.get_device() or dest.is_neg():
         return False
-    lo = dest.data_ptr()
-    span = (lo, lo + dest.nbytes)
-    for p in (t, *params):
-        if p is not None and not _apart(span, (p.data_ptr(), p.data_ptr() + p.nbytes) if p.is_contiguous()
-                                        else _torch_span(p)):
-            return False
-    return True
+    span = _torch_span(dest)
+    return all(p is None or _apart(span, _torch_span(p)) for p in (t, *params))
 
 
 def cl_dest(dest, x, params) -> bool:
