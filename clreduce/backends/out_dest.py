@@ -1,10 +1,10 @@
 """Whether a row op may write its rows straight into the caller's ``out=`` array.
 
 The row ops' results are as large as their input, so writing them into a new array and then
-copying that into ``out=`` moved the rows twice more than needed: on an H100, float16
-``rms_norm`` of 64 x 4194304 with ``out=`` ran at 1134 GB/s where the same call without it
-ran at ~1860 (2026-11-28). The launchers write into ``out=`` itself where that gives the same
-answer as the copy:
+copying that into ``out=`` moved the rows twice more than needed: on an H200, float16
+``rms_norm`` of 64 x 4194304 with ``out=`` ran at 1566 GB/s where the same call without it
+ran at ~2470 (tools/bench_out.py, benchmarks/out_direct_h200_2026-11-28). The launchers write
+into ``out=`` itself where that gives the same answer as the copy:
 
 * it is C-contiguous, on the input's device (OpenCL: context; a pyopencl array starting at
   its buffer's first byte, since the kernels take no output offset);
