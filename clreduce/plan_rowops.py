@@ -551,7 +551,7 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
             defines["WALK_RUNS"] = int(runs and cache == "none" and vec > 1)
         if kernel_file in CUDA_WALK_RUNS and cuda_walk_back(caps, problem, cache, split, lanes):
             defines["WALK_BACK"] = 1
-        min_blocks = cuda_min_blocks(caps, problem, cache, nper, wg)
+        min_blocks = max(cuda_min_blocks(caps, problem, cache, nper, wg), cuda_split_min_blocks(caps, split, wg))
         if min_blocks > 1:
             defines["MIN_BLOCKS"] = min_blocks
         if kernel_file == "row_norm.cl":
@@ -777,7 +777,7 @@ def _row_split(caps: DeviceCaps, problem: RowProblem, force: RowForce, cache: st
         if split > 1 and cache != "none":
             raise UnsupportedOnDevice(f"split rows are read twice: cache={cache!r} cannot be split (use cache='none')")
     elif cache == "none" and k >= ROW_SPLIT_MIN_ROW:
-        want_tasks = max(1, caps.compute_units) * teams * (2 if caps.device_type == "cpu" else 4)
+        want_tasks = max(1, caps.compute_units) * teams * (2 if caps.device_type == "cpu" else GPU_SPLIT_GROUPS_PER_CU)
         max_split = k // ROW_SPLIT_MIN_CHUNK
         split = max(1, min(_ceil_div(want_tasks, problem.rows), max_split))
         if caps.device_type == "gpu" and split > 1:
@@ -812,6 +812,22 @@ def _row_split(caps: DeviceCaps, problem: RowProblem, force: RowForce, cache: st
 # tasks), CUDA events, float16 with a weight: softmax 1449 -> 1723 GB/s, layer_norm 1603 ->
 # 1867, float32 +2-5 %, rms_norm level (benchmarks/rowops_param_runs_h100_2026-11-26).
 SPLIT_WAVE_FILL = 0.9
+# ... of GPU_SPLIT_GROUPS_PER_CU groups a compute unit. On CUDA both phases' launches ask nvcc to
+# fit that many (MIN_BLOCKS, cuda_split_min_blocks): left alone it gave float32 rms_norm's and
+# layer_norm's write launch (PHASE 2) 77 and 71 registers, three groups of 256 an SM, and the
+# planned wave ran as a wave and a quarter. Capped at 64 (no spills), one H100, CUDA events of
+# the write launch with a weight: float32 layer_norm 1 x 2^28 1150-1154 -> 1114-1116 us; float32
+# rms_norm (1111-1115) and the float16 norms and softmax (64 x 4194304, 1 x 2^28) level.
+GPU_SPLIT_GROUPS_PER_CU = 4
+
+
+def cuda_split_min_blocks(caps: DeviceCaps, split: int, wg: int) -> int:
+    """``MIN_BLOCKS`` of a CUDA split-row launch (1 for whole rows and off CUDA): the groups a
+    compute unit runs at once in the split's planned wave, as many as the SM's threads allow."""
+    if caps.backend != "cuda" or split < 2:
+        return 1
+    from .backends.cuda.probe import device_extras  # pure: reads caps.notes
+    return max(1, min(GPU_SPLIT_GROUPS_PER_CU, device_extras(caps)["threads_per_sm"] // wg))
 
 
 def _whole_wave_split(rows: int, slots: int, max_split: int) -> int | None:

@@ -613,6 +613,36 @@ def test_uncached_rows_take_wide_blocks_and_runs(op, dtype, shape, want):
     assert opencl.wg_size <= 256 and dict(opencl.defines)["WALK_RUNS"] == "0"
 
 
+# (op, dtype, shape) -> MIN_BLOCKS of both launches, planned for an H100 (2048 threads an SM)
+SPLIT_BOUNDS_CASES = [
+    ("layer_norm", "float32", (1, 1 << 28), "4"),    # 528 chunks in groups of 256: 4 an SM (nvcc
+                                                      #   gave the write launch 71 registers: 3)
+    ("rms_norm", "float16", (64, 4_194_304), "4"),   # 8 chunks a row, 512 tasks
+    ("softmax", "float32", (263, 32_768), "4"),      # split: too few rows for the SMs
+    ("softmax", "float32", (4096, 65_536), None),    # whole rows read twice: no split, no cap
+]
+
+
+@pytest.mark.parametrize("op,dtype,shape,want", SPLIT_BOUNDS_CASES)
+def test_split_rows_ask_for_the_planned_wave(op, dtype, shape, want):
+    """cuda_split_min_blocks: a split launch asks nvcc for registers that let the split's wave
+    (GPU_SPLIT_GROUPS_PER_CU groups an SM) stay resident; as many as fit on a T4 (1024 threads
+    an SM); no OpenCL plan carries it."""
+    from clreduce.plan_rowops import GPU_SPLIT_GROUPS_PER_CU
+
+    problem = RowProblem(op, *shape, dtype, weight=op != "softmax")
+    p = plan_row(H100, problem)
+    assert (p.split > 1) == (want is not None)
+    assert all(dict(ps.defines).get("MIN_BLOCKS") == want for ps in p.passes)
+    if want is not None:
+        assert int(want) == GPU_SPLIT_GROUPS_PER_CU and int(want) * p.wg_size <= 2048
+        t4 = plan_row(T4, problem)
+        if t4.split > 1:
+            assert all(int(dict(ps.defines)["MIN_BLOCKS"]) * t4.wg_size <= 1024 for ps in t4.passes)
+    opencl = plan_row(dataclasses.replace(H100, backend="opencl", implementation="nvidia"), problem)
+    assert all("MIN_BLOCKS" not in dict(ps.defines) for ps in opencl.passes)
+
+
 # (op, dtype, shape) -> whether the write walk goes backwards (WALK_BACK), planned for an H100
 # (132 SMs of 2048 threads, 50 MB L2): rows in flight x row bytes against the L2
 WALK_BACK_CASES = [
