@@ -120,6 +120,17 @@ CPU_VEC_BYTES = 64
 # way (1.57-1.76 -> 1.36-1.58) and keeps its plan. Not quantize_int8: its rows of 1000 lost
 # 15 % on Intel's runtime (the int8 stores), PoCL no change either way.
 CPU_ROW_OPS = {"intel": ("absmax_scale",)}
+# ... and the other scale rows short enough for registers (row_scale.cl: absmax_scale but
+# where CPU_ROW_OPS caches it, quantize_int8) are read twice from memory on CPU runtimes that
+# vectorise across work-items: the second read comes from the core's cache, and the register
+# plan (a row, or a 4-lane team, per work-item, element by element) ran 1.3-4x slower. float32
+# device arrays, ms a call, register plan / walk, best of 3 alternating rounds (2-core AMD
+# EPYC VM, benchmarks/rowops_cpu_scale_walk_2026-11-28/): pip's PoCL quantize_int8 125000x128
+# 183 / 45, 500000x32 224 / 61, 250000x64 193 / 45, absmax_scale 54 / 34, 88 / 65, 59 / 31;
+# Debian's PoCL quantize 29-68 / 21-51, absmax 38-60 / 11-36; Intel quantize 45 / 30, 55 / 44,
+# 58 / 29 (its absmax keeps the register runs: 21 against 41 at K = 32). Not llvmpipe: its
+# absmax_scale of rows of 32 took 84 ms in registers, 152 walked.
+CPU_WALKED_SCALE_OPS = ("absmax_scale", "quantize_int8")
 # Rows read from memory (cache "none", split rows) of softmax, norms and scales: runs of
 # VEC_BYTES (GPUs) or CPU_VEC_BYTES (Intel's CPU runtime) after a scalar head up to an aligned address, no
 # matter the row length (the kernels' LANE_WALK). Element loads had left long rows at the
@@ -501,7 +512,7 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
         if cache == "local" and not fits_local:
             raise UnsupportedOnDevice(f"cache='local': {teams} x {local_len} x {acc_bytes} B exceeds "
                                       f"{caps.name!r}'s {caps.local_mem_size} B of local memory")
-    elif fits_reg and not (cpu and problem.op in STATS_ONLY):
+    elif fits_reg and not (cpu and problem.op in STATS_ONLY) and not _cpu_walks_scale_rows(caps, problem, cpu_rows):
         # moments on CPUs: rows read once through vector runs beat two passes over a work-item's
         # registers (rows of 1000 float32: PoCL 3.1 -> 1.8 GB/s, Intel 5.7 -> 3.7, 2 cores)
         cache = "registers"
@@ -688,6 +699,13 @@ def _cpu_register_rows(caps: DeviceCaps, problem: RowProblem, force: RowForce, a
         return False
     vec = _widest_vec(problem, _cpu_vec_bytes(caps, problem))
     return _ceil_div(problem.row_len, vec) * vec <= reg_budget(caps, acc_bytes, CPU_ROW_WG)
+
+
+def _cpu_walks_scale_rows(caps: DeviceCaps, problem: RowProblem, cpu_rows: bool) -> bool:
+    """Whether scale rows that would fit the registers are read from memory instead
+    (CPU_WALKED_SCALE_OPS): CPU runtimes but llvmpipe, unless CPU register runs take the row."""
+    return (caps.device_type == "cpu" and not cpu_rows and not llvmpipe_loop_limited(caps)
+            and problem.op in CPU_WALKED_SCALE_OPS)
 
 
 def _cpu_vec_bytes(caps: DeviceCaps, problem: RowProblem) -> int:

@@ -155,6 +155,34 @@ def test_cpu_without_subgroups_gives_each_row_one_work_item():
     assert p.lanes == 1 and p.cache == "none"
 
 
+# (device, op, K) -> the cache of a default plan: CPU_WALKED_SCALE_OPS (2-core AMD EPYC VM,
+# float32 device arrays, ms a call, register plan / walk)
+SCALE_WALK_CASES = [
+    ("pthread CPU (synthetic PoCL)", "quantize_int8", 128, "none"),  # pip PoCL 183 / 45
+    ("pthread CPU (synthetic PoCL)", "quantize_int8", 32, "none"),   # 224 / 61
+    ("pthread CPU (synthetic PoCL)", "absmax_scale", 64, "none"),    # 59 / 31
+    ("Intel(R) Xeon(R) Processor (synthetic)", "quantize_int8", 64, "none"),     # 58 / 29
+    ("Intel(R) Xeon(R) Processor (synthetic)", "absmax_scale", 32, "registers"),  # its register runs: 21 / 41
+    ("llvmpipe (synthetic rusticl)", "absmax_scale", 32, "registers"),          # 84 / 152
+    ("pthread CPU (synthetic PoCL)", "softmax", 128, "registers"),   # softmax and norms keep their rows
+    ("pthread CPU (synthetic PoCL)", "rms_norm", 128, "registers"),
+    ("Mali-G610 (Rockchip RK3588, libmali g13p0)", "quantize_int8", 128, "registers"),  # GPUs unchanged
+]
+
+
+@pytest.mark.parametrize("name,op,k,want", SCALE_WALK_CASES)
+def test_cpu_scale_rows_are_walked_not_cached(name, op, k, want):
+    """CPU runtimes that vectorise across work-items read short scale rows twice from memory
+    (the core's cache) instead of caching them a row a work-item; a forced register cache is
+    still honoured."""
+    from test_plan import LLVMPIPE
+
+    caps = LLVMPIPE if name == LLVMPIPE.name else ALL_CAPS[name]
+    problem = RowProblem(op, 10**5, k, "float32")
+    assert plan_row(caps, problem).cache == want
+    assert plan_row(caps, problem, RowForce(cache="registers")).cache == "registers"
+
+
 @pytest.mark.parametrize("fields, match", [
     ({"cache": "registers"}, "registers"),  # the planner: a row of 10**6 fits no registers
     ({"cache": "bogus"}, "unknown cache"),  # the rest: RowForce itself, when built
