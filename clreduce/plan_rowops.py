@@ -124,12 +124,13 @@ CPU_ROW_OPS = {"intel": ("absmax_scale",)}
 # where CPU_ROW_OPS caches it, quantize_int8) are read twice from memory on CPU runtimes that
 # vectorise across work-items: the second read comes from the core's cache, and the register
 # plan (a row, or a 4-lane team, per work-item, element by element) ran 1.3-4x slower. float32
-# device arrays, ms a call, register plan / walk, best of 3 alternating rounds (2-core AMD
-# EPYC VM, benchmarks/rowops_cpu_scale_walk_2026-11-28/): pip's PoCL quantize_int8 125000x128
-# 183 / 45, 500000x32 224 / 61, 250000x64 193 / 45, absmax_scale 54 / 34, 88 / 65, 59 / 31;
-# Debian's PoCL quantize 29-68 / 21-51, absmax 38-60 / 11-36; Intel quantize 45 / 30, 55 / 44,
-# 58 / 29 (its absmax keeps the register runs: 21 against 41 at K = 32). Not llvmpipe: its
-# absmax_scale of rows of 32 took 84 ms in registers, 152 walked.
+# device arrays, ms a call, register plan / walk, three alternating rounds (2-core AMD EPYC VM,
+# benchmarks/rowops_cpu_scale_walk_2026-11-28/ab_cache.txt): pip's PoCL quantize_int8
+# 125000x128 193-211 / 52-57, 500000x32 226-239 / 68-74, 250000x64 217-248 / 61-74,
+# absmax_scale 55-91 / 40-44, 89-125 / 89-102, 83-112 / 38-54; Debian's PoCL quantize 45-73 /
+# 29-62, absmax 40-87 / 13-69; Intel quantize 52-79 / 33-62. In a first probe Intel's
+# absmax_scale took 21 ms with its register runs and 41 walked at K = 32, and llvmpipe's 84
+# in registers and 152 walked: both keep their plans.
 CPU_WALKED_SCALE_OPS = ("absmax_scale", "quantize_int8")
 # Rows read from memory (cache "none", split rows) of softmax, norms and scales: runs of
 # VEC_BYTES (GPUs) or CPU_VEC_BYTES (Intel's CPU runtime) after a scalar head up to an aligned address, no
