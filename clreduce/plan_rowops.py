@@ -845,8 +845,7 @@ def cuda_split_min_blocks(caps: DeviceCaps, split: int, wg: int) -> int:
     compute unit runs at once in the split's planned wave, as many as the SM's threads allow."""
     if caps.backend != "cuda" or split < 2:
         return 1
-    from .backends.cuda.probe import device_extras  # pure: reads caps.notes
-    return max(1, min(GPU_SPLIT_GROUPS_PER_CU, device_extras(caps)["threads_per_sm"] // wg))
+    return min(GPU_SPLIT_GROUPS_PER_CU, _resident_blocks(caps, 1.0, wg))
 
 
 def _whole_wave_split(rows: int, slots: int, max_split: int) -> int | None:
