@@ -123,14 +123,15 @@ CPU_ROW_OPS = {"intel": ("absmax_scale",)}
 # ... and the other scale rows short enough for registers (row_scale.cl: absmax_scale but
 # where CPU_ROW_OPS caches it, quantize_int8) are read twice from memory on CPU runtimes that
 # vectorise across work-items: the second read comes from the core's cache, and the register
-# plan (a row, or a 4-lane team, per work-item, element by element) ran 1.3-4x slower. float32
+# plan (a row, or a 4-lane team, per work-item, element by element) ran 1.2-4x slower. float32
 # device arrays, ms a call, register plan / walk, three alternating rounds (2-core AMD EPYC VM,
 # benchmarks/rowops_cpu_scale_walk_2026-11-28/ab_cache.txt): pip's PoCL quantize_int8
 # 125000x128 193-211 / 52-57, 500000x32 226-239 / 68-74, 250000x64 217-248 / 61-74,
 # absmax_scale 55-91 / 40-44, 89-125 / 89-102, 83-112 / 38-54; Debian's PoCL quantize 45-73 /
-# 29-62, absmax 40-87 / 13-69; Intel quantize 52-79 / 33-62. In a first probe Intel's
-# absmax_scale took 21 ms with its register runs and 41 walked at K = 32, and llvmpipe's 84
-# in registers and 152 walked: both keep their plans.
+# 29-62, absmax 40-87 / 13-69; Intel quantize 52-79 / 33-62. Mixed, so kept (ab_walk_kept.txt,
+# default / walk): Intel's absmax_scale register runs 22-29 / 42-44 at K = 32, 22-30 / 19-21 at
+# K = 64; llvmpipe absmax_scale 97-99 / 158-190 at K = 32, though its other scale rows walked
+# ran 1.5-1.7x faster (a rule for llvmpipe alone is left for later).
 CPU_WALKED_SCALE_OPS = ("absmax_scale", "quantize_int8")
 # Rows read from memory (cache "none", split rows) of softmax, norms and scales: runs of
 # VEC_BYTES (GPUs) or CPU_VEC_BYTES (Intel's CPU runtime) after a scalar head up to an aligned address, no

@@ -4,6 +4,8 @@ memory), float32 pyopencl arrays in and out, ms a call (best of 3 calls, per rou
 rounds alternating the order, bits compared.
 
     OCL_ICD_VENDORS=... python ab_cache.py "pthread-AMD EPYC"      # a device-name prefix
+    python ab_cache.py "AMD EPYC" walk   # the walk (cache "none", forced) against the default,
+                                          # for the devices that keep their register plans
 """
 import sys
 import time
@@ -24,7 +26,8 @@ for op in ("quantize_int8", "absmax_scale"):
     for shape in [(125000, 128), (500000, 32), (250000, 64)]:
         x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
         xd = cla.to_device(q, x)
-        cases = {"registers": RowForce(cache="registers"), "default": None}
+        other = "none" if sys.argv[2:] == ["walk"] else "registers"
+        cases = {other: RowForce(cache=other), "default": None}
         plan = plan_row(caps, RowProblem(op, *shape, "float32"))
         res = {name: [] for name in cases}
         for rnd in range(3):
@@ -39,9 +42,9 @@ for op in ("quantize_int8", "absmax_scale"):
                     q.finish()
                     ts.append(time.perf_counter() - t0)
                 res[name].append(min(ts) * 1e3)
-        a = getattr(rowops, op)(xd, force=cases["registers"])
+        a = getattr(rowops, op)(xd, force=cases[other])
         b = getattr(rowops, op)(xd)
         same = all(np.array_equal(u.get(), v.get()) for u, v in zip(a, b))
-        print(f"{op:13s} {shape[0]:6d}x{shape[1]:<4d} registers {'/'.join(f'{t:.1f}' for t in res['registers'])} ms"
+        print(f"{op:13s} {shape[0]:6d}x{shape[1]:<4d} {other} {'/'.join(f'{t:.1f}' for t in res[other])} ms"
               f" | default (cache {plan.cache}) {'/'.join(f'{t:.1f}' for t in res['default'])} ms | same bits {same}",
               flush=True)
