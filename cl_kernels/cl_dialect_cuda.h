@@ -32,6 +32,9 @@
  *   VLOAD_ARRAY(n, p, d)       n elements at p into the private array d (vloadn | one or
  *                              more 16-byte loads of read-only data; p must satisfy VLOAD_ALIGNED)
  *   VLOAD_HALF_ARRAY(n, p, d)  the same for half elements into a float array
+ *   VLOAD_KEEP_ARRAY(n, p, d), VLOAD_KEEP_HALF_ARRAY(n, p, d)  the same for data re-read
+ *                              while other data streams past (VLOAD_ARRAY | an L2
+ *                              evict_last policy: a row op's weight and bias)
  *   VLOAD_HEAD(p, n)    elements to read one at a time before p + head may start an n-element
  *                       VLOAD_ARRAY (0 | up to the next min(16, n * size)-byte boundary)
  *   VLOAD_ALIGNED(p, n) p may start an n-element VLOAD_ARRAY (1 | that alignment holds)
@@ -349,9 +352,38 @@ template <int N, class T> __device__ __forceinline__ uint cl_vload_head_(const T
 template <int N, class T> __device__ __forceinline__ bool cl_vload_aligned_(const T *p) {
     return reinterpret_cast<unsigned long long>(p) % cl_vload_<T, N>::WORD == 0;
 }
-/* p must be aligned (cl_vload_aligned_); D is T, or float for half (H). G: p is global
- * read-only data (__ldg, the non-coherent cache), else local (shared) memory, read plainly. */
-template <int N, bool H, bool G, class T, class D> __device__ __forceinline__ void cl_vload_words_(const T *p, D *d) {
+/* p must be aligned (cl_vload_aligned_); D is T, or float for half (H). */
+/* A global read-only word kept in L2 ahead of streamed data: an L2 evict_last policy (sm_80+),
+ * as Triton gives loads marked evict_last. For a weight that every row re-reads while the rows
+ * stream past it (H100, float16 64 x 4194304 rms_norm's write: an 8 MB weight, 1 GB of rows),
+ * a probe's chunked write walk took 401 us with __ldg and 389 with this; a flat one 425 -> 363
+ * (benchmarks/param_keep_h100_2026-11-28/write_probe.py); row_norm.cl's split write launch
+ * 390-392 -> 381-383 us, whole rows level. Words under 4 bytes: __ldg. */
+template <class W> __device__ __forceinline__ W cl_load_keep_(const W *p) { return __ldg(p); }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define CL_KEEP_POLICY_ ".reg .b64 pol_;\n createpolicy.fractional.L2::evict_last.b64 pol_, 1.0;\n "
+template <> __device__ __forceinline__ uint4 cl_load_keep_<uint4>(const uint4 *p) {
+    uint4 v;
+    asm("{\n " CL_KEEP_POLICY_ "ld.global.L1::evict_last.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], pol_;\n}"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+    return v;
+}
+template <> __device__ __forceinline__ uint2 cl_load_keep_<uint2>(const uint2 *p) {
+    uint2 v;
+    asm("{\n " CL_KEEP_POLICY_ "ld.global.L1::evict_last.L2::cache_hint.v2.u32 {%0, %1}, [%2], pol_;\n}"
+        : "=r"(v.x), "=r"(v.y) : "l"(p));
+    return v;
+}
+template <> __device__ __forceinline__ unsigned int cl_load_keep_<unsigned int>(const unsigned int *p) {
+    unsigned int v;
+    asm("{\n " CL_KEEP_POLICY_ "ld.global.L1::evict_last.L2::cache_hint.u32 %0, [%1], pol_;\n}" : "=r"(v) : "l"(p));
+    return v;
+}
+#undef CL_KEEP_POLICY_
+#endif
+/* G: 0 local (shared) memory, read plainly; 1 global read-only data (__ldg, the non-coherent
+ * cache); 2 global read-only data kept in L2 (cl_load_keep_) */
+template <int N, bool H, int G, class T, class D> __device__ __forceinline__ void cl_vload_words_(const T *p, D *d) {
     typedef typename cl_word_<cl_vload_<T, N>::WORD>::type word_t;
     union {
         word_t w[cl_vload_<T, N>::WORDS];
@@ -359,18 +391,20 @@ template <int N, bool H, bool G, class T, class D> __device__ __forceinline__ vo
     } u;
     _Pragma("unroll") for (int j = 0; j < cl_vload_<T, N>::WORDS; ++j) {
         const word_t *w = reinterpret_cast<const word_t *>(p) + j;
-        u.w[j] = G ? __ldg(w) : *w;
+        u.w[j] = G == 2 ? cl_load_keep_(w) : G == 1 ? __ldg(w) : *w;
     }
     _Pragma("unroll") for (int j = 0; j < N; ++j) {
         d[j] = H ? (D)cl_half_to_float_((unsigned short)u.e[j]) : (D)u.e[j];
     }
 }
-#define LOCAL_VLOAD_ARRAY(n, p, d) cl_vload_words_<(n), false, false>((p), (d))
-#define LOCAL_VLOAD_HALF_ARRAY(n, p, d) cl_vload_words_<(n), true, false>((p), (d))
+#define LOCAL_VLOAD_ARRAY(n, p, d) cl_vload_words_<(n), false, 0>((p), (d))
+#define LOCAL_VLOAD_HALF_ARRAY(n, p, d) cl_vload_words_<(n), true, 0>((p), (d))
 #define VLOAD_HEAD(p, n) cl_vload_head_<(n)>(p)
 #define VLOAD_ALIGNED(p, n) cl_vload_aligned_<(n)>(p)
-#define VLOAD_ARRAY(n, p, d) cl_vload_words_<(n), false, true>((p), (d))
-#define VLOAD_HALF_ARRAY(n, p, d) cl_vload_words_<(n), true, true>((p), (d))
+#define VLOAD_ARRAY(n, p, d) cl_vload_words_<(n), false, 1>((p), (d))
+#define VLOAD_HALF_ARRAY(n, p, d) cl_vload_words_<(n), true, 1>((p), (d))
+#define VLOAD_KEEP_ARRAY(n, p, d) cl_vload_words_<(n), false, 2>((p), (d))
+#define VLOAD_KEEP_HALF_ARRAY(n, p, d) cl_vload_words_<(n), true, 2>((p), (d))
 /* p must be aligned (cl_vload_aligned_); S is T, or float for half (H). nvcc 12-13 lower
  * this union (elements in, words out) to element or 4-byte stores (st.global.v2.u16 x4 for
  * 8 halves, st.global.f32 x4 for 4 floats); VSTORE_WIDE below gives one 16-byte store. */

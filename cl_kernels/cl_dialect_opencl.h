@@ -87,6 +87,9 @@
 /* vstoren into a private array: the kernels' loops then need no vector types */
 #define VLOAD_ARRAY(n, p, d) CL_CAT(CL_VLOAD_ARRAY_, n)((p), (d))
 #define VLOAD_HALF_ARRAY(n, p, d) CL_CAT(CL_VLOAD_HALF_ARRAY_, n)((p), (d))
+/* VLOAD_KEEP_*: the CUDA dialect's loads with an L2 evict_last policy; here VLOAD_ARRAY's */
+#define VLOAD_KEEP_ARRAY(n, p, d) VLOAD_ARRAY(n, p, d)
+#define VLOAD_KEEP_HALF_ARRAY(n, p, d) VLOAD_HALF_ARRAY(n, p, d)
 #define CL_VLOAD_ARRAY_1(p, d) ((d)[0] = (p)[0])
 #define CL_VLOAD_HALF_ARRAY_1(p, d) ((d)[0] = vload_half(0, p))
 /* VSTORE_ARRAY(n, d, p): n elements of the private array d to p, as VLOAD_ARRAY reads them

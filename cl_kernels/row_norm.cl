@@ -136,10 +136,12 @@
 #endif
 
 #if PARAM_RUNS
+/* KEEP: every row re-reads the weight and bias while the rows stream through L2 (CUDA: an
+ * evict_last policy keeps them there) */
 #if PARAM_HALF
-#define VLOAD_PARAM(n, p, d) VLOAD_HALF_ARRAY(n, p, d)
+#define VLOAD_PARAM(n, p, d) VLOAD_KEEP_HALF_ARRAY(n, p, d)
 #else
-#define VLOAD_PARAM(n, p, d) VLOAD_ARRAY(n, p, d)
+#define VLOAD_PARAM(n, p, d) VLOAD_KEEP_ARRAY(n, p, d)
 #endif
 /* weight and bias are aligned for VEC-wide loads at element i (uniform over a task) */
 inline int params_aligned(__global const PARAM_T *weight, __global const PARAM_T *bias, const ulong i) {
