@@ -131,8 +131,13 @@ CPU_ROW_OPS = {"intel": ("absmax_scale",)}
 # 29-62, absmax 40-87 / 13-69; Intel quantize 52-79 / 33-62. Mixed, so kept (ab_walk_kept.txt,
 # default / walk): Intel's absmax_scale register runs 22-29 / 42-44 at K = 32, 22-30 / 19-21 at
 # K = 64; llvmpipe absmax_scale 97-99 / 158-190 at K = 32, though its other scale rows walked
-# ran 1.5-1.7x faster (a rule for llvmpipe alone is left for later).
+# ran 1.5-1.7x faster: so llvmpipe walks them from the row lengths below.
 CPU_WALKED_SCALE_OPS = ("absmax_scale", "quantize_int8")
+# llvmpipe (which takes no CPU register runs) walks a scale row of at least this many
+# elements (ab_walk_kept.txt, register plan / walk, ms a call): quantize_int8 K = 32, 64, 128
+# 236-269 / 157-168, 227-267 / 160-164, 256-262 / 159-162; absmax_scale K = 64 and 128
+# 254-276 / 162-169, 244-253 / 144-158, but K = 32 97-99 / 158-190, so from 64.
+LLVMPIPE_WALKED_SCALE_LEN = {"quantize_int8": 1, "absmax_scale": 64}
 # Rows read from memory (cache "none", split rows) of softmax, norms and scales: runs of
 # VEC_BYTES (GPUs) or CPU_VEC_BYTES (Intel's CPU runtime) after a scalar head up to an aligned address, no
 # matter the row length (the kernels' LANE_WALK). Element loads had left long rows at the
@@ -705,9 +710,13 @@ def _cpu_register_rows(caps: DeviceCaps, problem: RowProblem, force: RowForce, a
 
 def _cpu_walks_scale_rows(caps: DeviceCaps, problem: RowProblem, cpu_rows: bool) -> bool:
     """Whether scale rows that would fit the registers are read from memory instead
-    (CPU_WALKED_SCALE_OPS): CPU runtimes but llvmpipe, unless CPU register runs take the row."""
-    return (caps.device_type == "cpu" and not cpu_rows and not llvmpipe_loop_limited(caps)
-            and problem.op in CPU_WALKED_SCALE_OPS)
+    (CPU_WALKED_SCALE_OPS): CPU runtimes, unless CPU register runs take the row; llvmpipe
+    from LLVMPIPE_WALKED_SCALE_LEN elements."""
+    if caps.device_type != "cpu" or cpu_rows or problem.op not in CPU_WALKED_SCALE_OPS:
+        return False
+    if llvmpipe_loop_limited(caps):
+        return problem.row_len >= LLVMPIPE_WALKED_SCALE_LEN[problem.op]
+    return True
 
 
 def _cpu_vec_bytes(caps: DeviceCaps, problem: RowProblem) -> int:

@@ -164,6 +164,8 @@ SCALE_WALK_CASES = [
     ("Intel(R) Xeon(R) Processor (synthetic)", "quantize_int8", 64, "none"),     # 68-76 / 33-35
     ("Intel(R) Xeon(R) Processor (synthetic)", "absmax_scale", 32, "registers"),  # its register runs: 22-29 / 42-44
     ("llvmpipe (synthetic rusticl)", "absmax_scale", 32, "registers"),          # 97-99 / 158-190
+    ("llvmpipe (synthetic rusticl)", "absmax_scale", 64, "none"),               # 254-276 / 162-169
+    ("llvmpipe (synthetic rusticl)", "quantize_int8", 32, "none"),              # 236-269 / 157-168
     ("pthread CPU (synthetic PoCL)", "softmax", 128, "registers"),   # softmax and norms keep their rows
     ("pthread CPU (synthetic PoCL)", "rms_norm", 128, "registers"),
     ("Mali-G610 (Rockchip RK3588, libmali g13p0)", "quantize_int8", 128, "registers"),  # GPUs unchanged
