@@ -72,8 +72,11 @@
 #if SG_MODE == SG_BUILTIN && LANES > 1 && LANES < SG_SIZE
 #error "built-in sub-group reduce covers whole sub-groups: use a shuffle mode for LANES < SG_SIZE"
 #endif
-#if (PHASE == 0) != (SPLIT == 1) || PHASE < 0 || PHASE > 2
-#error "PHASE 0 goes with SPLIT 1; PHASE 1 and 2 with SPLIT > 1"
+#ifndef FLAT_WRITE
+#define FLAT_WRITE 0
+#endif
+#if (PHASE == 0) != (SPLIT == 1) || PHASE < 0 || PHASE > 3 || (PHASE == 3 && !FLAT_WRITE)
+#error "PHASE 0 goes with SPLIT 1; PHASE 1 and 2 with SPLIT > 1; PHASE 3 with FLAT_WRITE (row_norm.cl)"
 #endif
 #if SPLIT > 1 && CACHE != CACHE_NONE
 #error "split rows are read again in phase 2: CACHE must be 2 (none)"

@@ -77,11 +77,22 @@
 #error "moments writes no row: CACHE 0 (two passes over registers) or 2"
 #endif
 
+/* FLAT_WRITE (the planner's choice for split rows on CUDA, default 0; rms_norm and layer_norm,
+ * rows a multiple of VEC long): PHASE 2 only folds the partials, and the first task of each
+ * row stores its write's constants (xs, shift, mean_d, inv of RESULT_WB) after the partials;
+ * PHASE 3 writes the rows, one run of VEC elements a work-item and a group a tile of
+ * WG_SIZE runs of one row, flat as a pointwise kernel. The chunk walk's write of PHASE 2 ran
+ * 5-10 % behind such a kernel on an H100 (plan_rowops.FLAT_WRITE_OPS). */
+#if FLAT_WRITE && (NORM == NORM_MOMENTS || SPLIT == 1)
+#error "FLAT_WRITE: split rms_norm and layer_norm rows only"
+#endif
+#define FOLD_ONLY (PHASE == 2 && (NORM == NORM_MOMENTS || FLAT_WRITE))
 /* what a task's trip declares (row_common.h, TASK_START): moments writes no row, and its
- * PHASE 2 only folds partials */
-#define ROW_WRITES (PHASE != 1 && NORM != NORM_MOMENTS)
+ * PHASE 2 only folds partials (as FLAT_WRITE's) */
+#define ROW_WRITES (PHASE != 1 && NORM != NORM_MOMENTS && !FOLD_ONLY)
 #define PARTIAL_SLOTS 4  /* a chunk's sum, M2, shift and SCALED flag (rms_norm: its sum of squares, scaled in the third) */
-#define ROW_WALKS (CACHE != 0 && !(PHASE == 2 && NORM == NORM_MOMENTS))
+#define FLAT_WRITE_SLOTS 4  /* a row's xs, shift, mean_d and inv, after the n_rows * SPLIT partials */
+#define ROW_WALKS (CACHE != 0 && !FOLD_ONLY)
 /* 16-byte stores on CUDA for rms_norm (float16 65536 x 4096: 2492 -> 2503-2522 GB/s on an
  * H100); layer_norm float16 lost 6 % with them (648720 x 128: 2420 -> 2285, same register
  * count; cause not found) and keeps VSTORE_ARRAY */
@@ -401,6 +412,50 @@ inline merge_t merge_chunks(__global const ACC_T *partials, const ulong row, con
 }
 #endif
 
+#if PHASE == 3
+/* FLAT_WRITE's write (above): work-item j of group g writes run (g % tiles) * WG_SIZE + j of
+ * row g / tiles with the constants PHASE 2 left, by the same RESULT_WB as a walked write */
+#if NORM == NORM_RMS
+#define RESULT_WB(x, wt, b) ((x) * xs * inv * (wt))
+#else
+#define RESULT_WB(x, wt, b) ((((x) * xs - shift) - mean_d) * inv * (wt) + (b))
+#endif
+__kernel KERNEL_WG_SIZE(WG_SIZE)
+void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
+               __global OUT_T *restrict out, const ulong out_offset,
+               __global const PARAM_T *restrict weight, __global const PARAM_T *restrict bias,
+               __global ACC_T *restrict stats, __global ACC_T *restrict partials,
+               const ulong n_rows, const ulong row_len, const ulong chunk_len, const ACC_T eps)
+{
+    (void)stats;
+    (void)chunk_len;
+    (void)eps;
+    const uint tiles = (uint)((row_len / VEC + WG_SIZE - 1) / WG_SIZE);
+    const uint group = (uint)get_group_id(0);
+    const uint row = group / tiles;
+    const ulong i = ((ulong)(group - row * tiles) * WG_SIZE + get_local_id(0)) * VEC;
+    if (row >= n_rows || i >= row_len) {
+        return;
+    }
+    __global const ACC_T *wc = partials + n_rows * SPLIT * PARTIAL_SLOTS + FLAT_WRITE_SLOTS * (ulong)row;
+    const ACC_T xs = wc[0], shift = wc[1], mean_d = wc[2], inv = wc[3];
+    (void)shift;
+    (void)mean_d;
+    const ulong at = (ulong)row * row_len + i;
+    /* uniform over the launch: row_len is a multiple of VEC, so every row starts aligned where the first does */
+    const int vec_ok = VEC_OK(in + in_offset, out + out_offset);
+    ACC_T d[VEC];
+    load_run(in + in_offset + at, vec_ok, d);
+#if PARAM_RUNS
+    APPLY_PARAM_RUN(d, i, params_aligned(weight, bias, 0));
+#else
+    UNROLL_LOOP for (uint e = 0; e < VEC; ++e) {
+        d[e] = RESULT_WB(d[e], W(i + e), B(i + e));
+    }
+#endif
+    store_run(d, out + out_offset + at, vec_ok);
+}
+#else
 __kernel SG_ATTR KERNEL_WG_SIZE(WG_SIZE)
 void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
                __global OUT_T *restrict out, const ulong out_offset,
@@ -796,7 +851,21 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
 #endif
 #define RESULT(x, i) RESULT_WB((x), W(t.start + (i)), B(t.start + (i)))
 
-#if NORM != NORM_MOMENTS
+#if FLAT_WRITE
+        /* the row's write constants for PHASE 3 (rms_norm: no shift) */
+        if (lane == 0 && t.len > 0 && t.start == 0) {
+            __global ACC_T *wc = partials + n_rows * SPLIT * PARTIAL_SLOTS + FLAT_WRITE_SLOTS * t.row;
+            wc[0] = xs;
+#if NORM == NORM_RMS
+            wc[1] = 0;
+            wc[2] = 0;
+#else
+            wc[1] = shift;
+            wc[2] = mean_d;
+#endif
+            wc[3] = inv;
+        }
+#elif NORM != NORM_MOMENTS
 #if CACHE == CACHE_REG
 #if PARAM_RUNS
         const int params_ok = params_aligned(weight, bias, t.start);
@@ -829,6 +898,7 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
 #endif /* PHASE != 1 */
     }
 }
+#endif /* PHASE 3 */
 #if NORM == NORM_RMS
 #undef x0
 #endif

@@ -291,6 +291,7 @@ class RowForce:
     split: int | None = None  # chunks per row (two launches; scans: reduce-then-scan)
     vec: int | None = None  # elements per load of a register-cached softmax / norm row
     lookback: bool | None = None  # scans on CUDA: the one-pass decoupled look-back (or not)
+    flat_write: bool | None = None  # split norms: a fold launch, then a flat write (or not)
 
     def __post_init__(self):
         # Checked when built, as Force's fields are: a typo such as lanes=0 or cache="reg"
@@ -310,8 +311,10 @@ class RowForce:
             raise ValueError(f"unknown cache {self.cache!r}; known: {', '.join(CACHES)}")
         if self.sg_mode is not None and self.sg_mode not in SG_MODES + ("shuffle",):
             raise ValueError(f"unknown sg_mode {self.sg_mode!r}; known: {', '.join(SG_MODES + ('shuffle',))}")
-        if self.lookback is not None and not isinstance(self.lookback, (bool, np.bool_)):
-            raise TypeError(f"RowForce.lookback must be a bool or None, not {type(self.lookback).__name__}")
+        for name in ("lookback", "flat_write"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, (bool, np.bool_)):
+                raise TypeError(f"RowForce.{name} must be a bool or None, not {type(value).__name__}")
 
 
 @dataclass(frozen=True)
@@ -358,6 +361,7 @@ class RowPlan:
     passes: tuple[RowPass, ...] = ()  # the launches in order (one unless split)
     vec: int = 1  # elements per load of a register-cached row (VEC)
     lookback_tile: int = 0  # scans: elements per look-back tile (0: no look-back)
+    flat_write: bool = False  # split norms: statistics, fold, flat write (three launches)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -575,6 +579,8 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
         if kernel_file == "row_norm.cl":
             defines.update({"HAS_WEIGHT": int(problem.weight), "HAS_BIAS": int(problem.bias),
                             "PARAM_HALF": int(problem.params_half)})
+            if phase >= 2 and _flat_write(caps, problem, force, split, vec):
+                defines["FLAT_WRITE"] = 1
             if _param_runs(caps, problem, cache, vec):
                 defines["PARAM_RUNS"] = 1
         pairs = tuple(sorted((name, str(value)) for name, value in defines.items()))
@@ -582,12 +588,19 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
 
     tasks = problem.rows * split
     passes = []
-    for phase, reads, writes in (((0, "input", "output"),) if split == 1 else
-                                 ((1, "input", "partials"), (2, "input", "output"))):
-        trips = row_trips(problem.op, cache, lanes, nper, chunk, split, phase, sg_size)
-        groups = _trip_groups(caps, _row_groups(caps, _ceil_div(tasks, teams)), tasks, teams, trips,
-                              f"{problem.op} of rows of {k}")
+    flat = _flat_write(caps, problem, force, split, vec)
+    phases = (((0, "input", "output"),) if split == 1 else
+              ((1, "input", "partials"), (2, "input", "partials"), (3, "input", "output")) if flat else
+              ((1, "input", "partials"), (2, "input", "output")))
+    for phase, reads, writes in phases:
         pairs, options = variant(phase)
+        if phase == 3:
+            # a group per FLAT_WRITE_TILE runs of one row, one run of VEC elements a work-item
+            groups = problem.rows * _ceil_div(k // vec, wg)
+        else:
+            trips = row_trips(problem.op, cache, lanes, nper, chunk, split, phase, sg_size)
+            groups = _trip_groups(caps, _row_groups(caps, _ceil_div(tasks, teams)), tasks, teams, trips,
+                                  f"{problem.op} of rows of {k}")
         passes.append(RowPass(options=options, global_size=groups * wg, local_size=wg, reads=reads, writes=writes,
                               n_rows=problem.rows, row_len=k, chunk_len=chunk, defines=pairs))
     pairs, options = variant(0 if split == 1 else 2)
@@ -596,7 +609,31 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
                    lanes=lanes, nper=nper, local_len=local_len, local_mem_bytes=local_bytes, acc_dtype=acc,
                    out_dtype=out, kernel_file=kernel_file, entry=entry, defines=pairs, options=options,
                    global_size=passes[-1].global_size, local_size=wg, scalars=scalars, split=split,
-                   passes=tuple(passes), vec=vec)
+                   passes=tuple(passes), vec=vec, flat_write=flat)
+
+
+# Split rms_norm / layer_norm rows on CUDA write in a launch of their own, flat over the rows
+# (row_norm.cl FLAT_WRITE): PHASE 2 folds each row's partials into its write's constants, and
+# PHASE 3 gives each work-item one run of VEC elements, a group a tile of one row. The write
+# launch had walked each chunk with the group that took its statistics (a wave of 4 groups an
+# SM), 5-10 % behind inductor's flat pointwise kernel; on an H100 a flat write probe took
+# float16 64 x 4194304 363 us against 389 walked, float16 1 x 2^28 532-534 against 617-622,
+# float32 1 x 2^28 1055-1059 against 1299-1312 (benchmarks/param_keep_h100_2026-11-28/).
+# Rows whose length is a multiple of VEC only (every run inside one row, aligned with it).
+FLAT_WRITE_OPS = ("rms_norm", "layer_norm")
+
+
+def _flat_write(caps: DeviceCaps, problem: RowProblem, force: RowForce, split: int, vec: int) -> bool:
+    """Whether split norm rows take the fold and flat write launches (FLAT_WRITE_OPS): on
+    CUDA, or where forced (``RowForce.flat_write``; an impossible force raises)."""
+    fits = split > 1 and problem.op in FLAT_WRITE_OPS and problem.row_len % vec == 0
+    if force.flat_write is not None:
+        if force.flat_write and not fits:
+            raise UnsupportedOnDevice(f"flat_write=True: split rms_norm / layer_norm rows whose length is a "
+                                      f"multiple of the run ({vec}); this plan: {problem.op}, split {split}, "
+                                      f"rows of {problem.row_len}")
+        return bool(force.flat_write)
+    return fits and caps.backend == "cuda"
 
 
 def _param_runs(caps: DeviceCaps, problem: RowProblem, cache: str, vec: int) -> bool:

@@ -148,6 +148,21 @@ def wild_rows(k, dtype, rng):
     return x, mean, var
 
 
+def flat_write_rows(k, dtype, rng):
+    """Adversarial rows for the flat write: row_norm.cl's WILD rows (float16: its largest
+    values), rows far from their first element (float32 and float64), a row of one value and
+    one with a large offset."""
+    if dtype == "float16":
+        x = rng.uniform(-65504.0, 65504.0, (3, k))
+        x[1, ::5] = 65504.0
+        x[2, 7] = -np.inf
+        rows = [x]
+    else:
+        rows = [wild_rows(k, dtype, rng)[0], far_first_rows(k, dtype, rng)]
+    rows.append(np.stack([np.full(k, 1e4 + 0.25), 1e3 + rng.standard_normal(k)]))
+    return np.concatenate(rows).astype(dtype)
+
+
 def noncanonical_bools(rng, shape):
     """numpy bools of any byte value, about half of them 0 (False), the rest 1-255 (True):
     numpy reads any nonzero byte as True; a scan that added the bytes gave 255 for one."""

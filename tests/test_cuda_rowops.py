@@ -23,7 +23,8 @@ import numpy as np
 import pytest
 from conftest import slow_enabled
 from rowops_refs import (ADVERSARIAL, LOG_TOL, NORM_TOL, TOL, U32, _assert_cumsum_bound, _close,
-                         assert_scan_past_the_range, check_backward_write_walk, far_first_rows, ref_layer_norm,
+                         assert_scan_past_the_range, check_backward_write_walk, far_first_rows, flat_write_rows,
+                         ref_layer_norm,
                          ref_log_softmax, ref_quantize, ref_rms_norm, ref_softmax, rows_past_the_range, wild_rows,
                          noncanonical_bools, ref_norms_past_the_range)
 
@@ -368,6 +369,29 @@ def test_statistics_of_rows_past_the_range(k, dtype):
 
 
 @gpu
+@pytest.mark.parametrize("k", [48, 4000, 1 << 20])  # chunks of 12, 1000 and 2^18 (one 16-byte run: 4 or 8)
+def test_flat_write_gives_the_walked_writes_bits(k):
+    """CUDA form of test_rowops.py's: the fold and flat write (the default for split norms
+    here) against the walked split write, bit for bit, on adversarial rows, cupy input."""
+    cp = _cp()
+    walked, flat = RowForce(cache="none", split=4, flat_write=False), RowForce(cache="none", split=4, flat_write=True)
+    for dtype in ("float32", "float16", "float64"):
+        x = flat_write_rows(k, dtype, np.random.default_rng(k))
+        xd = cp.asarray(x)
+        w = cp.asarray(np.linspace(0.5, 1.5, k).astype(dtype))
+        b = cp.asarray(np.linspace(-1.0, 1.0, k).astype(dtype))
+        for op, params in (("rms_norm", ()), ("rms_norm", (w,)), ("layer_norm", ()), ("layer_norm", (w, b))):
+            what = f"{op} {dtype} K={k} params {len(params)}"
+            fn = getattr(rowops, op)
+            want = fn(xd, *params, force=walked).get()
+            got = fn(xd, *params, force=flat).get()
+            np.testing.assert_array_equal(got, want, err_msg=what)
+            host = [p.get() for p in params]
+            ref = ref_rms_norm(x[-1:], *host) if op == "rms_norm" else ref_layer_norm(x[-1:], *host)
+            _close(got[-1:], ref, dtype, NORM_TOL, what)
+
+
+@gpu
 def test_split_rows_of_one_value():
     """CUDA form of test_rowops.py's: all-equal rows keep variance 0, mean the value and
     layer_norm 0, whole and split (PHASE 2's merge around the first chunk's shift)."""
@@ -641,6 +665,37 @@ def test_split_rows_ask_for_the_planned_wave(op, dtype, shape, want):
             assert all(int(dict(ps.defines)["MIN_BLOCKS"]) * t4.wg_size <= 1024 for ps in t4.passes)
     opencl = plan_row(dataclasses.replace(H100, backend="opencl", implementation="nvidia"), problem)
     assert all("MIN_BLOCKS" not in dict(ps.defines) for ps in opencl.passes)
+
+
+# (op, dtype, shape, weight) -> the phases of the launches planned for an H100
+FLAT_WRITE_CASES = [
+    ("rms_norm", "float16", (64, 4_194_304), True, (1, 2, 3)),   # split: statistics, fold, flat write
+    ("layer_norm", "float32", (1, 1 << 28), True, (1, 2, 3)),
+    ("layer_norm", "float32", (1, 1 << 28), False, (1, 2, 3)),   # no weight or bias: the same launches
+    ("rms_norm", "float32", (3, 1_000_003), True, (1, 2)),       # no multiple of VEC: the chunk walk writes
+    ("moments", "float32", (1, 1 << 28), False, (1, 2)),         # no rows to write
+    ("softmax", "float32", (263, 32_768), False, (1, 2)),        # not a norm
+    ("rms_norm", "float16", (65_536, 4096), True, (0,)),         # whole rows
+]
+
+
+@pytest.mark.parametrize("op,dtype,shape,weight,phases", FLAT_WRITE_CASES)
+def test_split_norms_write_flat_on_cuda(op, dtype, shape, weight, phases):
+    """plan_rowops.FLAT_WRITE_OPS: CUDA's split norms fold in PHASE 2 and write in PHASE 3,
+    a group per tile of WG_SIZE runs of a row; OpenCL plans keep the chunk walk unless forced."""
+    problem = RowProblem(op, *shape, dtype, weight=weight)
+    p = plan_row(H100, problem)
+    assert tuple(int(dict(ps.defines)["PHASE"]) for ps in p.passes) == phases
+    assert p.flat_write == (3 in phases)
+    if p.flat_write:
+        assert [dict(ps.defines).get("FLAT_WRITE") for ps in p.passes] == [None, "1", "1"]
+        assert [(ps.reads, ps.writes) for ps in p.passes][1:] == [("input", "partials"), ("input", "output")]
+        runs = shape[1] // p.vec
+        assert p.passes[2].global_size == shape[0] * -(-runs // p.wg_size) * p.wg_size
+        from clreduce.backends import row_args
+        assert row_args.buffer_bytes(p, problem)["partials"] == shape[0] * (p.split + 1) * 4 * 4
+    opencl = plan_row(dataclasses.replace(H100, backend="opencl", implementation="nvidia"), problem)
+    assert not opencl.flat_write and all(int(dict(ps.defines)["PHASE"]) < 3 for ps in opencl.passes)
 
 
 # (op, dtype, shape) -> whether the write walk goes backwards (WALK_BACK), planned for an H100

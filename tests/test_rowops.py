@@ -16,7 +16,8 @@ import pytest
 from conftest import slow_enabled
 
 from rowops_refs import (ADVERSARIAL, HALF_ROWS, LOG_TOL, NORM_TOL, TOL, U32, _assert_cumsum_bound, _close,
-                         assert_scan_past_the_range, check_backward_write_walk, far_first_rows, ref_layer_norm,
+                         assert_scan_past_the_range, check_backward_write_walk, far_first_rows, flat_write_rows,
+                         ref_layer_norm,
                          wild_rows, noncanonical_bools, ref_norms_past_the_range, ref_log_softmax, ref_quantize,
                          ref_rms_norm, ref_softmax, rows_past_the_range)
 
@@ -427,6 +428,47 @@ def test_statistics_of_rows_past_the_range(cl_device, cl_queue, k, request):
             r = rowops.rms_norm(x, w, device=cl_device, force=force)
             np.testing.assert_array_equal(r[:5], want_rms, err_msg=what)
             _close(r[5:8], big_rms, dtype, NORM_TOL, what)
+
+
+# K = 48: chunks of 12, so work-items of the flat write cover runs of several chunks; K = 4000:
+# chunks of 1000. Both multiples of every device's VEC (Intel's runtime: 16).
+@pytest.mark.parametrize("k", [48, 4000])
+def test_flat_write_gives_the_walked_writes_bits(cl_device, k):
+    """row_norm.cl FLAT_WRITE (CUDA's default for split norms, forced here): PHASE 2 folds the
+    chunks into each row's write constants and PHASE 3 writes the rows flat; the walked split
+    write (PHASE 2 alone) gives the same bits, on adversarial rows (WILD, SCALED, RESCUE,
+    all-equal, float16 near 65504), with and without weight and bias."""
+    walked, flat = RowForce(cache="none", split=4, flat_write=False), RowForce(cache="none", split=4, flat_write=True)
+    for dtype in _dtypes(cl_device):
+        x = flat_write_rows(k, dtype, _rng("flat", k, dtype))
+        w = np.linspace(0.5, 1.5, k).astype(dtype)
+        b = np.linspace(-1.0, 1.0, k).astype(dtype)
+        for op, params in (("rms_norm", ()), ("rms_norm", (w,)), ("layer_norm", ()), ("layer_norm", (w, b))):
+            what = f"{op} {dtype} K={k} params {len(params)}"
+            fn = getattr(rowops, op)
+            with np.errstate(all="ignore"):
+                want = fn(x, *params, device=cl_device, force=walked)
+                got = fn(x, *params, device=cl_device, force=flat)
+            np.testing.assert_array_equal(got, want, err_msg=what)
+            # the plain last row, against numpy (the walked write's own tests cover the rest)
+            ref = ref_rms_norm(x[-1:], *params) if op == "rms_norm" else ref_layer_norm(x[-1:], *params)
+            _close(got[-1:], ref, dtype, NORM_TOL, what)
+
+
+def test_flat_write_forced_where_it_cannot_run_raises(cl_device, cl_queue):
+    """flat_write=True on a plan without split rows, on softmax, or on rows that are no
+    multiple of the run: UnsupportedOnDevice, never another plan."""
+    x = np.ones((2, 4000), np.float32)
+    for op, force in (("rms_norm", RowForce(split=1, flat_write=True)),
+                      ("softmax", RowForce(cache="none", split=4, flat_write=True))):
+        with pytest.raises(UnsupportedOnDevice, match="flat_write"):
+            getattr(rowops, op)(x, device=cl_device, force=force)
+    odd = RowProblem("layer_norm", 2, 4001, "float32")
+    if plan_row(opencl_rowops.runnable_caps(cl_queue), odd, RowForce(cache="none", split=4)).vec > 1:
+        # (llvmpipe reads element by element: VEC 1 divides every row)
+        with pytest.raises(UnsupportedOnDevice, match="flat_write"):
+            rowops.layer_norm(np.ones((2, 4001), np.float32), device=cl_device,
+                              force=RowForce(cache="none", split=4, flat_write=True))
 
 
 def test_split_rows_of_one_value(cl_device):

@@ -74,6 +74,8 @@ def buffer_bytes(p: RowPlan, problem: RowProblem) -> dict[str, int]:
                 sizes["carries"] = (sizes["carries"] + 15) // 16 * 16 + rescue_bytes(p, rows, acc)
         else:  # row_norm.cl's chunks also keep their shift and SCALED flag (PARTIAL_SLOTS 4)
             sizes["partials"] = rows * p.split * (4 if p.kernel_file == "row_norm.cl" else 2) * acc
+            if p.flat_write:  # and then each row's write constants (FLAT_WRITE_SLOTS 4)
+                sizes["partials"] += rows * 4 * acc
     return sizes
 
 
