@@ -620,12 +620,22 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
 # float16 64 x 4194304 363 us against 389 walked, float16 1 x 2^28 532-534 against 617-622,
 # float32 1 x 2^28 1055-1059 against 1299-1312 (benchmarks/param_keep_h100_2026-11-28/).
 # Rows whose length is a multiple of VEC only (every run inside one row, aligned with it).
+# Only a single row by default: with several, the flat write takes one row after another,
+# and each row's pass asks for the weight again after the row before pushed it out of L2,
+# where the chunk walk has the same columns of every row in flight together. Public call,
+# H100, torch tensors with a weight (bias), walk / flat, GB/s (benchmarks/flat_write_h100_2026-11-28/):
+# 1 x 2^28 float16 rms_norm 1431-1444 / 1506, layer_norm 1426-1443 / 1492, float32 rms_norm
+# 1443-1456 / 1531, layer_norm 1440-1445 / 1528; 64 x 4194304 float32 rms_norm 1916-1923 /
+# 1544, layer_norm 1914-1920 / 1514 (a 16 MB weight; torch.compile's flat kernel: 1523,
+# 1562), float16 level (1896-1900 / 1893).
 FLAT_WRITE_OPS = ("rms_norm", "layer_norm")
+CUDA_FLAT_WRITE_MAX_ROWS = 1
 
 
 def _flat_write(caps: DeviceCaps, problem: RowProblem, force: RowForce, split: int, vec: int) -> bool:
     """Whether split norm rows take the fold and flat write launches (FLAT_WRITE_OPS): on
-    CUDA, or where forced (``RowForce.flat_write``; an impossible force raises)."""
+    CUDA for up to CUDA_FLAT_WRITE_MAX_ROWS rows, or where forced (``RowForce.flat_write``;
+    an impossible force raises)."""
     fits = split > 1 and problem.op in FLAT_WRITE_OPS and problem.row_len % vec == 0
     if force.flat_write is not None:
         if force.flat_write and not fits:
@@ -633,7 +643,7 @@ def _flat_write(caps: DeviceCaps, problem: RowProblem, force: RowForce, split: i
                                       f"multiple of the run ({vec}); this plan: {problem.op}, split {split}, "
                                       f"rows of {problem.row_len}")
         return bool(force.flat_write)
-    return fits and caps.backend == "cuda"
+    return fits and caps.backend == "cuda" and problem.rows <= CUDA_FLAT_WRITE_MAX_ROWS
 
 
 def _param_runs(caps: DeviceCaps, problem: RowProblem, cache: str, vec: int) -> bool:

@@ -667,10 +667,12 @@ def test_split_rows_ask_for_the_planned_wave(op, dtype, shape, want):
     assert all("MIN_BLOCKS" not in dict(ps.defines) for ps in opencl.passes)
 
 
-# (op, dtype, shape, weight) -> the phases of the launches planned for an H100
+# (op, dtype, shape, weight, phases) -> the phases of the launches planned for an H100
 FLAT_WRITE_CASES = [
-    ("rms_norm", "float16", (64, 4_194_304), True, (1, 2, 3)),   # split: statistics, fold, flat write
+    ("rms_norm", "float16", (1, 1 << 28), True, (1, 2, 3)),      # split: statistics, fold, flat write
     ("layer_norm", "float32", (1, 1 << 28), True, (1, 2, 3)),
+    ("rms_norm", "float16", (64, 4_194_304), True, (1, 2)),      # several rows: the chunk walk keeps
+    ("layer_norm", "float32", (64, 4_194_304), True, (1, 2)),    #   the weight in L2 (flat: 20 % slower)
     ("layer_norm", "float32", (1, 1 << 28), False, (1, 2, 3)),   # no weight or bias: the same launches
     ("rms_norm", "float32", (3, 1_000_003), True, (1, 2)),       # no multiple of VEC: the chunk walk writes
     ("moments", "float32", (1, 1 << 28), False, (1, 2)),         # no rows to write
@@ -681,8 +683,9 @@ FLAT_WRITE_CASES = [
 
 @pytest.mark.parametrize("op,dtype,shape,weight,phases", FLAT_WRITE_CASES)
 def test_split_norms_write_flat_on_cuda(op, dtype, shape, weight, phases):
-    """plan_rowops.FLAT_WRITE_OPS: CUDA's split norms fold in PHASE 2 and write in PHASE 3,
-    a group per tile of WG_SIZE runs of a row; OpenCL plans keep the chunk walk unless forced."""
+    """plan_rowops.FLAT_WRITE_OPS: CUDA's split norms of one row fold in PHASE 2 and write in
+    PHASE 3, a group per tile of WG_SIZE runs of the row; several rows and OpenCL plans keep
+    the chunk walk unless forced."""
     problem = RowProblem(op, *shape, dtype, weight=weight)
     p = plan_row(H100, problem)
     assert tuple(int(dict(ps.defines)["PHASE"]) for ps in p.passes) == phases
