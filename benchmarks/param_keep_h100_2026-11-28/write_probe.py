@@ -1,7 +1,9 @@
 """x load path: ld.global.nc (what __restrict__ const / __ldg give) vs plain ld.global (Triton's)."""
 import cupy as cp, numpy as np
+from probe_common import SCALE_SRC, report, timeit
 src = r'''
 #include <cuda_fp16.h>
+// SCALE
 __device__ __forceinline__ uint4 ld_plain(const uint4* p) { uint4 v;
   asm volatile("ld.global.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(v.x),"=r"(v.y),"=r"(v.z),"=r"(v.w) : "l"(p)); return v; }
 __device__ __forceinline__ uint4 ld_nc(const uint4* p) { uint4 v;
@@ -12,14 +14,6 @@ __device__ __forceinline__ uint4 ld_ncl2last(const uint4* p) { uint4 v;
   asm volatile("{\n .reg .b64 pol;\n createpolicy.fractional.L2::evict_last.b64 pol, 1.0;\n ld.global.nc.L1::evict_last.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], pol;\n}" : "=r"(v.x),"=r"(v.y),"=r"(v.z),"=r"(v.w) : "l"(p)); return v; }
 template <int M> __device__ __forceinline__ uint4 ldx(const uint4* p) { return M == 0 ? ld_nc(p) : ld_plain(p); }
 template <int M> __device__ __forceinline__ uint4 ldw(const uint4* p) { return M == 0 ? ld_nc(p) : M == 1 ? ld_plain(p) : M == 2 ? ld_l2last(p) : ld_ncl2last(p); }
-template <bool HALF> __device__ __forceinline__ uint4 scale(uint4 v, uint4 ww, float s) {
-  if (HALF) { __half2* hv = (__half2*)&v; const __half2* hw = (const __half2*)&ww;
-    #pragma unroll
-    for (int e = 0; e < 4; ++e) { float2 a = __half22float2(hv[e]), b = __half22float2(hw[e]); hv[e] = __floats2half2_rn(a.x * s * b.x, a.y * s * b.y); }
-  } else { float* f = (float*)&v; const float* g = (const float*)&ww;
-    #pragma unroll
-    for (int e = 0; e < 4; ++e) f[e] = f[e] * s * g[e]; }
-  return v; }
 template <bool HALF, int XM, int WM> __device__ void flat_(const uint4* x, const uint4* w, const float* inv, uint4* y, unsigned shift, unsigned n) {
   unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) { unsigned row = i >> shift, col = i & ((1u << shift) - 1u); y[i] = scale<HALF>(ldx<XM>(x + i), ldw<WM>(w + col), inv[row]); }
@@ -40,15 +34,8 @@ F(1,0,0) F(1,0,2) F(1,1,1) F(1,1,2) F(1,0,3) F(0,0,0) F(0,0,2) F(0,1,1) F(0,1,2)
 W(1,0,0,0) W(1,0,2,0) W(1,1,1,0) W(1,1,2,0) W(1,0,3,0) W(1,0,2,1) W(1,1,2,1)
 W(0,0,0,0) W(0,0,2,0) W(0,1,1,0) W(0,1,2,0) W(0,0,3,0) W(0,0,2,1) W(0,1,2,1)
 '''
-m = cp.RawModule(code=src, options=("-std=c++17",))
+m = cp.RawModule(code=src.replace("// SCALE", SCALE_SRC), options=("-std=c++17",))
 SM = cp.cuda.Device().attributes["MultiProcessorCount"]
-ev0, ev1 = cp.cuda.Event(), cp.cuda.Event()
-def timeit(k, grid, block, args):
-    for _ in range(3): k(grid, block, args)
-    ts = []
-    for _ in range(15):
-        ev0.record(); k(grid, block, args); ev1.record(); ev1.synchronize(); ts.append(cp.cuda.get_elapsed_time(ev0, ev1))
-    return sorted(ts)[7] * 1e3
 a = cp.zeros(1 << 27, cp.uint32); b = cp.empty_like(a); n = a.nbytes // 16
 for rep in range(2):
     for name in ("copy_nc", "copy_plain"):
@@ -71,8 +58,6 @@ for dt, rows, K in [("float16", 64, 4194304), ("float16", 1, 1 << 28), ("float32
         for gpr in sorted({max(1, 4 * SM // rows), max(1, 8 * SM // rows)}):
             y.fill(0); t = timeit(m.get_function(f"walk_{H}_{XM}_{WM}_{I}"), (rows * gpr,), (256,), (x, w, inv, y, np.uint64(runs), np.uint64(gpr)))
             res.append((t, f"walk{'I' if I else 'C'} x{XM} w{WM} G{gpr}", bool((y == want).all())))
-    traffic = 3 * x.nbytes if rows == 1 else 2 * x.nbytes
-    for t, name, ok in sorted(res):
-        print(f"{dt} {rows}x{K} {name:22s} {t:8.1f} us {traffic/t/1e3:6.0f} GB/s {'ok' if ok else 'WRONG'}")
+    report(dt, rows, K, x, res)
     del x, y, w, want
     cp.get_default_memory_pool().free_all_blocks()

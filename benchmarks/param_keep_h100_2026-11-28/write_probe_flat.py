@@ -1,21 +1,15 @@
 """Flat apply variants: index width, runs per thread, row-stat policy; f16 and f32."""
 import cupy as cp, numpy as np
+from probe_common import SCALE_SRC, report, timeit
 src = r'''
 #include <cuda_fp16.h>
+// SCALE
 __device__ __forceinline__ uint4 ld_l2last(const uint4* p) { uint4 v;
   asm("{\n .reg .b64 pol;\n createpolicy.fractional.L2::evict_last.b64 pol, 1.0;\n ld.global.L1::evict_last.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], pol;\n}" : "=r"(v.x),"=r"(v.y),"=r"(v.z),"=r"(v.w) : "l"(p)); return v; }
 __device__ __forceinline__ uint2 ld_l2last2(const uint2* p) { uint2 v;
   asm("{\n .reg .b64 pol;\n createpolicy.fractional.L2::evict_last.b64 pol, 1.0;\n ld.global.L1::evict_last.L2::cache_hint.v2.u32 {%0,%1}, [%2], pol;\n}" : "=r"(v.x),"=r"(v.y) : "l"(p)); return v; }
 __device__ __forceinline__ float ld_l2lastf(const float* p) { float v;
   asm("{\n .reg .b64 pol;\n createpolicy.fractional.L2::evict_last.b64 pol, 1.0;\n ld.global.L1::evict_last.L2::cache_hint.f32 %0, [%1], pol;\n}" : "=f"(v) : "l"(p)); return v; }
-template <bool HALF> __device__ __forceinline__ uint4 scale(uint4 v, uint4 ww, float s) {
-  if (HALF) { __half2* hv = (__half2*)&v; const __half2* hw = (const __half2*)&ww;
-    #pragma unroll
-    for (int e = 0; e < 4; ++e) { float2 a = __half22float2(hv[e]), b = __half22float2(hw[e]); hv[e] = __floats2half2_rn(a.x * s * b.x, a.y * s * b.y); }
-  } else { float* f = (float*)&v; const float* g = (const float*)&ww;
-    #pragma unroll
-    for (int e = 0; e < 4; ++e) f[e] = f[e] * s * g[e]; }
-  return v; }
 // 32-bit index, runtime runs_per_row (power of two assumed: shift), SLP: row stat via hint
 template <bool HALF, bool SLP> __device__ void flat32_(const uint4* __restrict__ x, const uint4* __restrict__ w, const float* __restrict__ inv,
     uint4* __restrict__ y, unsigned shift, unsigned n) {
@@ -49,14 +43,7 @@ extern "C" __global__ void tile2d_h(A4, unsigned long long r, unsigned per) { ti
 extern "C" __global__ void tile2d_f(A4, unsigned long long r, unsigned per) { tile2d_<false>(x, w, inv, y, r, per); }
 extern "C" __global__ void flat32_f_v2(const uint2* __restrict__ x, const uint2* __restrict__ w, const float* __restrict__ inv, uint2* __restrict__ y, unsigned s, unsigned n) { flat32_f32v2_(x, w, inv, y, s, n); }
 '''
-m = cp.RawModule(code=src, options=("-std=c++17",))
-ev0, ev1 = cp.cuda.Event(), cp.cuda.Event()
-def timeit(k, grid, block, args):
-    for _ in range(3): k(grid, block, args)
-    ts = []
-    for _ in range(15):
-        ev0.record(); k(grid, block, args); ev1.record(); ev1.synchronize(); ts.append(cp.cuda.get_elapsed_time(ev0, ev1))
-    return sorted(ts)[7] * 1e3
+m = cp.RawModule(code=src.replace("// SCALE", SCALE_SRC), options=("-std=c++17",))
 for dt, rows, K in [("float16", 64, 4194304), ("float16", 1, 1 << 28), ("float32", 1, 1 << 28), ("float32", 64, 4194304)]:
     H = dt == "float16"; tag = "h" if H else "f"
     x = cp.random.standard_normal((rows, K), dtype=cp.float32).astype(dt); y = cp.empty_like(x)
@@ -78,8 +65,6 @@ for dt, rows, K in [("float16", 64, 4194304), ("float16", 1, 1 << 28), ("float32
             n2 = 2 * n
             y.fill(0); t = timeit(m.get_function("flat32_f_v2"), ((n2 + T - 1) // T,), (T,), (x, w, inv, y, np.uint32(shift + 1), np.uint32(n2)))
             res.append((t, f"flat32_f_v2 T{T}", bool((y == want).all())))
-    traffic = 3 * x.nbytes if rows == 1 else 2 * x.nbytes
-    for t, name, ok in sorted(res):
-        print(f"{dt} {rows}x{K} {name:22s} {t:8.1f} us {traffic/t/1e3:6.0f} GB/s {'ok' if ok else 'WRONG'}")
+    report(dt, rows, K, x, res)
     del x, y, w, want
     cp.get_default_memory_pool().free_all_blocks()

@@ -1,7 +1,9 @@
 """Write-launch probes: access patterns and weight cache policy, f16 and f32, cupy kernels."""
 import cupy as cp, numpy as np, sys
+from probe_common import SCALE_SRC, report, timeit
 src = r'''
 #include <cuda_fp16.h>
+// SCALE
 __device__ __forceinline__ uint4 ld_def(const uint4* p) { return *p; }
 __device__ __forceinline__ uint4 ld_l1last(const uint4* p) { uint4 v;
   asm("ld.global.L1::evict_last.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(v.x),"=r"(v.y),"=r"(v.z),"=r"(v.w) : "l"(p)); return v; }
@@ -11,14 +13,6 @@ __device__ __forceinline__ uint4 ld_first(const uint4* p) { uint4 v;
   asm("ld.global.L1::evict_first.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(v.x),"=r"(v.y),"=r"(v.z),"=r"(v.w) : "l"(p)); return v; }
 template <int WM> __device__ __forceinline__ uint4 ldw(const uint4* p) {
   return WM == 0 ? ld_def(p) : WM == 1 ? ld_l1last(p) : WM == 2 ? ld_l2last(p) : __ldg(p); }
-template <bool HALF> __device__ __forceinline__ uint4 scale(uint4 v, uint4 ww, float s) {
-  if (HALF) { __half2* hv = (__half2*)&v; const __half2* hw = (const __half2*)&ww;
-    #pragma unroll
-    for (int e = 0; e < 4; ++e) { float2 a = __half22float2(hv[e]), b = __half22float2(hw[e]); hv[e] = __floats2half2_rn(a.x * s * b.x, a.y * s * b.y); }
-  } else { float* f = (float*)&v; const float* g = (const float*)&ww;
-    #pragma unroll
-    for (int e = 0; e < 4; ++e) f[e] = f[e] * s * g[e]; }
-  return v; }
 // flat: PER runs a thread, thread t of block b takes runs b*T*PER + t + k*T (Triton's layout)
 template <bool HALF, int WM, int PER> __device__ void flat_(const uint4* __restrict__ x, const uint4* __restrict__ w, const float* __restrict__ inv,
     uint4* __restrict__ y, unsigned long long runs_per_row, unsigned long long n) {
@@ -50,15 +44,8 @@ F(1,0,1) F(1,1,1) F(1,2,1) F(1,3,1) F(1,0,2) F(1,1,2) F(1,2,2) F(1,0,4) F(1,2,4)
 F(0,0,1) F(0,2,1) F(0,0,2) F(0,2,2) F(0,0,4) F(0,2,4)
 W(1,0,0) W(1,2,0) W(1,0,1) W(1,2,1) W(0,0,0) W(0,2,0) W(0,0,1) W(0,2,1)
 '''
-m = cp.RawModule(code=src, options=("-std=c++17",))
+m = cp.RawModule(code=src.replace("// SCALE", SCALE_SRC), options=("-std=c++17",))
 SM = cp.cuda.Device().attributes["MultiProcessorCount"]
-ev0, ev1 = cp.cuda.Event(), cp.cuda.Event()
-def timeit(k, grid, block, args):
-    for _ in range(3): k(grid, block, args)
-    ts = []
-    for _ in range(10):
-        ev0.record(); k(grid, block, args); ev1.record(); ev1.synchronize(); ts.append(cp.cuda.get_elapsed_time(ev0, ev1))
-    return sorted(ts)[5] * 1e3
 cases = [("float16", 64, 4194304), ("float16", 1, 1 << 28), ("float32", 1, 1 << 28), ("float16", 65536, 4096)]
 for dt, rows, K in cases:
     half = dt == "float16"; H = int(half)
@@ -74,17 +61,15 @@ for dt, rows, K in cases:
                 try: k = m.get_function(name)
                 except Exception: continue
                 blocks = (n + T * PER - 1) // (T * PER)
-                y.fill(0); t = timeit(k, (blocks,), (T,), (x, w, inv, y, np.uint64(runs), np.uint64(n)))
+                y.fill(0); t = timeit(k, (blocks,), (T,), (x, w, inv, y, np.uint64(runs), np.uint64(n)), reps=10)
                 ok = bool((y == want).all()); res.append((t, f"{name} T{T}", ok))
     for WM in (0, 2):
         for I in (0, 1):
             for gpr in sorted({max(1, 4 * SM // rows), max(1, 8 * SM // rows), max(1, 16 * SM // rows)}):
                 if rows * gpr > 2**31 - 1: continue
                 name = f"walk_{H}_{WM}_{I}"; k = m.get_function(name)
-                y.fill(0); t = timeit(k, (rows * gpr,), (256,), (x, w, inv, y, np.uint64(runs), np.uint64(gpr)))
+                y.fill(0); t = timeit(k, (rows * gpr,), (256,), (x, w, inv, y, np.uint64(runs), np.uint64(gpr)), reps=10)
                 ok = bool((y == want).all()); res.append((t, f"{name} G{gpr}", ok))
-    traffic = 3 * x.nbytes if rows == 1 else 2 * x.nbytes
-    for t, name, ok in sorted(res):
-        print(f"{dt} {rows}x{K} {name:22s} {t:8.1f} us {traffic/t/1e3:6.0f} GB/s {'ok' if ok else 'WRONG'}")
+    report(dt, rows, K, x, res)
     del x, y, w, want
     cp.get_default_memory_pool().free_all_blocks()
