@@ -265,6 +265,25 @@ def test_pyopencl_in_pyopencl_out(cl_device, cl_queue):
 
 
 # ---- absmax scale and int8 -------------------------------------------------------------------------
+# K = 64 and 4100: rows walked from memory on CPU runtimes (row_scale.cl's vector maxima
+# across runs), the NaN at a run's first, inner and last lane and in the unaligned tail
+@pytest.mark.parametrize("k", [64, 4100])
+def test_quantize_int8_rows_with_nan_or_inf_anywhere(cl_device, k):
+    """A NaN anywhere in a row makes its scale NaN and its values 0; an inf its scale inf and
+    its values 0 (x / inf, inf / inf); the other rows quantize as numpy's formula."""
+    x = (_rng("qnan", k).standard_normal((12, k)) * 3).astype(np.float32)
+    for row, col in enumerate((0, 1, 5, 7, 8, 15, 16, 33, k - 1, k - 2)):
+        x[row, col] = np.nan
+    x[10, k // 2] = np.inf
+    q, s = rowops.quantize_int8(x, device=cl_device)
+    q_ref, _, s_ref = ref_quantize(x)
+    np.testing.assert_array_equal(np.isnan(s), np.isnan(s_ref))
+    assert np.isnan(s[:10]).all() and s[10] == np.inf and np.isfinite(s[11])
+    np.testing.assert_array_equal(q[:11], 0)
+    np.testing.assert_allclose(s[11], s_ref[11], rtol=2.5 * 2.0 ** -23)  # OpenCL's divide: as below
+    assert (np.abs(q[11].astype(int) - q_ref[11]) <= 1).all()
+
+
 @pytest.mark.parametrize("shape, axis", [((9, 7), -1), pytest.param((33, 128), 0, marks=pytest.mark.slow),
                                          ((7, 4097), 0)])
 def test_quantize_int8_round_half_even(cl_device, shape, axis):
