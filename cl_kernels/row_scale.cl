@@ -41,24 +41,7 @@ inline int quantize(const ACC_T y) {
 /* Rows read from memory, run by run in vector built-ins (fabs, fmax, rint, clamp): PoCL ran
  * them one scalar call per element, 0.2-0.3 GB/s for quantize_int8. */
 #define VEC_T CAT(ACC_T, VEC)
-/* max |x| of a run; NaN when the run holds one (comb's rule) */
-inline ACC_T run_absmax(const ACC_T *d) {
-    const VEC_T a = fabs(CAT(vload, VEC)(0, d));
-    ACC_T m[VEC];
-    CAT(vstore, VEC)(a, 0, m);
-    ACC_T r = m[0];
-    for (uint k = 1; k < VEC; ++k) {
-        r = fmax(r, m[k]);
-    }
-    return any(isnan(a)) ? (ACC_T)NAN : r;
-}
-/* the running maxima of a run's |x| (and their running sum, for NaN) */
-#define RUN_ABSMAX_ADD(d, m, n) do {                                                          \
-        const VEC_T a_ = fabs(CAT(vload, VEC)(0, (d)));                                       \
-        (m) = fmax((m), a_);                                                                  \
-        (n) += a_;                                                                            \
-    } while (0)
-/* max of the running maxima; NaN where a run held one */
+/* max of m's lanes; NaN where n holds one (comb's rule) */
 inline ACC_T vec_absmax(const VEC_T m, const VEC_T n) {
     ACC_T e[VEC];
     CAT(vstore, VEC)(m, 0, e);
@@ -68,6 +51,17 @@ inline ACC_T vec_absmax(const VEC_T m, const VEC_T n) {
     }
     return any(isnan(n)) ? (ACC_T)NAN : r;
 }
+/* max |x| of a run; NaN when the run holds one */
+inline ACC_T run_absmax(const ACC_T *d) {
+    const VEC_T a = fabs(CAT(vload, VEC)(0, d));
+    return vec_absmax(a, a);
+}
+/* the running maxima of a run's |x| (m), and their running sum (n: NaN only where one is) */
+#define RUN_ABSMAX_ADD(d, m, n) do {                                                          \
+        const VEC_T a_ = fabs(CAT(vload, VEC)(0, (d)));                                       \
+        (m) = fmax((m), a_);                                                                  \
+        (n) += a_;                                                                            \
+    } while (0)
 #if QUANT
 /* quantize() of a run of quotients x / s, in place */
 inline void run_quantize(ACC_T *d, const ACC_T s) {
