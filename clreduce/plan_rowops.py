@@ -595,7 +595,7 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
     for phase, reads, writes in phases:
         pairs, options = variant(phase)
         if phase == 3:
-            # a group per FLAT_WRITE_TILE runs of one row, one run of VEC elements a work-item
+            # a group per WG_SIZE runs of one row, one run of VEC elements a work-item
             groups = problem.rows * _ceil_div(k // vec, wg)
         else:
             trips = row_trips(problem.op, cache, lanes, nper, chunk, split, phase, sg_size)
