@@ -579,7 +579,7 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
         if kernel_file == "row_norm.cl":
             defines.update({"HAS_WEIGHT": int(problem.weight), "HAS_BIAS": int(problem.bias),
                             "PARAM_HALF": int(problem.params_half)})
-            if phase >= 2 and _flat_write(caps, problem, force, split, vec):
+            if phase >= 2 and flat:  # (set below, before the first variant)
                 defines["FLAT_WRITE"] = 1
             if _param_runs(caps, problem, cache, vec):
                 defines["PARAM_RUNS"] = 1
