@@ -198,9 +198,19 @@ inline task_t task_at(const ulong task, const ulong n_rows, const ulong row_len,
 #else
 #define TASK_W (void)0
 #endif
+/* ROW_READS (default 1): the task reads its row through `p`; 0 where a phase reads only
+ * partials and never names p (nvcc -Werror: a pointer set but never used) */
+#ifndef ROW_READS
+#define ROW_READS 1
+#endif
+#if ROW_READS
+#define TASK_P __global const IN_T *p = in + in_offset + t.row * row_len + t.start
+#else
+#define TASK_P (void)0
+#endif
 #define TASK_START(base)                                                                      \
     const task_t t = task_at((base) + team, n_rows, row_len, chunk_len);                      \
-    __global const IN_T *p = in + in_offset + t.row * row_len + t.start;                      \
+    TASK_P;                                                                                   \
     TASK_Q;                                                                                   \
     TASK_W
 

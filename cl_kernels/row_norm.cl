@@ -93,6 +93,8 @@
 #define PARTIAL_SLOTS 4  /* a chunk's sum, M2, shift and SCALED flag (rms_norm: its sum of squares, scaled in the third) */
 #define FLAT_WRITE_SLOTS 4  /* a row's xs, shift, mean_d and inv, after the n_rows * SPLIT partials */
 #define ROW_WALKS (CACHE != 0 && !FOLD_ONLY)
+/* rms_norm's fold reads only the partials (layer_norm's and moments' may read the row again) */
+#define ROW_READS (!(FOLD_ONLY && NORM == NORM_RMS))
 /* 16-byte stores on CUDA for rms_norm (float16 65536 x 4096: 2492 -> 2503-2522 GB/s on an
  * H100); layer_norm float16 lost 6 % with them (648720 x 128: 2420 -> 2285, same register
  * count; cause not found) and keeps VSTORE_ARRAY */
@@ -412,13 +414,23 @@ inline merge_t merge_chunks(__global const ACC_T *partials, const ulong row, con
 }
 #endif
 
+/* The write of an element x with weight wt and bias b from its row's constants, in one text
+ * for the walked write and FLAT_WRITE's PHASE 3, whose bits must agree: rms_norm, and
+ * layer_norm centred on shift + mean_d ((x * xs - shift) - mean_d: both differences are small
+ * next to x, so a large mean cancels exactly; xs: 1, or SCALED's WILD_SCALE; a fused
+ * multiply-add where the compiler contracts). Register rows (CACHE 0) centre on cx + cm. */
+#define RMS_WB(x, wt) ((x) * xs * inv * (wt))
+#define CENTRED_WB(x, wt, b) ((((x) * xs - shift) - mean_d) * inv * (wt) + (b))
+/* FLAT_WRITE: where row r's write constants (xs, shift, mean_d, inv) follow the partials */
+#define WRITE_CONSTANTS(r) (partials + n_rows * SPLIT * PARTIAL_SLOTS + FLAT_WRITE_SLOTS * (ulong)(r))
+
 #if PHASE == 3
 /* FLAT_WRITE's write (above): work-item j of group g writes run (g % tiles) * WG_SIZE + j of
- * row g / tiles with the constants PHASE 2 left, by the same RESULT_WB as a walked write */
+ * row g / tiles with the constants PHASE 2 left, by the same formula as a walked write */
 #if NORM == NORM_RMS
-#define RESULT_WB(x, wt, b) ((x) * xs * inv * (wt))
+#define RESULT_WB(x, wt, b) RMS_WB(x, wt)
 #else
-#define RESULT_WB(x, wt, b) ((((x) * xs - shift) - mean_d) * inv * (wt) + (b))
+#define RESULT_WB(x, wt, b) CENTRED_WB(x, wt, b)
 #endif
 __kernel KERNEL_WG_SIZE(WG_SIZE)
 void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
@@ -437,7 +449,7 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
     if (row >= n_rows || i >= row_len) {
         return;
     }
-    __global const ACC_T *wc = partials + n_rows * SPLIT * PARTIAL_SLOTS + FLAT_WRITE_SLOTS * (ulong)row;
+    __global const ACC_T *wc = WRITE_CONSTANTS(row);
     const ACC_T xs = wc[0], shift = wc[1], mean_d = wc[2], inv = wc[3];
     (void)shift;
     (void)mean_d;
@@ -785,7 +797,7 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
         const ACC_T n = (ACC_T)row_len;
 #if NORM == NORM_RMS
         const ACC_T inv = rsqrt(sum2 / n + eps * xs * xs);
-#define RESULT_WB(x, wt, b) ((x) * xs * inv * (wt))
+#define RESULT_WB(x, wt, b) RMS_WB(x, wt)
 #elif CACHE == CACHE_REG
         /* two passes over the registers (above): sum2 is sum((d - mean_d)^2), which neither
          * cancels nor overflows before numpy's own two passes do */
@@ -844,9 +856,7 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
         put_moments(stats, t, n_rows, lane, wild ? wild_mean : shift + mean_d, var_);
 #else
         const ACC_T inv = rsqrt(var_ + eps * xs * xs);
-/* (x * xs - shift) - mean_d: both differences are small next to x, so a large mean cancels
- * exactly (xs: 1, or SCALED's WILD_SCALE; a fused multiply-add where the compiler contracts) */
-#define RESULT_WB(x, wt, b) ((((x) * xs - shift) - mean_d) * inv * (wt) + (b))
+#define RESULT_WB(x, wt, b) CENTRED_WB(x, wt, b)
 #endif
 #endif
 #define RESULT(x, i) RESULT_WB((x), W(t.start + (i)), B(t.start + (i)))
@@ -854,7 +864,7 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
 #if FLAT_WRITE
         /* the row's write constants for PHASE 3 (rms_norm: no shift) */
         if (lane == 0 && t.len > 0 && t.start == 0) {
-            __global ACC_T *wc = partials + n_rows * SPLIT * PARTIAL_SLOTS + FLAT_WRITE_SLOTS * t.row;
+            __global ACC_T *wc = WRITE_CONSTANTS(t.row);
             wc[0] = xs;
 #if NORM == NORM_RMS
             wc[1] = 0;
