@@ -95,6 +95,17 @@ def test_caps_map_the_warp_to_a_subgroup():
     assert again == c and cuda_probe.device_extras(again) == cuda_probe.device_extras(c)
 
 
+def test_caps_know_the_dram_bandwidth():
+    """Peak DRAM GB/s = 2 x memory clock x bus width (the planner's CUDA_TWO_RUNS_GBPS_PER_SM);
+    0 where the properties lack either (CUDA 13 dropped the clock: probe_device reads it as
+    an attribute)."""
+    h200 = cuda_probe.caps_from_properties(cuda_probe.H200_PROPERTIES)
+    assert cuda_probe.device_extras(H100)["dram_gbps"] == 3352
+    assert cuda_probe.device_extras(h200)["dram_gbps"] == 4814
+    bare = {k: v for k, v in cuda_probe.H100_SXM_PROPERTIES.items() if k != "memoryBusWidth"}
+    assert cuda_probe.device_extras(cuda_probe.caps_from_properties(bare))["dram_gbps"] == 0
+
+
 @pytest.mark.parametrize("rows,k,strategy", [
     (16777216, 16, "rows_per_sg"), (1048576, 32, "rows_per_sg"), (4194304, 64, "rows_per_sg"),
     (442368, 128, "rows_per_sg"), (8192, 1000, "rows_per_sg"), (65536, 4096, "wg_per_row"),

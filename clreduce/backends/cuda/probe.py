@@ -12,7 +12,8 @@ makes sensible CUDA plans:
 * ``compute_units`` = SM count, ``max_work_group_size`` = max threads per block,
   ``local_mem_size`` = static shared memory per block, ``warp_size`` = 32;
 * the facts the planner has no field for (threads, registers and blocks per SM, L2 size,
-  compute capability) go to ``notes`` as ``key=value`` and to ``device_extras``.
+  compute capability, peak DRAM bandwidth) go to ``notes`` as ``key=value`` and to
+  ``device_extras``.
 
 ``probe_device`` reads the properties through CuPy (imported there, not at module import)
 and caches the result per device id.
@@ -44,7 +45,9 @@ def caps_from_properties(props: dict, *, driver_version: int | None = None,
         ``maxThreadsPerBlock``, ``sharedMemPerBlock``, ``totalGlobalMem``; optionally
         ``warpSize``, ``maxThreadsPerMultiProcessor``, ``regsPerMultiprocessor``,
         ``maxBlocksPerMultiProcessor``, ``sharedMemPerMultiprocessor``, ``l2CacheSize``
-        (CuPy's ``runtime.getDeviceProperties`` gives all of them).
+        (CuPy's ``runtime.getDeviceProperties`` gives all of them), ``memoryClockRate`` (kHz)
+        and ``memoryBusWidth`` (bits): CUDA 13 dropped the clock from the properties, so
+        ``probe_device`` reads both as device attributes.
     driver_version, runtime_version : int, optional
         ``cudaDriverGetVersion`` / ``cudaRuntimeGetVersion`` (e.g. 13000).
     """
@@ -61,6 +64,7 @@ def caps_from_properties(props: dict, *, driver_version: int | None = None,
         "blocks_per_sm": int(props.get("maxBlocksPerMultiProcessor", 32) or 32),
         "smem_per_sm": int(props.get("sharedMemPerMultiprocessor", 0) or 0),
         "l2_bytes": int(props.get("l2CacheSize", 0) or 0),
+        "dram_gbps": dram_gbps(props),
     }
     notes = [f"cuda.{key}={value}" for key, value in extras.items()]
     notes.append("sub-group = warp (32): SG_MODE builtin -> __reduce_*_sync (32-bit ints, sm_80+) "
@@ -96,12 +100,20 @@ def caps_from_properties(props: dict, *, driver_version: int | None = None,
     )
 
 
+def dram_gbps(props: dict) -> int:
+    """Peak DRAM bandwidth in GB/s (double data rate: 2 x clock x bus width), 0 if unknown."""
+    clock_khz = int(props.get("memoryClockRate", 0) or 0)
+    bus_bits = int(props.get("memoryBusWidth", 0) or 0)
+    return 2 * clock_khz * bus_bits // 8 // 1_000_000
+
+
 def device_extras(caps: DeviceCaps) -> dict[str, int]:
     """The per-SM facts ``caps_from_properties`` kept in ``notes`` (``cc``, ``threads_per_sm``,
-    ``regs_per_sm``, ``blocks_per_sm``, ``smem_per_sm``, ``l2_bytes``); defaults for an
-    sm_80-like part where a note is missing (caps read back from JSON keep their notes)."""
+    ``regs_per_sm``, ``blocks_per_sm``, ``smem_per_sm``, ``l2_bytes``, ``dram_gbps``); defaults
+    for an sm_80-like part where a note is missing (caps read back from JSON keep their
+    notes; ``dram_gbps`` 0: unknown)."""
     out = {"cc": 80, "threads_per_sm": 2048, "regs_per_sm": 65536, "blocks_per_sm": 32,
-           "smem_per_sm": 0, "l2_bytes": 0}
+           "smem_per_sm": 0, "l2_bytes": 0, "dram_gbps": 0}
     for note in caps.notes:
         m = _EXTRA_RE.match(note)
         if m:
@@ -119,7 +131,11 @@ H100_SXM_PROPERTIES = {
     "maxThreadsPerBlock": 1024, "sharedMemPerBlock": 49152, "totalGlobalMem": 85_520_809_984,
     "warpSize": 32, "maxThreadsPerMultiProcessor": 2048, "regsPerMultiprocessor": 65536,
     "maxBlocksPerMultiProcessor": 32, "sharedMemPerMultiprocessor": 233472, "l2CacheSize": 52_428_800,
+    "memoryClockRate": 2_619_000, "memoryBusWidth": 5120,
 }
+# The same SMs with HBM3e: 4.8 TB/s against the H100's 3.35 (the values its driver reports)
+H200_PROPERTIES = dict(H100_SXM_PROPERTIES, name="NVIDIA H200", totalGlobalMem=150_109_880_320,
+                       l2CacheSize=62_914_560, memoryClockRate=3_201_000, memoryBusWidth=6016)
 A100_PROPERTIES = {
     "name": "NVIDIA A100-SXM4-40GB", "major": 8, "minor": 0, "multiProcessorCount": 108,
     "maxThreadsPerBlock": 1024, "sharedMemPerBlock": 49152, "totalGlobalMem": 42_298_834_944,
@@ -140,7 +156,14 @@ def probe_device(device_id: int) -> DeviceCaps:
     import cupy
 
     runtime = cupy.cuda.runtime
-    props = runtime.getDeviceProperties(device_id)
+    props = dict(runtime.getDeviceProperties(device_id))
+    # cudaDevAttrMemoryClockRate (36, kHz) and cudaDevAttrGlobalMemoryBusWidth (37, bits)
+    for key, attr in (("memoryClockRate", 36), ("memoryBusWidth", 37)):
+        if not props.get(key):
+            try:
+                props[key] = runtime.deviceGetAttribute(attr, device_id)
+            except Exception:  # pragma: no cover - unknown bandwidth keeps the default plans
+                props[key] = 0
     try:
         driver = runtime.driverGetVersion()
     except Exception:  # pragma: no cover - informative only
