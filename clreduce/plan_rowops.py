@@ -91,6 +91,21 @@ VEC_MAX = 16
 # sub-groups each of its two team reduces is a barrier round trip through local memory):
 # float16 8192x1000 ran at 1653-1761 GB/s with 64 lanes, 1949-1969 with 32 (H100).
 MIN_ELEMS_PER_LANE = {"layer_norm": 8}
+# CUDA GPUs whose DRAM outruns their SMs keep two runs a lane in flight, for rows of 4 runs
+# or more (a row of two 16-byte runs ran 12-27 % slower in one lane than in two) and launches
+# that still fill the GPU's threads CUDA_TWO_RUNS_MIN_WAVES times. On an H200 (4.8 TB/s, 36
+# GB/s an SM) one run a lane left register rows at 80-93 % of copy. Public call on torch
+# tensors, main and this rule alternating twice, GB/s
+# (benchmarks/rowops_h200_2026-11-28/ab_two_runs/): float32 rms_norm 1048576x32 3514 -> 3989-4038,
+# 442368x128 3779-3782 -> 3998-4046, 16777216x16 3769-3800 -> 4054-4105; float16 layer_norm
+# 442368x128 3245-3250 -> 3691-3697, 4194304x64 3470-3496 -> 3990-4049; softmax 1-3 % (float16
+# 442368x128 3763-3794 -> 3884-3894); float32 layer_norm (two runs already) level. float16
+# softmax 8192x1000 (16 MB: 1.9 waves with two runs a lane) fell 2430-2450 -> 1695-1973, hence
+# the waves; float32 there (3.8 waves) rose 3152-3258 -> 3423-3452. The H100 (3.35 TB/s, 25
+# GB/s an SM) keeps one: float16 layer_norm 442368x128 ran 2493 GB/s with one run a lane, 2414
+# with two (MIN_ELEMS_PER_LANE above).
+CUDA_TWO_RUNS_GBPS_PER_SM = 30
+CUDA_TWO_RUNS_MIN_WAVES = 2
 ONE_SUBGROUP_TEAMS = ("layer_norm",)
 # CUDA, float16 softmax and norm rows cached in registers: __launch_bounds__(wg, MIN_BLOCKS)
 # makes nvcc fit each thread in regs_per_sm / (MIN_BLOCKS * wg) registers, so that share of
@@ -477,8 +492,10 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
             raise ValueError(f"lanes={lanes} must be a power of two <= the work-group size {wg}")
     elif vec > 1:
         runs = k // vec
-        runs_per_lane = max(1, MIN_ELEMS_PER_LANE.get(problem.op, 1) // vec)
-        lanes = max(1, min(lanes_cap, _pow2_floor(_ceil_div(runs, runs_per_lane))))
+        for per_lane in (_runs_per_lane(caps, problem, vec, runs), max(1, MIN_ELEMS_PER_LANE.get(problem.op, 1) // vec)):
+            lanes = max(1, min(lanes_cap, _pow2_floor(_ceil_div(runs, per_lane))))
+            if _ceil_div(runs, lanes) * vec <= budget_reg:
+                break  # else the registers hold the row only in more lanes: MIN_ELEMS_PER_LANE's
         if (problem.op in ONE_SUBGROUP_TEAMS and sg_size and lanes > sg_size
                 and _ceil_div(runs, sg_size) * vec <= budget_reg):
             lanes = sg_size
@@ -644,6 +661,23 @@ def _flat_write(caps: DeviceCaps, problem: RowProblem, force: RowForce, split: i
                                       f"rows of {problem.row_len}")
         return bool(force.flat_write)
     return fits and caps.backend == "cuda" and problem.rows <= CUDA_FLAT_WRITE_MAX_ROWS
+
+
+def _runs_per_lane(caps: DeviceCaps, problem: RowProblem, vec: int, runs: int) -> int:
+    """Runs of VEC elements a lane of a register-cached row takes at least:
+    MIN_ELEMS_PER_LANE, and two on CUDA GPUs past CUDA_TWO_RUNS_GBPS_PER_SM (rows of 4 runs
+    or more, launches of CUDA_TWO_RUNS_MIN_WAVES waves of threads or more)."""
+    per = max(1, MIN_ELEMS_PER_LANE.get(problem.op, 1) // vec)
+    if caps.backend == "cuda" and runs >= 4:
+        from .backends.cuda.probe import device_extras  # pure: reads caps.notes
+
+        extras = device_extras(caps)
+        sms = max(1, caps.compute_units)
+        resident = sms * extras["threads_per_sm"]
+        if (extras["dram_gbps"] >= CUDA_TWO_RUNS_GBPS_PER_SM * sms
+                and problem.rows * (runs // 2) >= CUDA_TWO_RUNS_MIN_WAVES * resident):
+            per = max(per, 2)
+    return per
 
 
 def _param_runs(caps: DeviceCaps, problem: RowProblem, cache: str, vec: int) -> bool:

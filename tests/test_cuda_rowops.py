@@ -44,6 +44,7 @@ except ImportError:  # numpy < 1.25
 
 H100 = cuda_probe.caps_from_properties(cuda_probe.H100_SXM_PROPERTIES)
 T4 = cuda_probe.caps_from_properties(cuda_probe.T4_PROPERTIES)
+H200 = cuda_probe.caps_from_properties(cuda_probe.H200_PROPERTIES)
 REASON = get_backend("cuda").unavailable_reason()
 gpu = pytest.mark.skipif(REASON is not None, reason=f"CUDA backend unavailable: {REASON}")
 
@@ -277,6 +278,38 @@ def test_adversarial_rows(op):
     assert not q.get().any() and not s.get().any()
     h = np.array([[65504.0, -65504.0, 60000.0, 1.0, 0.0, -30000.0, 65504.0]] * 3, np.float16)
     _close(rowops.rms_norm(cp.asarray(h)).get(), ref_rms_norm(h), "float16", NORM_TOL, "rms f16 max")
+
+
+@gpu
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize("k", [32, 128])  # 2 and 4 runs a lane of float16 (16: float32), teams of 4 or 8
+def test_two_runs_a_lane_follow_numpy(k, dtype):
+    """Register rows of two 16-byte runs a lane (the H200's plan, forced here on any GPU; small
+    launches keep one run): ADVERSARIAL softmax rows, tiled to the row length, and norm rows
+    far from zero, with a weight and a bias, against the references."""
+    cp = _cp()
+    vec = 16 // np.dtype(dtype).itemsize
+    force = RowForce(lanes=k // vec // 2)
+    x = np.tile(np.array(list(ADVERSARIAL.values())), (1, -(-k // 6)))[:, :k]
+    if dtype == "float16":
+        x = np.where(np.abs(x) > 6e4, np.sign(x) * np.inf, x)
+    x = x.astype(dtype)
+    for op, ref, tol in (("softmax", ref_softmax, TOL), ("log_softmax", ref_log_softmax, LOG_TOL)):
+        plan = plan_row(cuda_probe.probe_device(cp.cuda.Device().id), RowProblem(op, *x.shape, dtype), force)
+        assert (plan.cache, plan.nper) == ("registers", 2 * vec)
+        with np.errstate(invalid="ignore", over="ignore"):
+            want = ref(x)
+        got = getattr(rowops, op)(cp.asarray(x), force=force).get()
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=f"{op} {k} {dtype}")
+        _close(got, want, dtype, tol, f"{op} {k} {dtype}")
+    rng = _rng("two-runs", k, dtype)
+    y = (rng.standard_normal((40, k)) + rng.choice([0.0, 30.0, -200.0], (40, 1))).astype(dtype)
+    w = rng.standard_normal(k).astype(dtype)
+    b = rng.standard_normal(k).astype(dtype)
+    _close(rowops.rms_norm(cp.asarray(y), cp.asarray(w), force=force).get(), ref_rms_norm(y, w), dtype, NORM_TOL,
+           f"rms_norm {k} {dtype}")
+    _close(rowops.layer_norm(cp.asarray(y), cp.asarray(w), cp.asarray(b), force=force).get(),
+           ref_layer_norm(y, w, b), dtype, NORM_TOL, f"layer_norm {k} {dtype}")
 
 
 @gpu
@@ -572,6 +605,35 @@ def test_mid_length_rows_plan_vector_runs():
     p = plan_row(H100, RowProblem("softmax", 442_368, 128, "float32"))
     assert (p.vec, p.lanes) == (4, 32)
     assert plan_row(H100, RowProblem("softmax", 100, 33, "float16")).vec == 1
+
+
+# (op, dtype, shape) -> (lanes, NPER) on an H100 and on an H200 (CUDA_TWO_RUNS_GBPS_PER_SM)
+TWO_RUN_CASES = [
+    ("rms_norm", "float32", (1_048_576, 32), (8, 4), (4, 8)),        # H200: two 16-byte runs a lane
+    ("rms_norm", "float16", (442_368, 128), (16, 8), (8, 16)),
+    ("softmax", "float32", (16_777_216, 16), (4, 4), (2, 8)),        # a row of 4 runs: two lanes
+    ("layer_norm", "float16", (4_194_304, 64), (8, 8), (4, 16)),     # its 8 elements a lane: one run
+    ("layer_norm", "float32", (442_368, 128), (16, 8), (16, 8)),     # 8 elements a lane: two runs on both
+    ("softmax", "float16", (16_777_216, 16), (2, 8), (2, 8)),        # a row of 2 runs keeps a lane for each
+    ("log_softmax", "float16", (8192, 1000), (64, 16), (64, 16)),    # 1.9 waves of threads with two runs:
+                                                                     #   one (CUDA_TWO_RUNS_MIN_WAVES)
+    ("softmax", "float32", (8192, 1000), (128, 8), (64, 16)),        # 3.8 waves: two
+    ("rms_norm", "float32", (65_536, 4096), (256, 16), (256, 16)),   # a group a row either way
+]
+
+
+@pytest.mark.parametrize("op,dtype,shape,h100,h200", TWO_RUN_CASES)
+def test_fast_memory_gives_each_lane_two_runs(op, dtype, shape, h100, h200):
+    """A GPU whose DRAM outruns its SMs (H200: 36 GB/s an SM, the H100 25) plans register rows
+    of two 16-byte runs a lane where the row has four or more and the launch fills the GPU
+    twice; the H100 keeps one; a GPU whose bandwidth is unknown plans as the H100."""
+    w = op.endswith("norm")
+    problem = RowProblem(op, *shape, dtype, weight=w, params_half=w and dtype == "float16")
+    unknown = cuda_probe.caps_from_properties({k: v for k, v in cuda_probe.H200_PROPERTIES.items()
+                                               if k != "memoryClockRate"})
+    for caps, want in ((H100, h100), (H200, h200), (unknown, h100)):
+        p = plan_row(caps, problem)
+        assert (p.cache, p.lanes, p.nper) == ("registers", *want), caps.name
 
 
 # (op, dtype, shape) -> (lanes, NPER, MIN_BLOCKS or None), planned for an H100
