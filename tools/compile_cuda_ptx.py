@@ -53,6 +53,7 @@ from clreduce.kernels import DIALECT_HEADERS, kernel_path, kernel_text  # noqa: 
 from clreduce.backends.cuda.probe import (  # noqa: E402
     A100_PROPERTIES,
     H100_SXM_PROPERTIES,
+    H200_PROPERTIES,
     T4_PROPERTIES,
     caps_from_properties,
 )
@@ -161,9 +162,11 @@ def variants(quick: bool = False, everything: bool = False) -> dict:
     """{(kernel .cl file, nvcc options): a plan that needs it}.
 
     Only variants that cover something new (``coverage_keys``) unless ``everything``."""
-    caps_list = [caps_from_properties(p) for p in (H100_SXM_PROPERTIES, A100_PROPERTIES, T4_PROPERTIES)]
+    # the H200 plans its register rows in two runs a lane (plan_rowops.CUDA_TWO_RUNS_GBPS_PER_SM)
+    caps_list = [caps_from_properties(p) for p in (H100_SXM_PROPERTIES, H200_PROPERTIES, A100_PROPERTIES,
+                                                   T4_PROPERTIES)]
     if not everything:
-        caps_list = caps_list[:1]
+        caps_list = caps_list[:2]
     dtypes = ("float32", "int8", "float16") if quick else SUPPORTED_DTYPES
     found: dict[tuple[str, tuple[str, ...]], str] = {}
     seen: set = set()
