@@ -52,6 +52,19 @@
 #define EXP_TERM(x) exp(x)
 #endif
 
+/* SELECT_MAX (planner: CPU runtimes, rows in registers; default 0): the row's max by compare
+ * and select, which drops a NaN as fmax does (m never is one). PoCL 3.0 from pip calls fmax out
+ * of line (cpu_vec.h); on this AMD host, float32 62500 x 128, device arrays, ms a call: Intel's
+ * runtime 12.2-12.7 -> 10.3-10.4, pip PoCL 20-27 -> 18-19. GPUs keep fmax: one instruction. */
+#ifndef SELECT_MAX
+#define SELECT_MAX 0
+#endif
+#if SELECT_MAX
+#define ROW_MAX(m, x) ((x) > (m) ? (x) : (m))
+#else
+#define ROW_MAX(m, x) fmax((m), (x))
+#endif
+
 /* shift of a max: itself when finite, else 0 (log_softmax's rule; the partial sums use it) */
 inline ACC_T finite_or_zero(const ACC_T m) { return isfinite(m) ? m : (ACC_T)0; }
 
@@ -191,7 +204,7 @@ void softmax_rows(__global const IN_T *restrict in, const ulong in_offset,
          * (float16 rows of 16384 on an H100 were issue-bound): the NaN still reaches every
          * result through the sum of exp(x - shift) below, as through a NaN max */
         UNROLL_LOOP for (uint j = 0; j < NPER; ++j) {
-            m = fmax(m, v[j]);
+            m = ROW_MAX(m, v[j]);
         }
 #elif CACHE == CACHE_LOCAL
         LANE_WALK(w, p, 0, out, i, x, CACHE_PUT(i, x); m = comb(m, x, K_MAX));

@@ -588,6 +588,8 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
             # CUDA takes softmax and norm runs too, in scalar loops (CUDA_WALK_RUNS)
             runs = (cpu and caps.backend == "opencl") or (caps.backend == "cuda" and kernel_file in CUDA_WALK_RUNS)
             defines["WALK_RUNS"] = int(runs and cache == "none" and vec > 1)
+        if kernel_file == "softmax.cl" and cpu and cache == "registers":
+            defines["SELECT_MAX"] = 1  # softmax.cl: a register row's max by compare and select
         if kernel_file in CUDA_WALK_RUNS and cuda_walk_back(caps, problem, cache, split, lanes):
             defines["WALK_BACK"] = 1
         min_blocks = max(cuda_min_blocks(caps, problem, cache, nper, wg), cuda_split_min_blocks(caps, split, wg))

@@ -185,6 +185,20 @@ def test_cpu_scale_rows_are_walked_not_cached(name, op, k, want):
     assert plan_row(caps, problem, RowForce(cache="registers")).cache == "registers"
 
 
+@pytest.mark.parametrize("name,op,k,want", [
+    ("pthread CPU (synthetic PoCL)", "softmax", 128, 1),                  # a row a work-item, in registers
+    ("Intel(R) Xeon(R) Processor (synthetic)", "log_softmax", 1000, 1),
+    ("pthread CPU (synthetic PoCL)", "softmax", 100_000, 0),              # read from memory: no register max
+    ("pthread CPU (synthetic PoCL)", "rms_norm", 128, 0),                 # no max in a norm
+    ("Mali-G610 (Rockchip RK3588, libmali g13p0)", "softmax", 128, 0),    # GPUs keep fmax (one instruction)
+])
+def test_cpu_softmax_rows_take_their_max_by_select(name, op, k, want):
+    """SELECT_MAX: CPU softmax rows in registers take their max by compare and select
+    (pip PoCL calls fmax out of line); other plans leave the define out (softmax.cl: fmax)."""
+    p = plan_row(ALL_CAPS[name], RowProblem(op, 10**5, k, "float32"))
+    assert int(dict(p.defines).get("SELECT_MAX", 0)) == want
+
+
 @pytest.mark.parametrize("fields, match", [
     ({"cache": "registers"}, "registers"),  # the planner: a row of 10**6 fits no registers
     ({"cache": "bogus"}, "unknown cache"),  # the rest: RowForce itself, when built
