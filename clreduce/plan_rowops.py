@@ -94,7 +94,7 @@ MIN_ELEMS_PER_LANE = {"layer_norm": 8}
 # CUDA GPUs whose DRAM outruns their SMs keep two runs a lane in flight, for rows of 4 runs
 # or more (a row of two 16-byte runs ran 12-27 % slower in one lane than in two) and launches
 # that still fill the GPU's threads CUDA_TWO_RUNS_MIN_WAVES times. On an H200 (4.8 TB/s, 36
-# GB/s an SM) one run a lane left register rows at 80-93 % of copy. Public call on torch
+# GB/s an SM) one run a lane left register rows at 80-95 % of copy. Public call on torch
 # tensors, main and this rule alternating twice, GB/s
 # (benchmarks/rowops_h200_2026-11-28/ab_two_runs/): float32 rms_norm 1048576x32 3514 -> 3989-4038,
 # 442368x128 3779-3782 -> 3998-4046, 16777216x16 3769-3800 -> 4054-4105; float16 layer_norm
@@ -492,10 +492,7 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
             raise ValueError(f"lanes={lanes} must be a power of two <= the work-group size {wg}")
     elif vec > 1:
         runs = k // vec
-        for per_lane in (_runs_per_lane(caps, problem, vec, runs), max(1, MIN_ELEMS_PER_LANE.get(problem.op, 1) // vec)):
-            lanes = max(1, min(lanes_cap, _pow2_floor(_ceil_div(runs, per_lane))))
-            if _ceil_div(runs, lanes) * vec <= budget_reg:
-                break  # else the registers hold the row only in more lanes: MIN_ELEMS_PER_LANE's
+        lanes = _run_lanes(caps, problem, vec, lanes_cap, budget_reg)
         if (problem.op in ONE_SUBGROUP_TEAMS and sg_size and lanes > sg_size
                 and _ceil_div(runs, sg_size) * vec <= budget_reg):
             lanes = sg_size
@@ -665,21 +662,33 @@ def _flat_write(caps: DeviceCaps, problem: RowProblem, force: RowForce, split: i
     return fits and caps.backend == "cuda" and problem.rows <= CUDA_FLAT_WRITE_MAX_ROWS
 
 
-def _runs_per_lane(caps: DeviceCaps, problem: RowProblem, vec: int, runs: int) -> int:
-    """Runs of VEC elements a lane of a register-cached row takes at least:
-    MIN_ELEMS_PER_LANE, and two on CUDA GPUs past CUDA_TWO_RUNS_GBPS_PER_SM (rows of 4 runs
-    or more, launches of CUDA_TWO_RUNS_MIN_WAVES waves of threads or more)."""
-    per = max(1, MIN_ELEMS_PER_LANE.get(problem.op, 1) // vec)
-    if caps.backend == "cuda" and runs >= 4:
-        from .backends.cuda.probe import device_extras  # pure: reads caps.notes
+def _run_lanes(caps: DeviceCaps, problem: RowProblem, vec: int, lanes_cap: int, budget_reg: int) -> int:
+    """Lanes of a row read in runs of VEC: MIN_ELEMS_PER_LANE's elements a lane (one run by
+    default), or two runs a lane where _cuda_two_runs_a_lane and the registers still hold them."""
+    runs = problem.row_len // vec
 
-        extras = device_extras(caps)
-        sms = max(1, caps.compute_units)
-        resident = sms * extras["threads_per_sm"]
-        if (extras["dram_gbps"] >= CUDA_TWO_RUNS_GBPS_PER_SM * sms
-                and problem.rows * (runs // 2) >= CUDA_TWO_RUNS_MIN_WAVES * resident):
-            per = max(per, 2)
-    return per
+    def lanes_for(per_lane: int) -> int:
+        return max(1, min(lanes_cap, _pow2_floor(_ceil_div(runs, per_lane))))
+
+    lanes = lanes_for(max(1, MIN_ELEMS_PER_LANE.get(problem.op, 1) // vec))
+    if _cuda_two_runs_a_lane(caps, problem, runs):
+        two = lanes_for(2)
+        if two < lanes and _ceil_div(runs, two) * vec <= budget_reg:
+            lanes = two
+    return lanes
+
+
+def _cuda_two_runs_a_lane(caps: DeviceCaps, problem: RowProblem, runs: int) -> bool:
+    """CUDA GPUs past CUDA_TWO_RUNS_GBPS_PER_SM, rows of 4 runs or more, launches of
+    CUDA_TWO_RUNS_MIN_WAVES waves of threads or more (with two runs a lane)."""
+    if caps.backend != "cuda" or runs < 4:
+        return False
+    from .backends.cuda.probe import device_extras  # pure: reads caps.notes
+
+    extras = device_extras(caps)
+    sms = max(1, caps.compute_units)
+    return (extras["dram_gbps"] >= CUDA_TWO_RUNS_GBPS_PER_SM * sms
+            and problem.rows * (runs // 2) >= CUDA_TWO_RUNS_MIN_WAVES * sms * extras["threads_per_sm"])
 
 
 def _param_runs(caps: DeviceCaps, problem: RowProblem, cache: str, vec: int) -> bool:
