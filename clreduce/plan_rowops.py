@@ -106,6 +106,14 @@ MIN_ELEMS_PER_LANE = {"layer_norm": 8}
 # with two (MIN_ELEMS_PER_LANE above).
 CUDA_TWO_RUNS_GBPS_PER_SM = 30
 CUDA_TWO_RUNS_MIN_WAVES = 2
+# ... and there float16 layer_norm rows of at most this many runs store each run with one
+# 16-byte instruction (row_norm.cl ROW_WIDE_STORES; rms_norm and softmax always do). H200,
+# public call on torch tensors, GB/s, main / wide stores alternating twice
+# (benchmarks/rowops_h200_wide_stores_2026-11-28/): 16777216x16 3589, 3551 / 3672, 3640;
+# 1048576x32 3358, 3359 / 3452, 3441; rows of 64 and 128 level (4050, 4018 / 4034, 4031;
+# 3698, 3683 / 3697, 3699), float32 mixed (-3.5 to +1.3 %). The H100 keeps VSTORE_ARRAY:
+# its float16 layer_norm 648720x128 lost 6 % with the wide stores.
+CUDA_WIDE_STORE_LAYER_NORM_RUNS = 4
 ONE_SUBGROUP_TEAMS = ("layer_norm",)
 # CUDA, float16 softmax and norm rows cached in registers: __launch_bounds__(wg, MIN_BLOCKS)
 # makes nvcc fit each thread in regs_per_sm / (MIN_BLOCKS * wg) registers, so that share of
@@ -599,6 +607,8 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
                 defines["FLAT_WRITE"] = 1
             if _param_runs(caps, problem, cache, vec):
                 defines["PARAM_RUNS"] = 1
+            if _cuda_wide_layer_norm_stores(caps, problem, cache, vec):
+                defines["ROW_WIDE_STORES"] = 1
         pairs = tuple(sorted((name, str(value)) for name, value in defines.items()))
         return pairs, build_options(pairs, caps.cl_std if sg_mode != "local" else None)
 
@@ -681,14 +691,29 @@ def _run_lanes(caps: DeviceCaps, problem: RowProblem, vec: int, lanes_cap: int, 
 def _cuda_two_runs_a_lane(caps: DeviceCaps, problem: RowProblem, runs: int) -> bool:
     """CUDA GPUs past CUDA_TWO_RUNS_GBPS_PER_SM, rows of 4 runs or more, launches of
     CUDA_TWO_RUNS_MIN_WAVES waves of threads or more (with two runs a lane)."""
-    if caps.backend != "cuda" or runs < 4:
+    if runs < 4 or not _fast_memory_cuda(caps):
         return False
     from .backends.cuda.probe import device_extras  # pure: reads caps.notes
 
-    extras = device_extras(caps)
     sms = max(1, caps.compute_units)
-    return (extras["dram_gbps"] >= CUDA_TWO_RUNS_GBPS_PER_SM * sms
-            and problem.rows * (runs // 2) >= CUDA_TWO_RUNS_MIN_WAVES * sms * extras["threads_per_sm"])
+    return problem.rows * (runs // 2) >= CUDA_TWO_RUNS_MIN_WAVES * sms * device_extras(caps)["threads_per_sm"]
+
+
+def _fast_memory_cuda(caps: DeviceCaps) -> bool:
+    """A CUDA GPU with at least CUDA_TWO_RUNS_GBPS_PER_SM of DRAM bandwidth an SM (H200: yes,
+    H100: no; unknown bandwidth: no)."""
+    if caps.backend != "cuda":
+        return False
+    from .backends.cuda.probe import device_extras  # pure: reads caps.notes
+
+    return device_extras(caps)["dram_gbps"] >= CUDA_TWO_RUNS_GBPS_PER_SM * max(1, caps.compute_units)
+
+
+def _cuda_wide_layer_norm_stores(caps: DeviceCaps, problem: RowProblem, cache: str, vec: int) -> bool:
+    """float16 layer_norm rows in registers of at most CUDA_WIDE_STORE_LAYER_NORM_RUNS runs, on
+    fast-memory CUDA GPUs: one 16-byte store a run (row_norm.cl ROW_WIDE_STORES)."""
+    return (problem.op == "layer_norm" and problem.dtype == "float16" and cache == "registers" and vec > 1
+            and problem.row_len // vec <= CUDA_WIDE_STORE_LAYER_NORM_RUNS and _fast_memory_cuda(caps))
 
 
 def _param_runs(caps: DeviceCaps, problem: RowProblem, cache: str, vec: int) -> bool:

@@ -22,6 +22,7 @@ import zlib
 import numpy as np
 import pytest
 from conftest import slow_enabled
+from test_plan import PROFILES
 from rowops_refs import (ADVERSARIAL, LOG_TOL, NORM_TOL, TOL, U32, _assert_cumsum_bound, _close,
                          assert_scan_past_the_range, check_backward_write_walk, far_first_rows, flat_write_rows,
                          ref_layer_norm,
@@ -634,6 +635,35 @@ def test_fast_memory_gives_each_lane_two_runs(op, dtype, shape, h100, h200):
     for caps, want in ((H100, h100), (H200, h200), (unknown, h100)):
         p = plan_row(caps, problem)
         assert (p.cache, p.lanes, p.nper) == ("registers", *want), caps.name
+
+
+# (op, dtype, shape, bias) -> ROW_WIDE_STORES on an H200 (None: the kernel file's own choice)
+WIDE_STORE_CASES = [
+    ("layer_norm", "float16", (16_777_216, 16), False, "1"),   # 2 runs a row: 16-byte stores
+    ("layer_norm", "float16", (1_048_576, 32), True, "1"),     # 4 runs (CUDA_WIDE_STORE_LAYER_NORM_RUNS)
+    ("layer_norm", "float16", (4_194_304, 64), False, None),   # 8 runs: level on the H200, keeps its stores
+    ("layer_norm", "float32", (16_777_216, 16), False, None),  # float32: mixed on the H200
+    ("layer_norm", "float16", (1000, 14), False, None),        # element runs (VEC 1): nothing to widen
+    ("rms_norm", "float16", (16_777_216, 16), False, None),    # rms_norm stores wide in every plan
+]
+
+
+@pytest.mark.parametrize("op,dtype,shape,bias,h200", WIDE_STORE_CASES)
+def test_fast_memory_layer_norm_stores_short_float16_rows_wide(op, dtype, shape, bias, h200):
+    """float16 layer_norm rows of at most 4 runs on an H200 store a run with one 16-byte
+    instruction; the H100 (it lost 6 % with them on rows of 128), a GPU of unknown bandwidth
+    and OpenCL devices keep the kernel file's choice."""
+    problem = RowProblem(op, *shape, dtype, weight=True, bias=bias, params_half=dtype == "float16")
+    unknown = cuda_probe.caps_from_properties({k: v for k, v in cuda_probe.H200_PROPERTIES.items()
+                                               if k != "memoryClockRate"})
+    for caps, want in ((H200, h200), (H100, None), (unknown, None)):
+        assert dict(plan_row(caps, problem).defines).get("ROW_WIDE_STORES") == want, caps.name
+    for name, profile in PROFILES.items():  # mobile GPUs and CPUs (OpenCL)
+        try:
+            plan = plan_row(profile, problem)
+        except UnsupportedOnDevice:  # a device without float16 row plans for this shape
+            continue
+        assert "ROW_WIDE_STORES" not in dict(plan.defines), name
 
 
 # (op, dtype, shape) -> (lanes, NPER, MIN_BLOCKS or None), planned for an H100
