@@ -35,7 +35,7 @@ from clreduce.backends.cuda import probe as cuda_probe
 from clreduce.backends.cuda.launch import cuda_source, nvrtc_options
 from clreduce.plan import UnsupportedOnDevice
 from clreduce.backends import row_args
-from clreduce.plan_rowops import FAMILIES, SCAN_OPS, RowForce, RowProblem, plan_row, row_variants
+from clreduce.plan_rowops import FAMILIES, GPU_GROUPS_PER_CU, SCAN_OPS, RowForce, RowProblem, plan_row, row_variants
 from clreduce.plan_scan import LOOKBACK_ACC_BYTES, lookback_workspace
 
 try:
@@ -664,6 +664,36 @@ def test_fast_memory_layer_norm_stores_short_float16_rows_wide(op, dtype, shape,
         except UnsupportedOnDevice:  # a device without float16 row plans for this shape
             continue
         assert "ROW_WIDE_STORES" not in dict(plan.defines), name
+
+
+# (op, dtype, shape) -> one trip a team on an H200 (a group for every TEAMS rows), else 64 groups an SM
+ONE_TRIP_CASES = [
+    ("softmax", "float32", (16_777_216, 16), True),     # 1 GB of float32 rows in registers
+    ("rms_norm", "float32", (4_194_304, 64), True),
+    ("layer_norm", "float32", (65_536, 4096), True),    # a group a row: 65536 groups
+    ("layer_norm", "float32", (1_048_576, 32), False),  # 128 MB (under CUDA_ONE_TRIP_MIN_BYTES): lost 3 %
+    ("softmax", "float16", (16_777_216, 16), False),    # float16: mixed, keeps the cap
+    ("log_softmax", "float32", (16_777_216, 16), False),  # not measured
+    ("softmax", "float32", (64, 4_194_304), False),     # split rows read from memory
+]
+
+
+@pytest.mark.parametrize("op,dtype,shape,h200", ONE_TRIP_CASES)
+def test_fast_memory_float32_rows_take_one_trip(op, dtype, shape, h200):
+    """Large float32 launches of register rows on an H200 give every team one trip (no grid
+    stride); the H100 and a GPU of unknown bandwidth keep GPU_GROUPS_PER_CU groups an SM."""
+    w = op.endswith("norm")
+    problem = RowProblem(op, *shape, dtype, weight=w, params_half=w and dtype == "float16")
+    unknown = cuda_probe.caps_from_properties({k: v for k, v in cuda_probe.H200_PROPERTIES.items()
+                                               if k != "memoryClockRate"})
+    for caps, one in ((H200, h200), (H100, False), (unknown, False)):
+        p = plan_row(caps, problem)
+        teams = p.wg_size // p.lanes
+        groups = p.passes[0].global_size // p.wg_size
+        want = -(-shape[0] * p.split // teams) if one else min(-(-shape[0] * p.split // teams),
+                                                               caps.compute_units * GPU_GROUPS_PER_CU)
+        assert groups == want, (caps.name, groups, want)
+        assert (groups > caps.compute_units * GPU_GROUPS_PER_CU) == one, caps.name
 
 
 # (op, dtype, shape) -> (lanes, NPER, MIN_BLOCKS or None), planned for an H100
