@@ -816,6 +816,43 @@ def test_float16_norms_near_65504_do_not_overflow(cl_device):
     assert np.isfinite(mean).all() and np.isinf(var).all()  # var ~2.7e9 does not fit float16, as numpy's
 
 
+# A row whose first element is its only outlier has mean(d)^2 / var = K - 1, the most there is
+# for sums shifted by that element. K = 16 and 32: short rows (CUDA's and Intel's teams, a CPU
+# work-item's row); K = 200: more runs than lanes.
+@pytest.mark.parametrize("k", [16, 32, 200])
+def test_float16_layer_norm_rows_far_from_their_first_element(cl_device, cl_queue, k):
+    """float16 layer_norm rows in registers whose first element (the sums' shift) is far from the
+    rest, near float16's largest values, tiny, constant but for the first, or all equal match
+    the float64 reference (test_statistics_of_rows_far_from_their_first_element leaves float16
+    out; the register rows' second pass carries these rows, and a one-pass variance with a
+    cancellation check, tried on an H200, was slower: benchmarks/rowops_h200_wide_stores_2026-11-28)."""
+    caps = opencl_rowops.runnable_caps(cl_queue)
+    problem = RowProblem("layer_norm", 8, k, "float16", weight=True, bias=True)
+    if plan_row(caps, problem).cache != "registers":
+        pytest.skip(f"float16 layer_norm rows of {k} are not planned in registers on {cl_device.name}")
+    rng = _rng("ln16-far", k)
+    x = np.empty((8, k), np.float64)
+    x[0] = 1000 + 0.5 * rng.integers(-4, 5, k)
+    x[0, 0] = -1000                                            # an outlier first: ratio ~ k - 1
+    x[1] = -60000 + 32 * rng.integers(-3, 4, k)
+    x[1, 0] = 60000                                            # near float16's largest, both signs
+    x[2] = 5 + 0.01 * rng.standard_normal(k)
+    x[2, 0] = 5.5                                              # 50 sigma out
+    x[3] = 7.0
+    x[3, 0] = 8.0                                              # all alike but the first
+    x[4] = rng.standard_normal(k) * 100 + 30000
+    x[4, 0] = -30000
+    x[5] = 0.0
+    x[5, 0] = 1e-3                                             # tiny values: the ratio still k - 1
+    x[6] = rng.standard_normal(k)                              # an ordinary row
+    x[7] = 3.0                                                 # all equal: variance 0
+    x = x.astype(np.float16)
+    w = (rng.standard_normal(k) + 1.5).astype(np.float16)
+    b = rng.standard_normal(k).astype(np.float16)
+    got = rowops.layer_norm(x, w, b, device=cl_device)
+    _close(got, ref_layer_norm(x, w, b), "float16", NORM_TOL, f"float16 layer_norm far rows K={k}")
+
+
 # ---- out= and array kinds ---------------------------------------------------------------------------
 def test_out_writes_in_place_and_checks_kind_shape_dtype(cl_device, cl_queue):
     import pyopencl.array as cla
