@@ -608,6 +608,17 @@ def test_mid_length_rows_plan_vector_runs():
     assert plan_row(H100, RowProblem("softmax", 100, 33, "float16")).vec == 1
 
 
+# An H200 whose probe found no memory clock: its DRAM bandwidth unknown, it plans as the H100
+UNKNOWN_BANDWIDTH = cuda_probe.caps_from_properties({k: v for k, v in cuda_probe.H200_PROPERTIES.items()
+                                                     if k != "memoryClockRate"})
+
+
+def _fast_memory_problem(op, dtype, shape, bias=False):
+    """The bandwidth rules' problems: norms with a weight (float16 read as it is)."""
+    w = op.endswith("norm")
+    return RowProblem(op, *shape, dtype, weight=w, bias=bias and w, params_half=w and dtype == "float16")
+
+
 # (op, dtype, shape) -> (lanes, NPER) on an H100 and on an H200 (CUDA_TWO_RUNS_GBPS_PER_SM)
 TWO_RUN_CASES = [
     ("rms_norm", "float32", (1_048_576, 32), (8, 4), (4, 8)),        # H200: two 16-byte runs a lane
@@ -628,11 +639,8 @@ def test_fast_memory_gives_each_lane_two_runs(op, dtype, shape, h100, h200):
     """A GPU whose DRAM outruns its SMs (H200: 36 GB/s an SM, the H100 25) plans register rows
     of two 16-byte runs a lane where the row has four or more and the launch fills the GPU
     twice; the H100 keeps one; a GPU whose bandwidth is unknown plans as the H100."""
-    w = op.endswith("norm")
-    problem = RowProblem(op, *shape, dtype, weight=w, params_half=w and dtype == "float16")
-    unknown = cuda_probe.caps_from_properties({k: v for k, v in cuda_probe.H200_PROPERTIES.items()
-                                               if k != "memoryClockRate"})
-    for caps, want in ((H100, h100), (H200, h200), (unknown, h100)):
+    problem = _fast_memory_problem(op, dtype, shape)
+    for caps, want in ((H100, h100), (H200, h200), (UNKNOWN_BANDWIDTH, h100)):
         p = plan_row(caps, problem)
         assert (p.cache, p.lanes, p.nper) == ("registers", *want), caps.name
 
@@ -653,10 +661,8 @@ def test_fast_memory_layer_norm_stores_short_float16_rows_wide(op, dtype, shape,
     """float16 layer_norm rows of at most 4 runs on an H200 store a run with one 16-byte
     instruction; the H100 (it lost 6 % with them on rows of 128), a GPU of unknown bandwidth
     and OpenCL devices keep the kernel file's choice."""
-    problem = RowProblem(op, *shape, dtype, weight=True, bias=bias, params_half=dtype == "float16")
-    unknown = cuda_probe.caps_from_properties({k: v for k, v in cuda_probe.H200_PROPERTIES.items()
-                                               if k != "memoryClockRate"})
-    for caps, want in ((H200, h200), (H100, None), (unknown, None)):
+    problem = _fast_memory_problem(op, dtype, shape, bias)
+    for caps, want in ((H200, h200), (H100, None), (UNKNOWN_BANDWIDTH, None)):
         assert dict(plan_row(caps, problem).defines).get("ROW_WIDE_STORES") == want, caps.name
     for name, profile in PROFILES.items():  # mobile GPUs and CPUs (OpenCL)
         try:
@@ -682,11 +688,8 @@ ONE_TRIP_CASES = [
 def test_fast_memory_float32_rows_take_one_trip(op, dtype, shape, h200):
     """Large float32 launches of register rows on an H200 give every team one trip (no grid
     stride); the H100 and a GPU of unknown bandwidth keep GPU_GROUPS_PER_CU groups an SM."""
-    w = op.endswith("norm")
-    problem = RowProblem(op, *shape, dtype, weight=w, params_half=w and dtype == "float16")
-    unknown = cuda_probe.caps_from_properties({k: v for k, v in cuda_probe.H200_PROPERTIES.items()
-                                               if k != "memoryClockRate"})
-    for caps, one in ((H200, h200), (H100, False), (unknown, False)):
+    problem = _fast_memory_problem(op, dtype, shape)
+    for caps, one in ((H200, h200), (H100, False), (UNKNOWN_BANDWIDTH, False)):
         p = plan_row(caps, problem)
         teams = p.wg_size // p.lanes
         groups = p.passes[0].global_size // p.wg_size
