@@ -220,18 +220,23 @@ CUDA_WALK_RUNS = ("softmax.cl", "row_norm.cl")
 # GPUs: work-groups per compute unit before the grid stride takes over (plan.py's 64 for
 # the reductions).
 GPU_GROUPS_PER_CU = 64
-# ... except float32 softmax / rms_norm / layer_norm rows in registers of launches of at least
-# CUDA_ONE_TRIP_MIN_BYTES on fast-memory CUDA GPUs (CUDA_TWO_RUNS_GBPS_PER_SM): a group for
-# every TEAMS rows, each team one trip. H200, public call on torch tensors, GB/s, capped /
-# one trip (benchmarks/rowops_h200_one_trip_2026-11-28/; the sweep's two rounds alike within
-# 0.5 %): 16777216x16 layer_norm 4023-4031 / 4133-4135, rms_norm 4102-4112 / 4191, softmax
+# ... except rows in registers in launches of at least CUDA_ONE_TRIP_MIN_BYTES on fast-memory
+# CUDA GPUs (CUDA_TWO_RUNS_GBPS_PER_SM): float32 softmax / rms_norm / layer_norm, and float16
+# rms_norm / softmax lanes of two runs or more (CUDA_ONE_TRIP_HALF_OPS) take a group for every
+# TEAMS rows, each team one trip. H200, public call on torch tensors, GB/s, capped / one trip
+# (benchmarks/rowops_h200_one_trip_2026-11-28/; the sweep's two rounds alike within 0.5 %):
+# float32 16777216x16 layer_norm 4023-4031 / 4133-4135, rms_norm 4102-4112 / 4191, softmax
 # 4069-4075 / 4237-4242; 4194304x64 3952-3960 / 4139-4143, 3995-3996 / 4118, 3971-3975 /
 # 4118-4127; the rule against main, 65536x4096 (a group a row) 3965-3967 / 4081-4107,
 # 3930 / 4088-4127, 3906-3963 / 4084-4123. Smaller launches lost (1048576x32, 128 MB: -3 to
-# +0.5 %) or stayed level (442368x128, 216 MB), and float16 rows lost where their registers are
-# capped (layer_norm 16777216x16 3655 -> 3305).
+# +0.5 %) or stayed level (442368x128, 216 MB). float16 rows lost where a lane holds one run
+# (rows of 16: softmax 3996-4028 -> 3926, rms_norm 4003-4023 -> 3955) and in layer_norm
+# (4194304x64 4021-4038 -> 3748-3750), and won in rms_norm and softmax lanes of two runs: the
+# rule against main, 4194304x64 4031-4036 / 4218-4222 and 4009-4047 / 4163-4166, 65536x4096
+# 3921-3926 / 4061 and 3876-3884 / 3959-3981.
 CUDA_ONE_TRIP_OPS = ("softmax", "rms_norm", "layer_norm")
 CUDA_ONE_TRIP_MIN_BYTES = 512 << 20
+CUDA_ONE_TRIP_HALF_OPS = ("softmax", "rms_norm")
 # Few long rows: split a row when it is this long and the rows alone give fewer tasks than
 # the device wants, into chunks of at least ROW_SPLIT_MIN_CHUNK (a multiple of
 # ROW_SPLIT_ALIGN elements, so chunks start on 256-byte boundaries for float32).
@@ -638,7 +643,7 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
         else:
             trips = row_trips(problem.op, cache, lanes, nper, chunk, split, phase, sg_size)
             needed = _ceil_div(tasks, teams)
-            groups = needed if _cuda_one_trip(caps, problem, cache, split) else _row_groups(caps, needed)
+            groups = needed if _cuda_one_trip(caps, problem, cache, split, nper, vec) else _row_groups(caps, needed)
             groups = _trip_groups(caps, groups, tasks, teams, trips, f"{problem.op} of rows of {k}")
         passes.append(RowPass(options=options, global_size=groups * wg, local_size=wg, reads=reads, writes=writes,
                               n_rows=problem.rows, row_len=k, chunk_len=chunk, defines=pairs))
@@ -729,12 +734,15 @@ def _cuda_wide_layer_norm_stores(caps: DeviceCaps, problem: RowProblem, cache: s
             and problem.row_len // vec <= CUDA_WIDE_STORE_LAYER_NORM_RUNS and _fast_memory_cuda(caps))
 
 
-def _cuda_one_trip(caps: DeviceCaps, problem: RowProblem, cache: str, split: int) -> bool:
-    """A group for every TEAMS rows (no grid-stride trips; CUDA_ONE_TRIP_OPS): float32 rows in
-    registers, launches of CUDA_ONE_TRIP_MIN_BYTES or more, fast-memory CUDA GPUs."""
-    return (problem.op in CUDA_ONE_TRIP_OPS and problem.dtype == "float32" and cache == "registers"
-            and split == 1 and problem.rows * problem.row_len * 4 >= CUDA_ONE_TRIP_MIN_BYTES
-            and _fast_memory_cuda(caps))
+def _cuda_one_trip(caps: DeviceCaps, problem: RowProblem, cache: str, split: int, nper: int, vec: int) -> bool:
+    """A group for every TEAMS rows (no grid-stride trips; CUDA_ONE_TRIP_OPS): rows in registers,
+    launches of CUDA_ONE_TRIP_MIN_BYTES or more, fast-memory CUDA GPUs; float32, or float16
+    rms_norm and softmax lanes of two runs or more (CUDA_ONE_TRIP_HALF_OPS)."""
+    itemsize = np.dtype(problem.dtype).itemsize
+    kind_ok = problem.dtype == "float32" or (problem.dtype == "float16" and problem.op in CUDA_ONE_TRIP_HALF_OPS
+                                              and nper >= 2 * vec)
+    return (problem.op in CUDA_ONE_TRIP_OPS and kind_ok and cache == "registers" and split == 1
+            and problem.rows * problem.row_len * itemsize >= CUDA_ONE_TRIP_MIN_BYTES and _fast_memory_cuda(caps))
 
 
 def _param_runs(caps: DeviceCaps, problem: RowProblem, cache: str, vec: int) -> bool:

@@ -678,7 +678,10 @@ ONE_TRIP_CASES = [
     ("rms_norm", "float32", (4_194_304, 64), True),
     ("layer_norm", "float32", (65_536, 4096), True),    # a group a row: 65536 groups
     ("layer_norm", "float32", (1_048_576, 32), False),  # 128 MB (under CUDA_ONE_TRIP_MIN_BYTES): lost 3 %
-    ("softmax", "float16", (16_777_216, 16), False),    # float16: mixed, keeps the cap
+    ("softmax", "float16", (16_777_216, 16), False),    # float16 lanes of one run: lost, keep the cap
+    ("rms_norm", "float16", (4_194_304, 64), True),     # float16 lanes of two runs (512 MB): won
+    ("softmax", "float16", (65_536, 4096), True),
+    ("layer_norm", "float16", (4_194_304, 64), False),  # float16 layer_norm: lost 7 %
     ("log_softmax", "float32", (16_777_216, 16), False),  # not measured
     ("softmax", "float32", (64, 4_194_304), False),     # split rows read from memory
 ]
@@ -686,8 +689,9 @@ ONE_TRIP_CASES = [
 
 @pytest.mark.parametrize("op,dtype,shape,h200", ONE_TRIP_CASES)
 def test_fast_memory_float32_rows_take_one_trip(op, dtype, shape, h200):
-    """Large float32 launches of register rows on an H200 give every team one trip (no grid
-    stride); the H100 and a GPU of unknown bandwidth keep GPU_GROUPS_PER_CU groups an SM."""
+    """Large launches of float32 register rows (float16: rms_norm and softmax lanes of two runs)
+    on an H200 give every team one trip (no grid stride); the H100 and a GPU of unknown
+    bandwidth keep GPU_GROUPS_PER_CU groups an SM."""
     problem = _fast_memory_problem(op, dtype, shape)
     for caps, one in ((H200, h200), (H100, False), (UNKNOWN_BANDWIDTH, False)):
         p = plan_row(caps, problem)
