@@ -227,9 +227,9 @@ inline task_t task_at(const ulong task, const ulong n_rows, const ulong row_len,
 #else
 #define VLOAD_IN(n, p, d) VLOAD_ARRAY(n, p, d)
 #endif
-/* ROW_WIDE_STORES (the kernel file's choice, or the planner's where the file allows it; default 0): VEC-wide runs go out through
- * VSTORE_WIDE, one 16-byte store instruction on CUDA where VSTORE_ARRAY gives four (the
- * same on OpenCL). Measured per family on an H100 (benchmarks/rowops_wide_stores_h100_2026-11-25). */
+/* ROW_WIDE_STORES (the kernel file's choice, or the planner's where the file lets it; default
+ * 0): VEC-wide runs go out through VSTORE_WIDE, one 16-byte store instruction on CUDA where
+ * VSTORE_ARRAY gives four (the same on OpenCL). Measured per family on an H100 (benchmarks/rowops_wide_stores_h100_2026-11-25). */
 #ifndef ROW_WIDE_STORES
 #define ROW_WIDE_STORES 0
 #endif

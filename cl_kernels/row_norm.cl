@@ -98,7 +98,7 @@
 /* 16-byte stores on CUDA for rms_norm (float16 65536 x 4096: 2492 -> 2503-2522 GB/s on an
  * H100); layer_norm float16 lost 6 % with them (648720 x 128: 2420 -> 2285, same register
  * count; cause not found) and keeps VSTORE_ARRAY unless the planner asks for them
- * (plan_rowops.CUDA_WIDE_STORE_LAYER_NORM: short float16 rows on an H200) */
+ * (plan_rowops.CUDA_WIDE_STORE_LAYER_NORM_RUNS: short float16 rows on an H200) */
 #ifndef ROW_WIDE_STORES
 #define ROW_WIDE_STORES (NORM == NORM_RMS)
 #endif
