@@ -688,7 +688,7 @@ ONE_TRIP_CASES = [
 
 
 @pytest.mark.parametrize("op,dtype,shape,h200", ONE_TRIP_CASES)
-def test_fast_memory_float32_rows_take_one_trip(op, dtype, shape, h200):
+def test_fast_memory_register_rows_take_one_trip(op, dtype, shape, h200):
     """Large launches of float32 register rows (float16: rms_norm and softmax lanes of two runs)
     on an H200 give every team one trip (no grid stride); the H100 and a GPU of unknown
     bandwidth keep GPU_GROUPS_PER_CU groups an SM."""
