@@ -149,6 +149,103 @@ inline void exp_scale_run(ACC_T *d, const ACC_T shift, const ACC_T inv) {
 }
 #endif
 
+/* ---- CPU_PASSES (planner: CPU runtimes, whole rows short enough for one work-item) ------ */
+/* One work-item a row, three walks of it in OpenCL vectors: its max; then exp(x - shift),
+ * summed and (softmax) stored to the output; then the output scaled in place (softmax) or
+ * (x - shift) - log(sum) written (log_softmax). The row (at most REG_FLOATS_CPU elements) stays
+ * in the core's caches between the walks, so memory still sees one read and one write, and
+ * each element's exp is taken once. The register row it replaces (CACHE 0: a private array of
+ * NPER floats) lives in memory on PoCL and Intel's runtime, and its loads, sums and stores
+ * cost 3-4x a copy (float32 62500 x 128, README). Vector types are plain OpenCL C: the
+ * planner sets CPU_PASSES only for OpenCL CPU plans, never for CUDA. */
+#ifndef CPU_PASSES
+#define CPU_PASSES 0
+#endif
+#if CPU_PASSES
+#if LANES != 1 || CACHE != CACHE_NONE || SPLIT != 1 || PHASE != 0 || IN_HALF || OUT_HALF || VEC < 2
+#error "CPU_PASSES needs LANES 1, CACHE 2, SPLIT 1, PHASE 0, VEC > 1 and float32 / float64 rows"
+#endif
+#define RAW_T IN_T  /* cpu_vec.h's loaded type; the output's too (softmax keeps the dtype) */
+/* vector loads spelled with operators: PoCL 3.0 from pip calls vloadn / vstoren out of line
+ * (cpu_vec.h); the same row walks with vload8 / vstore8 took 1.3-1.6x as long there */
+#include "cpu_vec.h"
+#define CPU_STORE_2(v, q) ((q)[0] = (v).s0, (q)[1] = (v).s1)
+#define CPU_STORE_4(v, q) (CPU_STORE_2((v).lo, (q)), CPU_STORE_2((v).hi, (q) + 2))
+#define CPU_STORE_8(v, q) (CPU_STORE_4((v).lo, (q)), CPU_STORE_4((v).hi, (q) + 4))
+#define CPU_STORE_16(v, q) (CPU_STORE_8((v).lo, (q)), CPU_STORE_8((v).hi, (q) + 8))
+#define CPU_STORE(v, q) CAT(CPU_STORE_, VEC)((v), (q))
+
+/* One row of `len` elements at p into q. The max by compare and select drops a NaN (as
+ * SELECT_MAX); the NaN still reaches every result through the sum. The terms are summed
+ * Neumaier-compensated in each vector lane (terms and sums are >= 0, so the larger magnitude
+ * is the larger value) and in the tail: a row of 4096 keeps the accuracy of the walked rows. */
+inline void cpu_pass_row(__global const IN_T *p, __global OUT_T *q, const ulong len) {
+    const ulong runs = len / VEC;
+    CPU_ACCV mv = (CPU_ACCV)(-INFINITY);
+    for (ulong r = 0; r < runs; ++r) {
+        const CPU_ACCV x = CPU_LOAD_ACC(p + r * VEC);
+        mv = x > mv ? x : mv;
+    }
+    ACC_T m = -INFINITY;
+    for (uint e = 0; e < VEC; ++e) {
+        const ACC_T x = ((ACC_T *)&mv)[e];
+        m = x > m ? x : m;
+    }
+    for (ulong i = runs * VEC; i < len; ++i) {
+        const ACC_T x = LOAD(p, i);
+        m = x > m ? x : m;
+    }
+#if LOG
+    const ACC_T shift = finite_or_zero(m);
+#else
+    const ACC_T shift = m;
+#endif
+    CPU_ACCV sv = (CPU_ACCV)0, cv = (CPU_ACCV)0;
+    for (ulong r = 0; r < runs; ++r) {
+        const CPU_ACCV e = exp(CPU_LOAD_ACC(p + r * VEC) - shift);
+        const CPU_ACCV t = sv + e;
+        cv += sv >= e ? (sv - t) + e : (e - t) + sv;
+        sv = t;
+#if !LOG
+        CPU_STORE(e, q + r * VEC);
+#endif
+    }
+    /* each lane's compensated value (nsum_value: an inf sum keeps its value where its
+     * compensation went NaN), the lanes then added plainly (VEC terms, as a register run) */
+    const CPU_ACCV lanes_sum = cv == cv ? sv + cv : sv;
+    ACC_T s = 0, comp = 0;
+    for (uint e = 0; e < VEC; ++e) {
+        s += ((const ACC_T *)&lanes_sum)[e];
+    }
+    for (ulong i = runs * VEC; i < len; ++i) {
+        const ACC_T e = exp(LOAD(p, i) - shift);
+        nsum_add(&s, &comp, e);
+#if !LOG
+        q[i] = e;
+#endif
+    }
+    s = nsum_value(s, comp);
+#if LOG
+    const ACC_T ls = log(s);
+    for (ulong r = 0; r < runs; ++r) {
+        CPU_STORE((CPU_LOAD_ACC(p + r * VEC) - shift) - ls, q + r * VEC);
+    }
+    for (ulong i = runs * VEC; i < len; ++i) {
+        q[i] = (LOAD(p, i) - shift) - ls;
+    }
+#else
+    const ACC_T inv_s = (ACC_T)1 / s;  /* one reciprocal per row, as the register rows */
+    for (ulong r = 0; r < runs; ++r) {
+        __global OUT_T *qr = q + r * VEC;
+        CPU_STORE(CPU_LOAD(qr) * inv_s, qr);
+    }
+    for (ulong i = runs * VEC; i < len; ++i) {
+        q[i] *= inv_s;
+    }
+#endif
+}
+#endif /* CPU_PASSES */
+
 /* A (max, sum) pair of one lane or chunk, re-based onto the shift of the team's max. */
 inline ACC_T rebased(const ACC_T s, const ACC_T m, const ACC_T shift) {
     return s == (ACC_T)0 ? (ACC_T)0 : s * exp(finite_or_zero(m) - shift);
@@ -164,6 +261,9 @@ void softmax_rows(__global const IN_T *restrict in, const ulong in_offset,
 
     for (ulong base = FIRST_BASE; base < n_rows * SPLIT; base += stride) {
         TASK_START(base);
+#if CPU_PASSES
+        cpu_pass_row(p, q, t.len);
+#else
 
 #if ONLINE
         /* each lane's (max, sum of exp(x - shift(max))), then the team's */
@@ -274,5 +374,6 @@ void softmax_rows(__global const IN_T *restrict in, const ulong in_offset,
         LANE_WALK(w, p, 1, q, i, x, x = RESULT(x));
 #endif
 #endif /* PHASE != 1 */
+#endif /* CPU_PASSES */
     }
 }

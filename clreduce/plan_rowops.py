@@ -570,9 +570,13 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
         cache = "local"
     else:
         cache = "none"
+    cpu_passes = _cpu_passes(problem, force, cpu_rows)
+    if cpu_passes:
+        cache = "none"  # softmax.cl CPU_PASSES: the row walked three times from the core's caches
     split, chunk = _row_split(caps, problem, force, cache, lanes, wg, sg_size)
     if split > 1:
         cache, nper, local_len = "none", 1, 1
+        cpu_passes = False
     if cache == "local":
         if force.vec is not None and force.vec > 1:
             raise UnsupportedOnDevice(f"vec={force.vec}: a row cached in local memory is read element by "
@@ -612,6 +616,8 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
             defines["WALK_RUNS"] = int(runs and cache == "none" and vec > 1)
         if kernel_file == "softmax.cl" and cpu and cache == "registers":
             defines["SELECT_MAX"] = 1  # softmax.cl: a register row's max by compare and select
+        if cpu_passes:
+            defines["CPU_PASSES"] = 1
         if kernel_file in CUDA_WALK_RUNS and cuda_walk_back(caps, problem, cache, split, lanes):
             defines["WALK_BACK"] = 1
         min_blocks = max(cuda_min_blocks(caps, problem, cache, nper, wg), cuda_split_min_blocks(caps, split, wg))
@@ -852,6 +858,17 @@ def _cpu_register_rows(caps: DeviceCaps, problem: RowProblem, force: RowForce, a
         return False
     vec = _widest_vec(problem, _cpu_vec_bytes(caps, problem))
     return _ceil_div(problem.row_len, vec) * vec <= reg_budget(caps, acc_bytes, CPU_ROW_WG)
+
+
+def _cpu_passes(problem: RowProblem, force: RowForce, cpu_rows: bool) -> bool:
+    """softmax / log_softmax rows that CPU register runs would take, float32 or float64, no cache
+    forced: one work-item a row walks it three times in vectors from its core's caches
+    (softmax.cl CPU_PASSES), where the register row went through a private array in memory.
+    float32 62500 x 128, device arrays, ms a call (benchmarks/softmax_cpu_passes_2026-11-28/):
+    pip's PoCL 20-23 -> 8-9, Debian's PoCL 15-18 -> 7-8, Intel's runtime 10-11 -> 6-8.
+    float16 rows keep the register plan: a stored float16 term would be rounded twice."""
+    return (cpu_rows and force.cache is None and FAMILIES[problem.op][0] == "softmax.cl"
+            and problem.dtype != "float16")
 
 
 def _cpu_walks_scale_rows(caps: DeviceCaps, problem: RowProblem, cpu_rows: bool) -> bool:

@@ -166,8 +166,8 @@ SCALE_WALK_CASES = [
     ("llvmpipe (synthetic rusticl)", "absmax_scale", 32, "registers"),          # 97-99 / 158-190
     ("llvmpipe (synthetic rusticl)", "absmax_scale", 64, "none"),               # 254-276 / 162-169
     ("llvmpipe (synthetic rusticl)", "quantize_int8", 32, "none"),              # 236-269 / 157-168
-    ("pthread CPU (synthetic PoCL)", "softmax", 128, "registers"),   # softmax and norms keep their rows
-    ("pthread CPU (synthetic PoCL)", "rms_norm", 128, "registers"),
+    ("pthread CPU (synthetic PoCL)", "softmax", 128, "none"),        # softmax: CPU_PASSES walks (below)
+    ("pthread CPU (synthetic PoCL)", "rms_norm", 128, "registers"),  # norms keep their rows
     ("Mali-G610 (Rockchip RK3588, libmali g13p0)", "quantize_int8", 128, "registers"),  # GPUs unchanged
 ]
 
@@ -185,18 +185,81 @@ def test_cpu_scale_rows_are_walked_not_cached(name, op, k, want):
     assert plan_row(caps, problem, RowForce(cache="registers")).cache == "registers"
 
 
-@pytest.mark.parametrize("name,op,k,want", [
-    ("pthread CPU (synthetic PoCL)", "softmax", 128, 1),                  # a row a work-item, in registers
-    ("Intel(R) Xeon(R) Processor (synthetic)", "log_softmax", 1000, 1),
-    ("pthread CPU (synthetic PoCL)", "softmax", 100_000, 0),              # read from memory: no register max
-    ("pthread CPU (synthetic PoCL)", "rms_norm", 128, 0),                 # no max in a norm
-    ("Mali-G610 (Rockchip RK3588, libmali g13p0)", "softmax", 128, 0),    # GPUs keep fmax (one instruction)
+@pytest.mark.parametrize("name,op,k,dtype,want", [
+    ("pthread CPU (synthetic PoCL)", "softmax", 128, "float16", 1),           # a row a work-item, in registers
+    ("Intel(R) Xeon(R) Processor (synthetic)", "log_softmax", 1000, "float16", 1),
+    ("pthread CPU (synthetic PoCL)", "softmax", 128, "float32", 0),           # CPU_PASSES: a select of its own
+    ("pthread CPU (synthetic PoCL)", "softmax", 100_000, "float16", 0),       # read from memory: no register max
+    ("pthread CPU (synthetic PoCL)", "rms_norm", 128, "float16", 0),          # no max in a norm
+    ("Mali-G610 (Rockchip RK3588, libmali g13p0)", "softmax", 128, "float16", 0),  # GPUs keep fmax (one instruction)
 ])
-def test_cpu_softmax_rows_take_their_max_by_select(name, op, k, want):
+def test_cpu_softmax_rows_take_their_max_by_select(name, op, k, dtype, want):
     """SELECT_MAX: CPU softmax rows in registers take their max by compare and select
     (pip PoCL calls fmax out of line); other plans leave the define out (softmax.cl: fmax)."""
-    p = plan_row(ALL_CAPS[name], RowProblem(op, 10**5, k, "float32"))
+    p = plan_row(ALL_CAPS[name], RowProblem(op, 10**5, k, dtype))
     assert int(dict(p.defines).get("SELECT_MAX", 0)) == want
+    forced = plan_row(ALL_CAPS[name], RowProblem(op, 10**5, k, "float32"), RowForce(cache="registers")) \
+        if k <= 4096 else None
+    if forced is not None and name.startswith(("pthread", "Intel")) and op != "rms_norm":
+        assert dict(forced.defines).get("SELECT_MAX") == "1"  # float32 register rows, when forced
+
+
+PASSES_CPU = "pthread CPU (synthetic PoCL)"
+PASSES_INTEL = "Intel(R) Xeon(R) Processor (synthetic)"
+
+
+# (device, op, K, dtype, force) -> whether softmax.cl CPU_PASSES walks the rows
+@pytest.mark.parametrize("name,op,k,dtype,force,want", [
+    (PASSES_CPU, "softmax", 128, "float32", None, True),        # pip PoCL 62500x128: 20-23 -> 11-14 ms
+    (PASSES_INTEL, "log_softmax", 1000, "float32", None, True),
+    (PASSES_CPU, "softmax", 7, "float64", None, True),          # float64: vectors of double
+    (PASSES_CPU, "softmax", 4096, "float32", None, True),       # REG_FLOATS_CPU
+    (PASSES_CPU, "softmax", 8192, "float32", None, False),      # past the budget: read from memory online
+    (PASSES_CPU, "softmax", 128, "float16", None, False),       # a stored half term would round twice
+    (PASSES_CPU, "softmax", 128, "float32", RowForce(cache="registers"), False),  # forced variants stay reachable
+    (PASSES_CPU, "softmax", 128, "float32", RowForce(cache="none"), False),
+    (PASSES_CPU, "rms_norm", 128, "float32", None, False),      # softmax.cl only
+    ("Mali-G610 (Rockchip RK3588, libmali g13p0)", "softmax", 128, "float32", None, False),  # GPUs: never
+])
+def test_cpu_softmax_rows_walk_three_times(name, op, k, dtype, force, want):
+    """CPU runtimes that vectorise across work-items walk float32 / float64 softmax rows that
+    fit a work-item three times from the core's caches (softmax.cl CPU_PASSES) instead of
+    through a private array; a forced cache keeps its own variant."""
+    p = plan_row(ALL_CAPS[name], RowProblem(op, 10**5, k, dtype), force)
+    assert (dict(p.defines).get("CPU_PASSES") == "1") == want, p.defines
+    if want:
+        assert (p.cache, p.lanes, p.split) == ("none", 1, 1)
+
+
+def test_cpu_passes_only_where_the_kernel_takes_them():
+    """softmax.cl refuses CPU_PASSES (#error) unless LANES 1, CACHE 2, SPLIT 1, VEC > 1 and
+    no float16; every default plan on every profile keeps to that, and llvmpipe, GPUs and
+    CUDA never get the define (it uses OpenCL vector types)."""
+    from test_plan import LLVMPIPE
+
+    from clreduce.backends.cuda import probe as cuda_probe
+
+    cuda = {name: cuda_probe.caps_from_properties(getattr(cuda_probe, name))
+            for name in ("H100_SXM_PROPERTIES", "H200_PROPERTIES", "T4_PROPERTIES")}
+    seen = 0
+    for name, caps in {**ALL_CAPS, LLVMPIPE.name: LLVMPIPE, **cuda}.items():
+        for op in ("softmax", "log_softmax"):
+            for k in ROW_LENS:
+                for dtype in ("float32", "float16", "float64"):
+                    try:
+                        p = plan_row(caps, RowProblem(op, 1000, k, dtype))
+                    except UnsupportedOnDevice:
+                        continue
+                    defines = dict(p.defines)
+                    if defines.get("CPU_PASSES") != "1":
+                        continue
+                    seen += 1
+                    assert caps.device_type == "cpu" and caps.backend == "opencl", name
+                    assert not llvmpipe_loop_limited(caps), name
+                    assert (defines["LANES"], defines["CACHE"], defines["SPLIT"], defines["IN_HALF"]) == \
+                        ("1", "2", "1", "0"), (name, op, k, dtype)
+                    assert int(defines["VEC"]) > 1 and len(p.passes) == 1
+    assert seen > 0
 
 
 @pytest.mark.parametrize("fields, match", [

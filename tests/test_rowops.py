@@ -148,6 +148,40 @@ def test_softmax_specials_in_runs_of_long_rows(cl_device, op):
             _close(got, want, dtype, tol, f"{op} {dtype} {force}")
 
 
+# K: 1 (no vector run, the tail alone), 13 (one or two runs and a tail), 129 (runs, a tail of
+# 1), 4096 (REG_FLOATS_CPU: the longest row CPU_PASSES takes; float64 rows of 4096 go to memory)
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("k", [1, 13, 129, 4096])
+def test_softmax_rows_walked_three_times_on_cpus(cl_device, cl_queue, op, k):
+    """softmax.cl CPU_PASSES (CPU runtimes' default for float32 / float64 rows that fit a
+    work-item): the max, then the exp terms summed (softmax: stored), then the write, each a
+    walk of the row in vectors. Rows with specials and a 1e4 offset, the array one element past
+    an aligned address (and rows of 13 and 129 start anywhere): unaligned vector loads. Every
+    device runs the rows; the CPU runtimes that vectorise must plan them with CPU_PASSES."""
+    caps = opencl_rowops.runnable_caps(cl_queue)
+    fn, ref, tol = ((rowops.softmax, ref_softmax, TOL) if op == "softmax" else
+                    (rowops.log_softmax, ref_log_softmax, LOG_TOL))
+    for dtype in ("float32",) + (("float64",) if caps.fp64 else ()):
+        rows = 24
+        x = _rng("passes", op, k, dtype).standard_normal((rows, k)) * 4
+        x[1::2] += 1e4
+        specials = [r for r in ADVERSARIAL.values() if k >= len(r)]
+        for i, r in enumerate(specials[:rows - 4]):
+            x[4 + i, :len(r)] = r
+        x[2, :] = -np.inf
+        x[3, k // 2] = np.nan
+        storage = np.empty(rows * k + 1, dtype)
+        xs = storage[1:].reshape(rows, k)  # one element past numpy's aligned allocation
+        xs[...] = x
+        if caps.device_type == "cpu" and not llvmpipe_loop_limited(caps) and (dtype == "float32" or k < 4096):
+            plan = plan_row(caps, RowProblem(op, rows, k, dtype))
+            assert dict(plan.defines).get("CPU_PASSES") == "1", plan.defines
+        got = fn(xs, device=cl_device)
+        want = ref(xs)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=f"{op} {dtype} K={k} NaN positions")
+        _close(got, want, dtype, tol, f"{op} {dtype} K={k}")
+
+
 @pytest.mark.parametrize("axis", [0, 1, -3])
 def test_softmax_any_axis(cl_device, axis):
     x = _rng("axis", axis).standard_normal((4, 5, 6)).astype(np.float32)
