@@ -137,6 +137,13 @@ CUDA_RESIDENT = ((8, {None: 1.0}), (16, {"layer_norm": 0.75, "rms_norm": 0.75, N
 # whose private budget then left rows of 128 uncached) were 1.3-2x slower on 65536 x 128
 # float32 (interleaved A/B, README).
 CPU_ROW_WG = 16
+# softmax rows too long for CPU register runs walk three times too (softmax.cl CPU_PASSES, a
+# row a work-item) where there are at least this many rows a core; a work-group of one row
+# each, so that the row split's want of tasks (two a core) is met without a split
+CPU_PASSES_ROWS_PER_CU = 2
+# Intel's CPU runtime keeps softmax register rows shorter than this (rows of 32: 9-10 ms a call
+# against 28-30 walked, 250000 x 32 float32; rows of 64 level)
+CPU_PASSES_INTEL_MIN_LEN = 64
 CPU_VEC_BYTES = 64
 # ... and absmax_scale on Intel's runtime (its register runs are the same): 1.9-2.2 -> 2.5-2.9
 # GB/s on float32 rows of 128 / 1000 (interleaved runs, loaded host); PoCL lost ~10 % that
@@ -500,16 +507,17 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
     wg = _choose_wg(caps, Force(wg_size=force.wg_size), sg_size)
     wg, wide_budget = _cuda_register_wg(caps, problem, force, wg, acc_bytes)
     cpu_rows = _cpu_register_rows(caps, problem, force, acc_bytes)
-    if cpu_rows:
+    long_passes = not cpu_rows and _cpu_long_passes(caps, problem, force)
+    if cpu_rows or long_passes:
         sg_mode, sg_size, reqd = "local", None, "none"
-        wg = min(CPU_ROW_WG, _pow2_floor(caps.max_work_group_size))
+        wg = min(CPU_ROW_WG if cpu_rows else 1, _pow2_floor(caps.max_work_group_size))
 
     # CPUs: a work-group runs on one core; a team stays inside one sub-group (or is one
     # work-item without sub-groups), as in plan.py. GPUs spread long rows over the group.
     lanes_cap = wg if not cpu else min(wg, sg_size or 1)
     budget_reg = wide_budget or reg_budget(caps, acc_bytes, wg)
     vec = _row_vec(caps, problem, force, cpu_rows)
-    if cpu_rows:
+    if cpu_rows or long_passes:
         lanes = 1
     elif force.lanes is not None:
         lanes = force.lanes
@@ -570,7 +578,7 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
         cache = "local"
     else:
         cache = "none"
-    cpu_passes = _cpu_passes(problem, force, cpu_rows)
+    cpu_passes = _cpu_passes(caps, problem, force, cpu_rows) or long_passes
     if cpu_passes:
         cache = "none"  # softmax.cl CPU_PASSES: the row walked three times from the core's caches
     split, chunk = _row_split(caps, problem, force, cache, lanes, wg, sg_size)
@@ -860,15 +868,37 @@ def _cpu_register_rows(caps: DeviceCaps, problem: RowProblem, force: RowForce, a
     return _ceil_div(problem.row_len, vec) * vec <= reg_budget(caps, acc_bytes, CPU_ROW_WG)
 
 
-def _cpu_passes(problem: RowProblem, force: RowForce, cpu_rows: bool) -> bool:
+def _cpu_passes(caps: DeviceCaps, problem: RowProblem, force: RowForce, cpu_rows: bool) -> bool:
     """softmax / log_softmax rows that CPU register runs would take, float32 or float64, no cache
     forced: one work-item a row walks it three times in vectors from its core's caches
     (softmax.cl CPU_PASSES), where the register row went through a private array in memory.
-    float32 62500 x 128, device arrays, ms a call (benchmarks/softmax_cpu_passes_2026-11-28/):
-    pip's PoCL 20-23 -> 8-9, Debian's PoCL 15-18 -> 7-8, Intel's runtime 10-11 -> 6-8.
-    float16 rows keep the register plan: a stored float16 term would be rounded twice."""
-    return (cpu_rows and force.cache is None and FAMILIES[problem.op][0] == "softmax.cl"
-            and problem.dtype != "float16")
+    float16 rows keep the register plan: a stored float16 term would be rounded twice. So do
+    Intel's rows under CPU_PASSES_INTEL_MIN_LEN (its register plan vectorises across the
+    group's work-items, and rows of 32 ran 3x slower walked).
+    Device arrays, ms a call, register plan / CPU_PASSES, three alternating rounds on a 2-core
+    AMD EPYC VM (benchmarks/softmax_cpu_passes_2026-11-28/): pip's PoCL 62500 x 128 16-20 /
+    10-11, 8000 x 1000 17-20 / 9-11; Debian's PoCL 14-19 / 7-8, 11-17 / 6-10; Intel 11-12 /
+    8-9, 12-18 / 5-7; Intel 250000 x 32 9-10 / 28-30."""
+    if not cpu_rows or force.cache is not None or FAMILIES[problem.op][0] != "softmax.cl":
+        return False
+    if caps.implementation == "intel" and problem.row_len < CPU_PASSES_INTEL_MIN_LEN:
+        return False
+    return problem.dtype != "float16"
+
+
+def _cpu_long_passes(caps: DeviceCaps, problem: RowProblem, force: RowForce) -> bool:
+    """float32 / float64 softmax rows too long for a work-item's registers, on the CPU runtimes
+    that take register rows, nothing forced, and at least CPU_PASSES_ROWS_PER_CU rows a core:
+    CPU_PASSES too, a row a work-item in groups of one (a row of 4 MB no longer stays in L2
+    between the walks, and still ran 5-8x the online walk's speed). With fewer rows the row is
+    split in chunks (online walks), as before. Before: wg 256, chunks of 8192 split over
+    work-items, each walked online (a scalar exp a run for the rescale): 1.3-1.5 GB/s on pip's
+    PoCL and Intel's runtime, where torch (2 threads) gave 10.5."""
+    if caps.device_type != "cpu" or caps.backend != "opencl" or llvmpipe_loop_limited(caps):
+        return False
+    if FAMILIES[problem.op][0] != "softmax.cl" or problem.dtype == "float16" or force != RowForce():
+        return False
+    return problem.rows >= CPU_PASSES_ROWS_PER_CU * max(1, caps.compute_units)
 
 
 def _cpu_walks_scale_rows(caps: DeviceCaps, problem: RowProblem, cpu_rows: bool) -> bool:

@@ -208,27 +208,34 @@ PASSES_CPU = "pthread CPU (synthetic PoCL)"
 PASSES_INTEL = "Intel(R) Xeon(R) Processor (synthetic)"
 
 
-# (device, op, K, dtype, force) -> whether softmax.cl CPU_PASSES walks the rows
-@pytest.mark.parametrize("name,op,k,dtype,force,want", [
-    (PASSES_CPU, "softmax", 128, "float32", None, True),        # pip PoCL 62500x128: 20-23 -> 11-14 ms
-    (PASSES_INTEL, "log_softmax", 1000, "float32", None, True),
-    (PASSES_CPU, "softmax", 7, "float64", None, True),          # float64: vectors of double
-    (PASSES_CPU, "softmax", 4096, "float32", None, True),       # REG_FLOATS_CPU
-    (PASSES_CPU, "softmax", 8192, "float32", None, False),      # past the budget: read from memory online
-    (PASSES_CPU, "softmax", 128, "float16", None, False),       # a stored half term would round twice
-    (PASSES_CPU, "softmax", 128, "float32", RowForce(cache="registers"), False),  # forced variants stay reachable
-    (PASSES_CPU, "softmax", 128, "float32", RowForce(cache="none"), False),
-    (PASSES_CPU, "rms_norm", 128, "float32", None, False),      # softmax.cl only
-    ("Mali-G610 (Rockchip RK3588, libmali g13p0)", "softmax", 128, "float32", None, False),  # GPUs: never
+# (device, op, rows, K, dtype, force) -> whether softmax.cl CPU_PASSES walks the rows, and its
+# work-group size (benchmarks/softmax_cpu_passes_2026-11-28/)
+@pytest.mark.parametrize("name,op,rows,k,dtype,force,want", [
+    (PASSES_CPU, "softmax", 10**5, 128, "float32", None, 16),        # pip PoCL 62500x128: 16-20 -> 10-11 ms
+    (PASSES_INTEL, "log_softmax", 10**5, 1000, "float32", None, 16),
+    (PASSES_CPU, "softmax", 10**5, 7, "float64", None, 16),          # float64: vectors of double
+    (PASSES_CPU, "softmax", 10**5, 4096, "float32", None, 16),       # REG_FLOATS_CPU: registers' groups
+    (PASSES_CPU, "softmax", 10**5, 8192, "float32", None, 1),        # past it: a row a group (was online)
+    (PASSES_INTEL, "softmax", 122, 65536, "float32", None, 1),       # 24-25 -> 6-8 ms
+    (PASSES_CPU, "softmax", 1, 4194304, "float32", None, 0),         # fewer rows than 2 a core: split
+    (PASSES_INTEL, "softmax", 10**5, 32, "float32", None, 0),        # CPU_PASSES_INTEL_MIN_LEN: 9-10 vs 28-30 ms
+    (PASSES_CPU, "softmax", 10**5, 32, "float32", None, 16),         # PoCL: 39-41 -> 26-28
+    (PASSES_CPU, "softmax", 10**5, 128, "float16", None, 0),         # a stored half term would round twice
+    (PASSES_CPU, "softmax", 10**5, 128, "float32", RowForce(cache="registers"), 0),  # forced variants stay
+    (PASSES_CPU, "softmax", 10**5, 128, "float32", RowForce(cache="none"), 0),
+    (PASSES_CPU, "softmax", 10**5, 8192, "float32", RowForce(cache="none"), 0),
+    (PASSES_CPU, "rms_norm", 10**5, 128, "float32", None, 0),        # softmax.cl only
+    ("Mali-G610 (Rockchip RK3588, libmali g13p0)", "softmax", 10**5, 128, "float32", None, 0),  # GPUs: never
 ])
-def test_cpu_softmax_rows_walk_three_times(name, op, k, dtype, force, want):
-    """CPU runtimes that vectorise across work-items walk float32 / float64 softmax rows that
-    fit a work-item three times from the core's caches (softmax.cl CPU_PASSES) instead of
-    through a private array; a forced cache keeps its own variant."""
-    p = plan_row(ALL_CAPS[name], RowProblem(op, 10**5, k, dtype), force)
-    assert (dict(p.defines).get("CPU_PASSES") == "1") == want, p.defines
+def test_cpu_softmax_rows_walk_three_times(name, op, rows, k, dtype, force, want):
+    """CPU runtimes that vectorise across work-items walk float32 / float64 softmax rows three
+    times from the core's caches (softmax.cl CPU_PASSES): rows that fit a work-item in groups
+    of CPU_ROW_WG, longer rows one a group where there are two a core; a forced cache keeps
+    its own variant."""
+    p = plan_row(ALL_CAPS[name], RowProblem(op, rows, k, dtype), force)
+    assert (dict(p.defines).get("CPU_PASSES") == "1") == bool(want), p.defines
     if want:
-        assert (p.cache, p.lanes, p.split) == ("none", 1, 1)
+        assert (p.cache, p.lanes, p.split, p.wg_size) == ("none", 1, 1, want)
 
 
 def test_cpu_passes_only_where_the_kernel_takes_them():

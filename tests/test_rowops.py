@@ -25,7 +25,8 @@ from clreduce import rowops
 from clreduce.backends import opencl_rowops
 from clreduce.backends.opencl_probe import probe_device
 from clreduce.plan import Force, UnsupportedOnDevice
-from clreduce.plan_rowops import RowForce, RowProblem, llvmpipe_loop_limited, plan_row, row_variants
+from clreduce.plan_rowops import (CPU_PASSES_ROWS_PER_CU, RowForce, RowProblem, llvmpipe_loop_limited, plan_row,
+                                  row_variants)
 from clreduce.plan_scan import WALK_SEG_LLVMPIPE
 
 try:
@@ -148,10 +149,11 @@ def test_softmax_specials_in_runs_of_long_rows(cl_device, op):
             _close(got, want, dtype, tol, f"{op} {dtype} {force}")
 
 
-# K: 1 (no vector run, the tail alone), 13 (one or two runs and a tail), 129 (runs, a tail of
-# 1), 4096 (REG_FLOATS_CPU: the longest row CPU_PASSES takes; float64 rows of 4096 go to memory)
+# K: 1 (no vector run, the tail alone), 13 (one or two runs and a tail; Intel: its register
+# rows), 129 (runs, a tail of 1), 4096 (REG_FLOATS_CPU: the longest rows in groups of 16), 9000
+# (past it: a row a group)
 @pytest.mark.parametrize("op", ["softmax", "log_softmax"])
-@pytest.mark.parametrize("k", [1, 13, 129, 4096])
+@pytest.mark.parametrize("k", [1, 13, 129, 4096, 9000])
 def test_softmax_rows_walked_three_times_on_cpus(cl_device, cl_queue, op, k):
     """softmax.cl CPU_PASSES (CPU runtimes' default for float32 / float64 rows that fit a
     work-item): the max, then the exp terms summed (softmax: stored), then the write, each a
@@ -173,7 +175,8 @@ def test_softmax_rows_walked_three_times_on_cpus(cl_device, cl_queue, op, k):
         storage = np.empty(rows * k + 1, dtype)
         xs = storage[1:].reshape(rows, k)  # one element past numpy's aligned allocation
         xs[...] = x
-        if caps.device_type == "cpu" and not llvmpipe_loop_limited(caps) and (dtype == "float32" or k < 4096):
+        if (caps.device_type == "cpu" and not llvmpipe_loop_limited(caps) and k >= 129
+                and rows >= CPU_PASSES_ROWS_PER_CU * caps.compute_units):
             plan = plan_row(caps, RowProblem(op, rows, k, dtype))
             assert dict(plan.defines).get("CPU_PASSES") == "1", plan.defines
         got = fn(xs, device=cl_device)
