@@ -149,21 +149,24 @@ inline void exp_scale_run(ACC_T *d, const ACC_T shift, const ACC_T inv) {
 }
 #endif
 
-/* ---- CPU_PASSES (planner: CPU runtimes, whole rows short enough for one work-item) ------ */
-/* One work-item a row, three walks of it in OpenCL vectors: its max; then exp(x - shift),
- * summed and (softmax) stored to the output; then the output scaled in place (softmax) or
- * (x - shift) - log(sum) written (log_softmax). The row (at most REG_FLOATS_CPU elements) stays
- * in the core's caches between the walks, so memory still sees one read and one write, and
- * each element's exp is taken once. The register row it replaces (CACHE 0: a private array of
- * NPER floats) lives in memory on PoCL and Intel's runtime, and its loads, sums and stores
- * cost 3-4x a copy (float32 62500 x 128, README). Vector types are plain OpenCL C: the
- * planner sets CPU_PASSES only for OpenCL CPU plans, never for CUDA. */
+/* ---- CPU_PASSES (planner: CPU runtimes; never CUDA) ------------------------------------- */
+/* One work-item a task, which walks it in OpenCL vectors. A whole row (PHASE 0): its max;
+ * then exp(x - shift), summed and (softmax) stored to the output; then the output scaled in
+ * place (softmax) or (x - shift) - log(sum) written (log_softmax). A chunk of a split row
+ * (PHASE 1): its max, then the sum of exp(x - shift_c), its partials (m_c, s_c) as the online
+ * walk gives them; PHASE 2 folds them as ever and writes exp(x - m) / s (log_softmax: as
+ * above) in vectors. A row, or a chunk, stays in the core's caches between its walks, so
+ * memory sees one read and one write (split: two reads), and each exp is taken once. The
+ * register row it replaces (CACHE 0: a private array of NPER floats) lives in memory on PoCL
+ * and Intel's runtime, and its loads, sums and stores cost 3-4x a copy (float32 62500 x 128,
+ * README); the online walk of longer rows paid a scalar exp a run. Vector types are plain
+ * OpenCL C: the planner sets CPU_PASSES only for OpenCL CPU plans. */
 #ifndef CPU_PASSES
 #define CPU_PASSES 0
 #endif
 #if CPU_PASSES
-#if LANES != 1 || CACHE != CACHE_NONE || SPLIT != 1 || PHASE != 0 || IN_HALF || OUT_HALF || VEC < 2
-#error "CPU_PASSES needs LANES 1, CACHE 2, SPLIT 1, PHASE 0, VEC > 1 and float32 / float64 rows"
+#if LANES != 1 || CACHE != CACHE_NONE || IN_HALF || OUT_HALF || VEC < 2
+#error "CPU_PASSES needs LANES 1, CACHE 2, VEC > 1 and float32 / float64 rows"
 #endif
 #define RAW_T IN_T  /* cpu_vec.h's loaded type; the output's too (softmax keeps the dtype) */
 /* vector loads spelled with operators: PoCL 3.0 from pip calls vloadn / vstoren out of line
@@ -173,13 +176,13 @@ inline void exp_scale_run(ACC_T *d, const ACC_T shift, const ACC_T inv) {
 #define CPU_STORE_4(v, q) (CPU_STORE_2((v).lo, (q)), CPU_STORE_2((v).hi, (q) + 2))
 #define CPU_STORE_8(v, q) (CPU_STORE_4((v).lo, (q)), CPU_STORE_4((v).hi, (q) + 4))
 #define CPU_STORE_16(v, q) (CPU_STORE_8((v).lo, (q)), CPU_STORE_8((v).hi, (q) + 8))
-#define CPU_STORE(v, q) CAT(CPU_STORE_, VEC)((v), (q))
+/* the value once into a variable: the component stores name it VEC times, and PoCL does not
+ * merge repeated calls of its exp (a split row's write took 4x as long) */
+#define CPU_STORE(v, q) do { const CPU_ACCV v_ = (v); CAT(CPU_STORE_, VEC)(v_, (q)); } while (0)
 
-/* One row of `len` elements at p into q. The max by compare and select drops a NaN (as
- * SELECT_MAX); the NaN still reaches every result through the sum. The terms are summed
- * Neumaier-compensated in each vector lane (terms and sums are >= 0, so the larger magnitude
- * is the larger value) and in the tail: a row of 4096 keeps the accuracy of the walked rows. */
-inline void cpu_pass_row(__global const IN_T *p, __global OUT_T *q, const ulong len) {
+/* The max of `len` elements at p, by compare and select: a NaN is dropped (as SELECT_MAX) and
+ * reaches every result through the sum instead. */
+inline ACC_T cpu_max(__global const IN_T *p, const ulong len) {
     const ulong runs = len / VEC;
     CPU_ACCV mv = (CPU_ACCV)(-INFINITY);
     for (ulong r = 0; r < runs; ++r) {
@@ -195,20 +198,25 @@ inline void cpu_pass_row(__global const IN_T *p, __global OUT_T *q, const ulong 
         const ACC_T x = LOAD(p, i);
         m = x > m ? x : m;
     }
-#if LOG
-    const ACC_T shift = finite_or_zero(m);
-#else
-    const ACC_T shift = m;
-#endif
+    return m;
+}
+
+/* The sum of exp(x - shift) over `len` elements at p, each term also stored to q where
+ * `store`. Summed Neumaier-compensated in each vector lane (terms and sums are >= 0, so the
+ * larger magnitude is the larger value) and in the tail: a row of 4096 keeps the accuracy of
+ * the walked rows. */
+inline ACC_T cpu_exp_sum(__global const IN_T *p, __global OUT_T *q, const ulong len, const ACC_T shift,
+                         const int store) {
+    const ulong runs = len / VEC;
     CPU_ACCV sv = (CPU_ACCV)0, cv = (CPU_ACCV)0;
     for (ulong r = 0; r < runs; ++r) {
         const CPU_ACCV e = exp(CPU_LOAD_ACC(p + r * VEC) - shift);
         const CPU_ACCV t = sv + e;
         cv += sv >= e ? (sv - t) + e : (e - t) + sv;
         sv = t;
-#if !LOG
-        CPU_STORE(e, q + r * VEC);
-#endif
+        if (store) {
+            CPU_STORE(e, q + r * VEC);
+        }
     }
     /* each lane's compensated value (nsum_value: an inf sum keeps its value where its
      * compensation went NaN), the lanes then added plainly (VEC terms, as a register run) */
@@ -220,28 +228,57 @@ inline void cpu_pass_row(__global const IN_T *p, __global OUT_T *q, const ulong 
     for (ulong i = runs * VEC; i < len; ++i) {
         const ACC_T e = exp(LOAD(p, i) - shift);
         nsum_add(&s, &comp, e);
-#if !LOG
-        q[i] = e;
-#endif
+        if (store) {
+            q[i] = e;
+        }
     }
-    s = nsum_value(s, comp);
+    return nsum_value(s, comp);
+}
+
+/* The write of `len` elements at q: log_softmax (x - shift) - a from the input; softmax
+ * exp(x - shift) * b from the input (split rows), or, where the terms are already in q
+ * (`in_place`), q * b. The branch stands outside the loops: as a select per run, PoCL ran
+ * both sides (an exp, and a read of the output, per element). */
+inline void cpu_write(__global const IN_T *p, __global OUT_T *q, const ulong len, const ACC_T shift,
+                      const ACC_T a, const ACC_T b, const int in_place) {
+    const ulong runs = len / VEC;
 #if LOG
-    const ACC_T ls = log(s);
     for (ulong r = 0; r < runs; ++r) {
-        CPU_STORE((CPU_LOAD_ACC(p + r * VEC) - shift) - ls, q + r * VEC);
+        CPU_STORE((CPU_LOAD_ACC(p + r * VEC) - shift) - a, q + r * VEC);
     }
     for (ulong i = runs * VEC; i < len; ++i) {
-        q[i] = (LOAD(p, i) - shift) - ls;
+        q[i] = (LOAD(p, i) - shift) - a;
     }
 #else
-    const ACC_T inv_s = (ACC_T)1 / s;  /* one reciprocal per row, as the register rows */
-    for (ulong r = 0; r < runs; ++r) {
-        __global OUT_T *qr = q + r * VEC;
-        CPU_STORE(CPU_LOAD(qr) * inv_s, qr);
+    if (in_place) {
+        for (ulong r = 0; r < runs; ++r) {
+            CPU_STORE(CPU_LOAD(q + r * VEC) * b, q + r * VEC);
+        }
+        for (ulong i = runs * VEC; i < len; ++i) {
+            q[i] *= b;
+        }
+    } else {
+        for (ulong r = 0; r < runs; ++r) {
+            CPU_STORE(exp(CPU_LOAD_ACC(p + r * VEC) - shift) * b, q + r * VEC);
+        }
+        for (ulong i = runs * VEC; i < len; ++i) {
+            q[i] = exp(LOAD(p, i) - shift) * b;
+        }
     }
-    for (ulong i = runs * VEC; i < len; ++i) {
-        q[i] *= inv_s;
-    }
+#endif
+}
+
+/* A whole row (PHASE 0). softmax's shift is the max itself (a non-finite max makes the row
+ * NaN, as in the register rows); log_softmax's is finite_or_zero(max). */
+inline void cpu_pass_row(__global const IN_T *p, __global OUT_T *q, const ulong len) {
+    const ACC_T m = cpu_max(p, len);
+#if LOG
+    const ACC_T shift = finite_or_zero(m);
+    cpu_write(p, q, len, shift, log(cpu_exp_sum(p, q, len, shift, 0)), 0, 0);
+#else
+    /* one reciprocal per row, as the register rows */
+    const ACC_T inv_s = (ACC_T)1 / cpu_exp_sum(p, q, len, m, 1);
+    cpu_write(p, q, len, m, 0, inv_s, 1);
 #endif
 }
 #endif /* CPU_PASSES */
@@ -261,8 +298,11 @@ void softmax_rows(__global const IN_T *restrict in, const ulong in_offset,
 
     for (ulong base = FIRST_BASE; base < n_rows * SPLIT; base += stride) {
         TASK_START(base);
-#if CPU_PASSES
+#if CPU_PASSES && PHASE == 0
         cpu_pass_row(p, q, t.len);
+#elif CPU_PASSES && PHASE == 1
+        const ACC_T m = cpu_max(p, t.len);
+        put_partials(partials, t, lane, m, cpu_exp_sum(p, 0, t.len, finite_or_zero(m), 0));
 #else
 
 #if ONLINE
@@ -367,6 +407,10 @@ void softmax_rows(__global const IN_T *restrict in, const ulong in_offset,
         }
 #elif CACHE == CACHE_LOCAL
         CACHE_WALK(i, x, STORE(RESULT_CACHED(x), q, i));
+#elif CPU_PASSES && LOG  /* PHASE 2 */
+        cpu_write(p, q, t.len, shift, ls, 0, 0);
+#elif CPU_PASSES
+        cpu_write(p, q, t.len, m_, 0, inv_s, 0);
 #elif WALK_RUNS && !LOG
         /* exp(x - m_) / s run by run */
         LANE_WALK_RUNS(w, p, 1, q, d, exp_scale_run(d, m_, inv_s), i, x, x = RESULT(x));
@@ -374,6 +418,6 @@ void softmax_rows(__global const IN_T *restrict in, const ulong in_offset,
         LANE_WALK(w, p, 1, q, i, x, x = RESULT(x));
 #endif
 #endif /* PHASE != 1 */
-#endif /* CPU_PASSES */
+#endif /* CPU_PASSES, PHASE 0 and 1 */
     }
 }

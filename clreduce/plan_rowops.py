@@ -137,10 +137,11 @@ CUDA_RESIDENT = ((8, {None: 1.0}), (16, {"layer_norm": 0.75, "rms_norm": 0.75, N
 # whose private budget then left rows of 128 uncached) were 1.3-2x slower on 65536 x 128
 # float32 (interleaved A/B, README).
 CPU_ROW_WG = 16
-# softmax rows too long for CPU register runs walk three times too (softmax.cl CPU_PASSES, a
-# row a work-item) where there are at least this many rows a core; a work-group of one row
-# each, so that the row split's want of tasks (two a core) is met without a split
-CPU_PASSES_ROWS_PER_CU = 2
+# softmax rows too long for CPU register runs walk three times too (softmax.cl CPU_PASSES), a
+# task a work-group of one: with two rows a core (the row split's want of tasks) a row a task,
+# with fewer split in chunks of at most CPU_PASSES_CHUNK elements (256 KB of float32: a chunk's
+# two walks, max then sum, find it in the core's L2)
+CPU_PASSES_CHUNK = 1 << 16
 # Intel's CPU runtime keeps softmax register rows shorter than this (rows of 32: 9-10 ms a call
 # against 28-30 walked, 250000 x 32 float32; rows of 64 level)
 CPU_PASSES_INTEL_MIN_LEN = 64
@@ -582,9 +583,14 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
     if cpu_passes:
         cache = "none"  # softmax.cl CPU_PASSES: the row walked three times from the core's caches
     split, chunk = _row_split(caps, problem, force, cache, lanes, wg, sg_size)
+    if long_passes and split > 1:
+        # chunks that stay in a core's L2 between their two walks
+        split = max(split, _ceil_div(k, CPU_PASSES_CHUNK))
+        chunk = _ceil_div(_ceil_div(k, split), ROW_SPLIT_ALIGN) * ROW_SPLIT_ALIGN
+        split = _ceil_div(k, chunk)
     if split > 1:
         cache, nper, local_len = "none", 1, 1
-        cpu_passes = False
+        cpu_passes = long_passes
     if cache == "local":
         if force.vec is not None and force.vec > 1:
             raise UnsupportedOnDevice(f"vec={force.vec}: a row cached in local memory is read element by "
@@ -875,10 +881,10 @@ def _cpu_passes(caps: DeviceCaps, problem: RowProblem, force: RowForce, cpu_rows
     float16 rows keep the register plan: a stored float16 term would be rounded twice. So do
     Intel's rows under CPU_PASSES_INTEL_MIN_LEN (its register plan vectorises across the
     group's work-items, and rows of 32 ran 3x slower walked).
-    Device arrays, ms a call, register plan / CPU_PASSES, three alternating rounds on a 2-core
-    AMD EPYC VM (benchmarks/softmax_cpu_passes_2026-11-28/): pip's PoCL 62500 x 128 16-20 /
-    10-11, 8000 x 1000 17-20 / 9-11; Debian's PoCL 14-19 / 7-8, 11-17 / 6-10; Intel 11-12 /
-    8-9, 12-18 / 5-7; Intel 250000 x 32 9-10 / 28-30."""
+    float32 device arrays, ms a call, register plan / CPU_PASSES, three alternating rounds on a
+    2-core AMD EPYC VM (benchmarks/softmax_cpu_passes_2026-11-28/table.md): pip's PoCL
+    62500 x 128 20-23 / 9-11, 8000 x 1000 17-27 / 7-8; Debian's PoCL 14-22 / 8-11, 12-26 / 6-8;
+    Intel 11-12 / 7-10, 19-21 / 5; Intel 250000 x 32 9-10 / 28-30 (ab_long_v1.txt)."""
     if not cpu_rows or force.cache is not None or FAMILIES[problem.op][0] != "softmax.cl":
         return False
     if caps.implementation == "intel" and problem.row_len < CPU_PASSES_INTEL_MIN_LEN:
@@ -888,17 +894,18 @@ def _cpu_passes(caps: DeviceCaps, problem: RowProblem, force: RowForce, cpu_rows
 
 def _cpu_long_passes(caps: DeviceCaps, problem: RowProblem, force: RowForce) -> bool:
     """float32 / float64 softmax rows too long for a work-item's registers, on the CPU runtimes
-    that take register rows, nothing forced, and at least CPU_PASSES_ROWS_PER_CU rows a core:
-    CPU_PASSES too, a row a work-item in groups of one (a row of 4 MB no longer stays in L2
-    between the walks, and still ran 5-8x the online walk's speed). With fewer rows the row is
-    split in chunks (online walks), as before. Before: wg 256, chunks of 8192 split over
-    work-items, each walked online (a scalar exp a run for the rescale): 1.3-1.5 GB/s on pip's
-    PoCL and Intel's runtime, where torch (2 threads) gave 10.5."""
+    that take register rows, nothing forced: CPU_PASSES too, a task a work-item in groups of one.
+    A row a task where there are at least two rows a core (a row of 4 MB no
+    longer stays in L2 between the walks, and still ran 4-6x the online walk's speed); fewer
+    rows are split (the planner's want of two tasks a core) into chunks of at most
+    CPU_PASSES_CHUNK, each walked twice, then written. Before: groups of 256 work-items,
+    chunks of 8192 walked online (a scalar exp a run for the rescale), 1.3-1.5 GB/s on pip's
+    PoCL and Intel's runtime where torch (2 threads) gave 10.5. float32, ms a call, before /
+    after (table.md): pip's PoCL 122 x 65536 39-46 / 7-11, 8 x 1048576 48-57 / 8-10,
+    1 x 4194304 20-28 / 6-11, 3 x 1048576 17-18 / 4; Intel 122 x 65536 19-22 / 4-5."""
     if caps.device_type != "cpu" or caps.backend != "opencl" or llvmpipe_loop_limited(caps):
         return False
-    if FAMILIES[problem.op][0] != "softmax.cl" or problem.dtype == "float16" or force != RowForce():
-        return False
-    return problem.rows >= CPU_PASSES_ROWS_PER_CU * max(1, caps.compute_units)
+    return FAMILIES[problem.op][0] == "softmax.cl" and problem.dtype != "float16" and force == RowForce()
 
 
 def _cpu_walks_scale_rows(caps: DeviceCaps, problem: RowProblem, cpu_rows: bool) -> bool:

@@ -208,40 +208,43 @@ PASSES_CPU = "pthread CPU (synthetic PoCL)"
 PASSES_INTEL = "Intel(R) Xeon(R) Processor (synthetic)"
 
 
-# (device, op, rows, K, dtype, force) -> whether softmax.cl CPU_PASSES walks the rows, and its
-# work-group size (benchmarks/softmax_cpu_passes_2026-11-28/)
+# (device, op, rows, K, dtype, force) -> softmax.cl CPU_PASSES's (work-group size, split), or
+# None: another plan (benchmarks/softmax_cpu_passes_2026-11-28/)
 @pytest.mark.parametrize("name,op,rows,k,dtype,force,want", [
-    (PASSES_CPU, "softmax", 10**5, 128, "float32", None, 16),        # pip PoCL 62500x128: 16-20 -> 10-11 ms
-    (PASSES_INTEL, "log_softmax", 10**5, 1000, "float32", None, 16),
-    (PASSES_CPU, "softmax", 10**5, 7, "float64", None, 16),          # float64: vectors of double
-    (PASSES_CPU, "softmax", 10**5, 4096, "float32", None, 16),       # REG_FLOATS_CPU: registers' groups
-    (PASSES_CPU, "softmax", 10**5, 8192, "float32", None, 1),        # past it: a row a group (was online)
-    (PASSES_INTEL, "softmax", 122, 65536, "float32", None, 1),       # 24-25 -> 6-8 ms
-    (PASSES_CPU, "softmax", 1, 4194304, "float32", None, 0),         # fewer rows than 2 a core: split
-    (PASSES_INTEL, "softmax", 10**5, 32, "float32", None, 0),        # CPU_PASSES_INTEL_MIN_LEN: 9-10 vs 28-30 ms
-    (PASSES_CPU, "softmax", 10**5, 32, "float32", None, 16),         # PoCL: 39-41 -> 26-28
-    (PASSES_CPU, "softmax", 10**5, 128, "float16", None, 0),         # a stored half term would round twice
-    (PASSES_CPU, "softmax", 10**5, 128, "float32", RowForce(cache="registers"), 0),  # forced variants stay
-    (PASSES_CPU, "softmax", 10**5, 128, "float32", RowForce(cache="none"), 0),
-    (PASSES_CPU, "softmax", 10**5, 8192, "float32", RowForce(cache="none"), 0),
-    (PASSES_CPU, "rms_norm", 10**5, 128, "float32", None, 0),        # softmax.cl only
-    ("Mali-G610 (Rockchip RK3588, libmali g13p0)", "softmax", 10**5, 128, "float32", None, 0),  # GPUs: never
+    (PASSES_CPU, "softmax", 10**5, 128, "float32", None, (16, 1)),     # pip PoCL 62500x128: 16-20 -> 10-11 ms
+    (PASSES_INTEL, "log_softmax", 10**5, 1000, "float32", None, (16, 1)),
+    (PASSES_CPU, "softmax", 10**5, 7, "float64", None, (16, 1)),       # float64: vectors of double
+    (PASSES_CPU, "softmax", 10**5, 4096, "float32", None, (16, 1)),    # REG_FLOATS_CPU: registers' groups
+    (PASSES_CPU, "softmax", 10**5, 8192, "float32", None, (1, 1)),     # past it: a row a group (was online)
+    (PASSES_INTEL, "softmax", 122, 65536, "float32", None, (1, 1)),    # 24-25 -> 6-8 ms
+    (PASSES_CPU, "softmax", 1, 4194304, "float32", None, (1, 64)),     # one row: chunks of CPU_PASSES_CHUNK
+    (PASSES_CPU, "log_softmax", 1, 40000, "float32", None, (1, 4)),    # two tasks a core (of 2)
+    (PASSES_INTEL, "softmax", 10**5, 32, "float32", None, None),       # CPU_PASSES_INTEL_MIN_LEN: 9-10 vs 28-30 ms
+    (PASSES_CPU, "softmax", 10**5, 32, "float32", None, (16, 1)),      # PoCL: 39-41 -> 26-28
+    (PASSES_CPU, "softmax", 10**5, 128, "float16", None, None),        # a stored half term would round twice
+    (PASSES_CPU, "softmax", 10**5, 128, "float32", RowForce(cache="registers"), None),  # forced variants stay
+    (PASSES_CPU, "softmax", 10**5, 128, "float32", RowForce(cache="none"), None),
+    (PASSES_CPU, "softmax", 10**5, 8192, "float32", RowForce(cache="none"), None),
+    (PASSES_CPU, "softmax", 1, 4194304, "float32", RowForce(split=4), None),
+    (PASSES_CPU, "rms_norm", 10**5, 128, "float32", None, None),       # softmax.cl only
+    ("Mali-G610 (Rockchip RK3588, libmali g13p0)", "softmax", 10**5, 128, "float32", None, None),  # GPUs: never
 ])
 def test_cpu_softmax_rows_walk_three_times(name, op, rows, k, dtype, force, want):
-    """CPU runtimes that vectorise across work-items walk float32 / float64 softmax rows three
-    times from the core's caches (softmax.cl CPU_PASSES): rows that fit a work-item in groups
-    of CPU_ROW_WG, longer rows one a group where there are two a core; a forced cache keeps
-    its own variant."""
+    """CPU runtimes that vectorise across work-items walk float32 / float64 softmax rows from
+    the core's caches in vectors (softmax.cl CPU_PASSES): rows that fit a work-item in groups
+    of CPU_ROW_WG, longer rows one a group, and where there are fewer rows than two a core,
+    chunks of at most CPU_PASSES_CHUNK; a forced cache or split keeps its own variant."""
     p = plan_row(ALL_CAPS[name], RowProblem(op, rows, k, dtype), force)
-    assert (dict(p.defines).get("CPU_PASSES") == "1") == bool(want), p.defines
-    if want:
-        assert (p.cache, p.lanes, p.split, p.wg_size) == ("none", 1, 1, want)
+    assert (dict(p.defines).get("CPU_PASSES") == "1") == (want is not None), p.defines
+    if want is not None:
+        assert (p.cache, p.lanes, p.wg_size, p.split) == ("none", 1, *want)
+        assert all(dict(ps.defines).get("CPU_PASSES") == "1" for ps in p.passes)
 
 
 def test_cpu_passes_only_where_the_kernel_takes_them():
-    """softmax.cl refuses CPU_PASSES (#error) unless LANES 1, CACHE 2, SPLIT 1, VEC > 1 and
-    no float16; every default plan on every profile keeps to that, and llvmpipe, GPUs and
-    CUDA never get the define (it uses OpenCL vector types)."""
+    """softmax.cl refuses CPU_PASSES (#error) unless LANES 1, CACHE 2, VEC > 1 and no float16;
+    every default plan on every profile keeps to that, and llvmpipe, GPUs and CUDA never get
+    the define (it uses OpenCL vector types)."""
     from test_plan import LLVMPIPE
 
     from clreduce.backends.cuda import probe as cuda_probe
@@ -263,9 +266,9 @@ def test_cpu_passes_only_where_the_kernel_takes_them():
                     seen += 1
                     assert caps.device_type == "cpu" and caps.backend == "opencl", name
                     assert not llvmpipe_loop_limited(caps), name
-                    assert (defines["LANES"], defines["CACHE"], defines["SPLIT"], defines["IN_HALF"]) == \
-                        ("1", "2", "1", "0"), (name, op, k, dtype)
-                    assert int(defines["VEC"]) > 1 and len(p.passes) == 1
+                    assert (defines["LANES"], defines["CACHE"], defines["IN_HALF"]) == ("1", "2", "0"), \
+                        (name, op, k, dtype)
+                    assert int(defines["VEC"]) > 1
     assert seen > 0
 
 

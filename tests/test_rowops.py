@@ -25,8 +25,7 @@ from clreduce import rowops
 from clreduce.backends import opencl_rowops
 from clreduce.backends.opencl_probe import probe_device
 from clreduce.plan import Force, UnsupportedOnDevice
-from clreduce.plan_rowops import (CPU_PASSES_ROWS_PER_CU, RowForce, RowProblem, llvmpipe_loop_limited, plan_row,
-                                  row_variants)
+from clreduce.plan_rowops import RowForce, RowProblem, llvmpipe_loop_limited, plan_row, row_variants
 from clreduce.plan_scan import WALK_SEG_LLVMPIPE
 
 try:
@@ -175,14 +174,38 @@ def test_softmax_rows_walked_three_times_on_cpus(cl_device, cl_queue, op, k):
         storage = np.empty(rows * k + 1, dtype)
         xs = storage[1:].reshape(rows, k)  # one element past numpy's aligned allocation
         xs[...] = x
-        if (caps.device_type == "cpu" and not llvmpipe_loop_limited(caps) and k >= 129
-                and rows >= CPU_PASSES_ROWS_PER_CU * caps.compute_units):
+        if caps.device_type == "cpu" and not llvmpipe_loop_limited(caps) and k >= 129:
             plan = plan_row(caps, RowProblem(op, rows, k, dtype))
             assert dict(plan.defines).get("CPU_PASSES") == "1", plan.defines
         got = fn(xs, device=cl_device)
         want = ref(xs)
         np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=f"{op} {dtype} K={k} NaN positions")
         _close(got, want, dtype, tol, f"{op} {dtype} K={k}")
+
+
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+def test_softmax_split_rows_walked_on_cpus(cl_device, cl_queue, op):
+    """A row or two too long for one work-item and too few for the cores: CPU_PASSES splits
+    them (PHASE 1: each chunk's max, then its sum; PHASE 2: the fold and a vector write). A NaN,
+    an inf and a row of -inf each in its own chunk, a hot element per chunk; a row of 70001
+    leaves a short last chunk and a tail past the runs."""
+    caps = opencl_rowops.runnable_caps(cl_queue)
+    fn, ref, tol = ((rowops.softmax, ref_softmax, TOL) if op == "softmax" else
+                    (rowops.log_softmax, ref_log_softmax, LOG_TOL))
+    for rows, k in ((1, 200_003), (3, 70_001)):
+        x = _rng("split passes", op, rows, k).standard_normal((rows, k)).astype(np.float32) * 4
+        x[0, ::9973] += 30
+        if rows == 3:
+            x[0, 69_999] = np.nan
+            x[1, 5] = np.inf
+            x[2, :] = -np.inf
+        if caps.device_type == "cpu" and not llvmpipe_loop_limited(caps):
+            plan = plan_row(caps, RowProblem(op, rows, k, "float32"))
+            assert plan.split > 1 and dict(plan.defines).get("CPU_PASSES") == "1", plan.defines
+        got = fn(x, device=cl_device)
+        want = ref(x)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=f"{op} {rows}x{k} NaN positions")
+        _close(got, want, "float32", tol, f"{op} {rows}x{k}")
 
 
 @pytest.mark.parametrize("axis", [0, 1, -3])
