@@ -1,11 +1,15 @@
-"""ab.txt (rounds of `ROUND DEVICE TREE: op shape ms | ...`) -> a markdown table of
-min-max ms a call per (device, op, shape), base / new."""
+"""ab.txt, ab_long.txt, ab_split.txt (rounds of `ROUND DEVICE TREE: op shape ms | ...`) -> a
+markdown table of min-max ms a call per (device, op, shape), base / new.
+
+    python table.py ab.txt ab_long.txt ab_split.txt > table.md
+"""
 import collections
 import re
 import sys
 
 cells = collections.defaultdict(list)
-for line in open(sys.argv[1] if len(sys.argv) > 1 else "ab.txt"):
+lines = [line for name in (sys.argv[1:] or ["ab.txt"]) for line in open(name)]
+for line in lines:
     m = re.match(r"(\d+) (.+) (base|new): (.*)", line.strip())
     if not m:
         continue
