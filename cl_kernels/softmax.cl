@@ -151,24 +151,30 @@ inline void exp_scale_run(ACC_T *d, const ACC_T shift, const ACC_T inv) {
 
 /* ---- CPU_PASSES (planner: CPU runtimes; never CUDA) ------------------------------------- */
 /* One work-item a task, which walks it in OpenCL vectors. A whole row (PHASE 0): its max;
- * then exp(x - shift), summed and (softmax) stored to the output; then the output scaled in
- * place (softmax) or (x - shift) - log(sum) written (log_softmax). A chunk of a split row
- * (PHASE 1): its max, then the sum of exp(x - shift_c), its partials (m_c, s_c) as the online
- * walk gives them; PHASE 2 folds them as ever and writes exp(x - m) / s (log_softmax: as
- * above) in vectors. A row, or a chunk, stays in the core's caches between its walks, so
- * memory sees one read and one write (split: two reads), and each exp is taken once. The
- * register row it replaces (CACHE 0: a private array of NPER floats) lives in memory on PoCL
- * and Intel's runtime, and its loads, sums and stores cost 3-4x a copy (float32 62500 x 128,
- * README); the online walk of longer rows paid a scalar exp a run. Vector types are plain
- * OpenCL C: the planner sets CPU_PASSES only for OpenCL CPU plans. */
+ * then exp(x - shift), summed and (float32 / float64 softmax) stored to the output; then the
+ * output scaled in place, or (float16) exp(x - shift) / sum written from the input (a stored
+ * half term would be rounded twice), or (x - shift) - log(sum) written (log_softmax). A chunk
+ * of a split row (PHASE 1): its max, then the sum of exp(x - shift_c), its partials (m_c, s_c)
+ * as the online walk gives them; PHASE 2 folds them as ever and writes exp(x - m) / s
+ * (log_softmax: as above) in vectors. A row, or a chunk, stays in the core's caches between
+ * its walks, so memory sees one read and one write (split: two reads), and each exp is taken
+ * once (float16 softmax: twice). The register row it replaces (CACHE 0: a private array of
+ * NPER floats) lives in memory on PoCL and Intel's runtime, and its loads, sums and stores
+ * cost 3-4x a copy (float32 62500 x 128, README); the online walk of longer rows paid a scalar
+ * exp a run. Vector types are plain OpenCL C: the planner sets CPU_PASSES only for OpenCL CPU
+ * plans. */
 #ifndef CPU_PASSES
 #define CPU_PASSES 0
 #endif
 #if CPU_PASSES
-#if LANES != 1 || CACHE != CACHE_NONE || IN_HALF || OUT_HALF || VEC < 2
-#error "CPU_PASSES needs LANES 1, CACHE 2, VEC > 1 and float32 / float64 rows"
+#if LANES != 1 || CACHE != CACHE_NONE || IN_HALF != OUT_HALF || VEC < 2
+#error "CPU_PASSES needs LANES 1, CACHE 2, VEC > 1 and the output's dtype the input's"
 #endif
-#define RAW_T IN_T  /* cpu_vec.h's loaded type; the output's too (softmax keeps the dtype) */
+#if IN_HALF
+#define RAW_T float  /* cpu_vec.h's loaded type: vload_halfn gives floats */
+#else
+#define RAW_T IN_T   /* the output's too (softmax keeps the dtype) */
+#endif
 /* vector loads spelled with operators: PoCL 3.0 from pip calls vloadn / vstoren out of line
  * (cpu_vec.h); the same row walks with vload8 / vstore8 took 1.3-1.6x as long there */
 #include "cpu_vec.h"
@@ -178,7 +184,12 @@ inline void exp_scale_run(ACC_T *d, const ACC_T shift, const ACC_T inv) {
 #define CPU_STORE_16(v, q) (CPU_STORE_8((v).lo, (q)), CPU_STORE_8((v).hi, (q) + 8))
 /* the value once into a variable: the component stores name it VEC times, and PoCL does not
  * merge repeated calls of its exp (a split row's write took 4x as long) */
+#if OUT_HALF
+/* rounded to nearest even, once, as vstore_half does */
+#define CPU_STORE(v, q) do { const CPU_ACCV v_ = (v); CAT(vstore_half, VEC)(v_, 0, (q)); } while (0)
+#else
 #define CPU_STORE(v, q) do { const CPU_ACCV v_ = (v); CAT(CPU_STORE_, VEC)(v_, (q)); } while (0)
+#endif
 
 /* The max of `len` elements at p, by compare and select: a NaN is dropped (as SELECT_MAX) and
  * reaches every result through the sum instead. */
@@ -229,7 +240,7 @@ inline ACC_T cpu_exp_sum(__global const IN_T *p, __global OUT_T *q, const ulong 
         const ACC_T e = exp(LOAD(p, i) - shift);
         nsum_add(&s, &comp, e);
         if (store) {
-            q[i] = e;
+            STORE(e, q, i);
         }
     }
     return nsum_value(s, comp);
@@ -247,8 +258,11 @@ inline void cpu_write(__global const IN_T *p, __global OUT_T *q, const ulong len
         CPU_STORE((CPU_LOAD_ACC(p + r * VEC) - shift) - a, q + r * VEC);
     }
     for (ulong i = runs * VEC; i < len; ++i) {
-        q[i] = (LOAD(p, i) - shift) - a;
+        STORE((LOAD(p, i) - shift) - a, q, i);
     }
+#else
+#if OUT_HALF
+    (void)in_place;  /* float16 terms are never stored before the write: see cpu_pass_row */
 #else
     if (in_place) {
         for (ulong r = 0; r < runs; ++r) {
@@ -257,13 +271,14 @@ inline void cpu_write(__global const IN_T *p, __global OUT_T *q, const ulong len
         for (ulong i = runs * VEC; i < len; ++i) {
             q[i] *= b;
         }
-    } else {
-        for (ulong r = 0; r < runs; ++r) {
-            CPU_STORE(exp(CPU_LOAD_ACC(p + r * VEC) - shift) * b, q + r * VEC);
-        }
-        for (ulong i = runs * VEC; i < len; ++i) {
-            q[i] = exp(LOAD(p, i) - shift) * b;
-        }
+        return;
+    }
+#endif
+    for (ulong r = 0; r < runs; ++r) {
+        CPU_STORE(exp(CPU_LOAD_ACC(p + r * VEC) - shift) * b, q + r * VEC);
+    }
+    for (ulong i = runs * VEC; i < len; ++i) {
+        STORE(exp(LOAD(p, i) - shift) * b, q, i);
     }
 #endif
 }
@@ -276,9 +291,10 @@ inline void cpu_pass_row(__global const IN_T *p, __global OUT_T *q, const ulong 
     const ACC_T shift = finite_or_zero(m);
     cpu_write(p, q, len, shift, log(cpu_exp_sum(p, q, len, shift, 0)), 0, 0);
 #else
-    /* one reciprocal per row, as the register rows */
-    const ACC_T inv_s = (ACC_T)1 / cpu_exp_sum(p, q, len, m, 1);
-    cpu_write(p, q, len, m, 0, inv_s, 1);
+    /* one reciprocal per row, as the register rows. float16: the terms are not stored and
+     * scaled later (rounded to half twice), the write takes each exp again */
+    const ACC_T inv_s = (ACC_T)1 / cpu_exp_sum(p, q, len, m, !OUT_HALF);
+    cpu_write(p, q, len, m, 0, inv_s, !OUT_HALF);
 #endif
 }
 #endif /* CPU_PASSES */

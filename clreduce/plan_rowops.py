@@ -875,25 +875,24 @@ def _cpu_register_rows(caps: DeviceCaps, problem: RowProblem, force: RowForce, a
 
 
 def _cpu_passes(caps: DeviceCaps, problem: RowProblem, force: RowForce, cpu_rows: bool) -> bool:
-    """softmax / log_softmax rows that CPU register runs would take, float32 or float64, no cache
-    forced: one work-item a row walks it three times in vectors from its core's caches
-    (softmax.cl CPU_PASSES), where the register row went through a private array in memory.
-    float16 rows keep the register plan: a stored float16 term would be rounded twice. So do
-    Intel's rows under CPU_PASSES_INTEL_MIN_LEN (its register plan vectorises across the
-    group's work-items, and rows of 32 ran 3x slower walked).
+    """softmax / log_softmax rows that CPU register runs would take, no cache forced: one
+    work-item a row walks it three times in vectors from its core's caches (softmax.cl
+    CPU_PASSES), where the register row went through a private array in memory. float16
+    softmax takes each exp twice (a stored half term would be rounded twice): pip's PoCL
+    62500 x 128 26.9 -> 17.4 ms, 8000 x 1000 24.8 -> 14.6. Intel's rows under
+    CPU_PASSES_INTEL_MIN_LEN keep the register plan (it vectorises across the group's
+    work-items, and rows of 32 ran 3x slower walked).
     float32 device arrays, ms a call, register plan / CPU_PASSES, three alternating rounds on a
     2-core AMD EPYC VM (benchmarks/softmax_cpu_passes_2026-11-28/table.md): pip's PoCL
     62500 x 128 20-23 / 9-11, 8000 x 1000 17-27 / 7-8; Debian's PoCL 14-22 / 8-11, 12-26 / 6-8;
     Intel 11-12 / 7-10, 19-21 / 5; Intel 250000 x 32 9-10 / 28-30 (ab_long_v1.txt)."""
     if not cpu_rows or force.cache is not None or FAMILIES[problem.op][0] != "softmax.cl":
         return False
-    if caps.implementation == "intel" and problem.row_len < CPU_PASSES_INTEL_MIN_LEN:
-        return False
-    return problem.dtype != "float16"
+    return not (caps.implementation == "intel" and problem.row_len < CPU_PASSES_INTEL_MIN_LEN)
 
 
 def _cpu_long_passes(caps: DeviceCaps, problem: RowProblem, force: RowForce) -> bool:
-    """float32 / float64 softmax rows too long for a work-item's registers, on the CPU runtimes
+    """softmax rows too long for a work-item's registers, on the CPU runtimes
     that take register rows, nothing forced: CPU_PASSES too, a task a work-item in groups of one.
     A row a task where there are at least two rows a core (a row of 4 MB no
     longer stays in L2 between the walks, and still ran 4-6x the online walk's speed); fewer
@@ -905,7 +904,7 @@ def _cpu_long_passes(caps: DeviceCaps, problem: RowProblem, force: RowForce) -> 
     1 x 4194304 20-28 / 6-11, 3 x 1048576 17-18 / 4; Intel 122 x 65536 19-22 / 4-5."""
     if caps.device_type != "cpu" or caps.backend != "opencl" or llvmpipe_loop_limited(caps):
         return False
-    return FAMILIES[problem.op][0] == "softmax.cl" and problem.dtype != "float16" and force == RowForce()
+    return FAMILIES[problem.op][0] == "softmax.cl" and force == RowForce()
 
 
 def _cpu_walks_scale_rows(caps: DeviceCaps, problem: RowProblem, cpu_rows: bool) -> bool:

@@ -185,23 +185,21 @@ def test_cpu_scale_rows_are_walked_not_cached(name, op, k, want):
     assert plan_row(caps, problem, RowForce(cache="registers")).cache == "registers"
 
 
-@pytest.mark.parametrize("name,op,k,dtype,want", [
-    ("pthread CPU (synthetic PoCL)", "softmax", 128, "float16", 1),           # a row a work-item, in registers
-    ("Intel(R) Xeon(R) Processor (synthetic)", "log_softmax", 1000, "float16", 1),
-    ("pthread CPU (synthetic PoCL)", "softmax", 128, "float32", 0),           # CPU_PASSES: a select of its own
-    ("pthread CPU (synthetic PoCL)", "softmax", 100_000, "float16", 0),       # read from memory: no register max
-    ("pthread CPU (synthetic PoCL)", "rms_norm", 128, "float16", 0),          # no max in a norm
-    ("Mali-G610 (Rockchip RK3588, libmali g13p0)", "softmax", 128, "float16", 0),  # GPUs keep fmax (one instruction)
+@pytest.mark.parametrize("name,op,k,force,want", [
+    ("pthread CPU (synthetic PoCL)", "softmax", 128, RowForce(cache="registers"), 1),  # a row a work-item
+    ("Intel(R) Xeon(R) Processor (synthetic)", "log_softmax", 1000, RowForce(cache="registers"), 1),
+    ("Intel(R) Xeon(R) Processor (synthetic)", "softmax", 32, None, 1),     # Intel's rows of 32: registers
+    ("pthread CPU (synthetic PoCL)", "softmax", 128, None, 0),              # CPU_PASSES: a select of its own
+    ("pthread CPU (synthetic PoCL)", "softmax", 100_000, None, 0),          # read from memory: no register max
+    ("pthread CPU (synthetic PoCL)", "rms_norm", 128, None, 0),             # no max in a norm
+    ("Mali-G610 (Rockchip RK3588, libmali g13p0)", "softmax", 128, None, 0),  # GPUs keep fmax (one instruction)
 ])
-def test_cpu_softmax_rows_take_their_max_by_select(name, op, k, dtype, want):
+def test_cpu_softmax_rows_take_their_max_by_select(name, op, k, force, want):
     """SELECT_MAX: CPU softmax rows in registers take their max by compare and select
     (pip PoCL calls fmax out of line); other plans leave the define out (softmax.cl: fmax)."""
-    p = plan_row(ALL_CAPS[name], RowProblem(op, 10**5, k, dtype))
-    assert int(dict(p.defines).get("SELECT_MAX", 0)) == want
-    forced = plan_row(ALL_CAPS[name], RowProblem(op, 10**5, k, "float32"), RowForce(cache="registers")) \
-        if k <= 4096 else None
-    if forced is not None and name.startswith(("pthread", "Intel")) and op != "rms_norm":
-        assert dict(forced.defines).get("SELECT_MAX") == "1"  # float32 register rows, when forced
+    for dtype in ("float32", "float16"):
+        p = plan_row(ALL_CAPS[name], RowProblem(op, 10**5, k, dtype), force)
+        assert int(dict(p.defines).get("SELECT_MAX", 0)) == want, dtype
 
 
 PASSES_CPU = "pthread CPU (synthetic PoCL)"
@@ -221,7 +219,8 @@ PASSES_INTEL = "Intel(R) Xeon(R) Processor (synthetic)"
     (PASSES_CPU, "log_softmax", 1, 40000, "float32", None, (1, 4)),    # two tasks a core (of 2)
     (PASSES_INTEL, "softmax", 10**5, 32, "float32", None, None),       # CPU_PASSES_INTEL_MIN_LEN: 9-10 vs 28-30 ms
     (PASSES_CPU, "softmax", 10**5, 32, "float32", None, (16, 1)),      # PoCL: 39-41 -> 26-28
-    (PASSES_CPU, "softmax", 10**5, 128, "float16", None, None),        # a stored half term would round twice
+    (PASSES_CPU, "softmax", 10**5, 128, "float16", None, (16, 1)),     # float16: each exp taken twice, no
+                                                                       #   stored half term (rounded once)
     (PASSES_CPU, "softmax", 10**5, 128, "float32", RowForce(cache="registers"), None),  # forced variants stay
     (PASSES_CPU, "softmax", 10**5, 128, "float32", RowForce(cache="none"), None),
     (PASSES_CPU, "softmax", 10**5, 8192, "float32", RowForce(cache="none"), None),
@@ -242,9 +241,9 @@ def test_cpu_softmax_rows_walk_three_times(name, op, rows, k, dtype, force, want
 
 
 def test_cpu_passes_only_where_the_kernel_takes_them():
-    """softmax.cl refuses CPU_PASSES (#error) unless LANES 1, CACHE 2, VEC > 1 and no float16;
-    every default plan on every profile keeps to that, and llvmpipe, GPUs and CUDA never get
-    the define (it uses OpenCL vector types)."""
+    """softmax.cl refuses CPU_PASSES (#error) unless LANES 1, CACHE 2, VEC > 1 and the output's
+    dtype the input's; every default plan on every profile keeps to that, and llvmpipe, GPUs
+    and CUDA never get the define (it uses OpenCL vector types)."""
     from test_plan import LLVMPIPE
 
     from clreduce.backends.cuda import probe as cuda_probe
@@ -266,8 +265,8 @@ def test_cpu_passes_only_where_the_kernel_takes_them():
                     seen += 1
                     assert caps.device_type == "cpu" and caps.backend == "opencl", name
                     assert not llvmpipe_loop_limited(caps), name
-                    assert (defines["LANES"], defines["CACHE"], defines["IN_HALF"]) == ("1", "2", "0"), \
-                        (name, op, k, dtype)
+                    assert (defines["LANES"], defines["CACHE"]) == ("1", "2"), (name, op, k, dtype)
+                    assert defines["IN_HALF"] == defines["OUT_HALF"], (name, op, k, dtype)
                     assert int(defines["VEC"]) > 1
     assert seen > 0
 

@@ -154,19 +154,20 @@ def test_softmax_specials_in_runs_of_long_rows(cl_device, op):
 @pytest.mark.parametrize("op", ["softmax", "log_softmax"])
 @pytest.mark.parametrize("k", [1, 13, 129, 4096, 9000])
 def test_softmax_rows_walked_three_times_on_cpus(cl_device, cl_queue, op, k):
-    """softmax.cl CPU_PASSES (CPU runtimes' default for float32 / float64 rows that fit a
-    work-item): the max, then the exp terms summed (softmax: stored), then the write, each a
-    walk of the row in vectors. Rows with specials and a 1e4 offset, the array one element past
+    """softmax.cl CPU_PASSES (CPU runtimes' default for softmax rows): the max, then the exp
+    terms summed (float32 / float64 softmax: stored), then the write, each a walk of the row in
+    vectors. Rows with specials and a 1e4 offset (float16: 6e4), the array one element past
     an aligned address (and rows of 13 and 129 start anywhere): unaligned vector loads. Every
     device runs the rows; the CPU runtimes that vectorise must plan them with CPU_PASSES."""
     caps = opencl_rowops.runnable_caps(cl_queue)
     fn, ref, tol = ((rowops.softmax, ref_softmax, TOL) if op == "softmax" else
                     (rowops.log_softmax, ref_log_softmax, LOG_TOL))
-    for dtype in ("float32",) + (("float64",) if caps.fp64 else ()):
+    for dtype in ("float32", "float16") + (("float64",) if caps.fp64 else ()):
         rows = 24
         x = _rng("passes", op, k, dtype).standard_normal((rows, k)) * 4
-        x[1::2] += 1e4
-        specials = [r for r in ADVERSARIAL.values() if k >= len(r)]
+        x[1::2] += 1e4 if dtype != "float16" else 6e4  # float16: near 65504
+        specials = [r for r in (ADVERSARIAL if dtype != "float16" else {**ADVERSARIAL, **HALF_ROWS}).values()
+                    if k >= len(r) and (dtype != "float16" or np.all(np.abs(np.asarray(r)[np.isfinite(r)]) < 65505))]
         for i, r in enumerate(specials[:rows - 4]):
             x[4 + i, :len(r)] = r
         x[2, :] = -np.inf
@@ -192,20 +193,20 @@ def test_softmax_split_rows_walked_on_cpus(cl_device, cl_queue, op):
     caps = opencl_rowops.runnable_caps(cl_queue)
     fn, ref, tol = ((rowops.softmax, ref_softmax, TOL) if op == "softmax" else
                     (rowops.log_softmax, ref_log_softmax, LOG_TOL))
-    for rows, k in ((1, 200_003), (3, 70_001)):
-        x = _rng("split passes", op, rows, k).standard_normal((rows, k)).astype(np.float32) * 4
+    for dtype, rows, k in (("float32", 1, 200_003), ("float32", 3, 70_001), ("float16", 3, 70_001)):
+        x = _rng("split passes", op, rows, k).standard_normal((rows, k)).astype(dtype) * 4
         x[0, ::9973] += 30
         if rows == 3:
             x[0, 69_999] = np.nan
             x[1, 5] = np.inf
             x[2, :] = -np.inf
         if caps.device_type == "cpu" and not llvmpipe_loop_limited(caps):
-            plan = plan_row(caps, RowProblem(op, rows, k, "float32"))
+            plan = plan_row(caps, RowProblem(op, rows, k, dtype))
             assert plan.split > 1 and dict(plan.defines).get("CPU_PASSES") == "1", plan.defines
         got = fn(x, device=cl_device)
         want = ref(x)
-        np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=f"{op} {rows}x{k} NaN positions")
-        _close(got, want, "float32", tol, f"{op} {rows}x{k}")
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=f"{op} {dtype} {rows}x{k} NaN positions")
+        _close(got, want, dtype, tol, f"{op} {dtype} {rows}x{k}")
 
 
 @pytest.mark.parametrize("axis", [0, 1, -3])
