@@ -892,10 +892,10 @@ def _cpu_passes(caps: DeviceCaps, problem: RowProblem, force: RowForce, cpu_rows
 
 
 def _cpu_long_passes(caps: DeviceCaps, problem: RowProblem, force: RowForce) -> bool:
-    """softmax rows too long for a work-item's registers, on the CPU runtimes
-    that take register rows, nothing forced: CPU_PASSES too, a task a work-item in groups of one.
-    A row a task where there are at least two rows a core (a row of 4 MB no
-    longer stays in L2 between the walks, and still ran 4-6x the online walk's speed); fewer
+    """softmax rows too long for a work-item's registers, on the CPU runtimes that take register
+    rows, nothing forced: CPU_PASSES too, a task a work-item in groups of one. A row a task
+    where there are at least two rows a core (a row of 4 MB no longer stays in L2 between the
+    walks, and still ran 4-6x the online walk's speed); fewer
     rows are split (the planner's want of two tasks a core) into chunks of at most
     CPU_PASSES_CHUNK, each walked twice, then written. Before: groups of 256 work-items,
     chunks of 8192 walked online (a scalar exp a run for the rescale), 1.3-1.5 GB/s on pip's
