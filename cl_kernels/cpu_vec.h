@@ -13,10 +13,13 @@
  * loads (every compiler here merges them into one unaligned vector load); isnan(x) is x != x.
  *
  * Required macros: VEC (1, 2, 4, 8 or 16), IN_T, RAW_T (the loaded scalar type: float for
- * half input, else IN_T), ACC_T, IN_HALF, CAT (token pasting after expansion).
+ * half input, else IN_T), ACC_T, IN_HALF, OUT_HALF, CAT (token pasting after expansion).
  * Defines: CPU_ISNAN, CPU_MIN_U64, CPU_V(t) (t's VEC-wide vector type; t when VEC is 1),
  * CPU_RAWV, CPU_ACCV, CPU_LOAD(p) (VEC elements at p as CPU_RAWV), CPU_TO_ACC(x),
- * CPU_LOAD_ACC(p), CPU_MASK(c) (a comparison as -1 / 0 in every lane, scalar or vector).
+ * CPU_LOAD_ACC(p), CPU_MASK(c) (a comparison as -1 / 0 in every lane, scalar or vector),
+ * CPU_VLOAD(t, p) (VEC elements of type t at p, VEC > 1), CPU_STORE(v, q) (a CPU_ACCV to
+ * VEC elements of OUT_T at q, VEC > 1), cpu_half_bits_to_float (VEC > 1; CPU_LOAD's with
+ * CPU_HALF_BITS 1).
  */
 #ifndef CPU_VEC_H
 #define CPU_VEC_H
@@ -30,8 +33,8 @@
 #if !defined(IN_T) || !defined(RAW_T) || !defined(ACC_T)
 #error "cpu_vec.h needs IN_T, RAW_T and ACC_T"
 #endif
-#ifndef IN_HALF
-#error "cpu_vec.h needs IN_HALF (0/1)"
+#if !defined(IN_HALF) || !defined(OUT_HALF)
+#error "cpu_vec.h needs IN_HALF and OUT_HALF (0/1)"
 #endif
 #if !defined(CAT) /* the including file's own macro, not a plan define */
 #error "cpu_vec.h needs CAT(a, b) (paste after expansion)"
@@ -51,7 +54,9 @@
 #define CPU_MASK(c) (-(long)(c))
 #else
 #define CPU_V(t) CAT(t, VEC)
-#if IN_HALF
+#if IN_HALF && CPU_HALF_BITS
+#define CPU_LOAD(p) cpu_half_bits_to_float(CPU_VLOAD(ushort, (__global const ushort *)(p)))
+#elif IN_HALF
 #define CPU_LOAD(p) CAT(vload_half, VEC)(0, (p))
 #else
 #define CPU_LOAD(p) CAT(CPU_LOAD_, VEC)(p)
@@ -62,11 +67,54 @@
 #endif
 #define CPU_RAWV CPU_V(RAW_T)
 #define CPU_ACCV CPU_V(ACC_T)
-#define CPU_LOAD_2(p) ((CPU_RAWV)((p)[0], (p)[1]))
-#define CPU_LOAD_4(p) ((CPU_RAWV)((p)[0], (p)[1], (p)[2], (p)[3]))
-#define CPU_LOAD_8(p) ((CPU_RAWV)((p)[0], (p)[1], (p)[2], (p)[3], (p)[4], (p)[5], (p)[6], (p)[7]))
-#define CPU_LOAD_16(p) ((CPU_RAWV)((p)[0], (p)[1], (p)[2], (p)[3], (p)[4], (p)[5], (p)[6], (p)[7], \
-                                   (p)[8], (p)[9], (p)[10], (p)[11], (p)[12], (p)[13], (p)[14], (p)[15]))
+/* VEC elements of type t at p as one vector, built from scalar loads */
+#define CPU_VLOAD(t, p) CAT(CPU_VLOAD_, VEC)(t, p)
+#define CPU_VLOAD_2(t, p) ((CPU_V(t))((p)[0], (p)[1]))
+#define CPU_VLOAD_4(t, p) ((CPU_V(t))((p)[0], (p)[1], (p)[2], (p)[3]))
+#define CPU_VLOAD_8(t, p) ((CPU_V(t))((p)[0], (p)[1], (p)[2], (p)[3], (p)[4], (p)[5], (p)[6], (p)[7]))
+#define CPU_VLOAD_16(t, p) ((CPU_V(t))((p)[0], (p)[1], (p)[2], (p)[3], (p)[4], (p)[5], (p)[6], (p)[7], \
+                                       (p)[8], (p)[9], (p)[10], (p)[11], (p)[12], (p)[13], (p)[14], (p)[15]))
+#define CPU_LOAD_2(p) CPU_VLOAD_2(RAW_T, p)
+#define CPU_LOAD_4(p) CPU_VLOAD_4(RAW_T, p)
+#define CPU_LOAD_8(p) CPU_VLOAD_8(RAW_T, p)
+#define CPU_LOAD_16(p) CPU_VLOAD_16(RAW_T, p)
 #define CPU_LOAD_ACC(p) CPU_TO_ACC(CPU_LOAD(p))
+
+#if VEC > 1
+/* CPU_HALF_BITS (the including file's choice, default 0): float16 vectors are loaded as their
+ * bits and widened with integer operators, exactly (every half is a float), in place of
+ * vload_halfn. Debian's PoCL (pthread-haswell) compiled row_norm.cl's vload_half8 of a row into
+ * a load that needs 16-byte alignment: float16 rms_norm of 24 x 13 (rows starting 26 bytes
+ * apart) killed the process with a segmentation fault, rows of 24 or 1000 halves ran. */
+#ifndef CPU_HALF_BITS
+#define CPU_HALF_BITS 0
+#endif
+inline CPU_V(float) cpu_half_bits_to_float(const CPU_V(ushort) bits) {
+    const CPU_V(uint) h = CAT(convert_, CPU_V(uint))(bits);
+    const CPU_V(uint) mag = h & 0x7fffu;
+    /* normal halves: the exponent rebiased from 15 to 127 (112 << 23); inf and NaN: the float's
+     * all-ones exponent, the payload kept; subnormals (and zero): the 10-bit value times 2^-24 */
+    const CPU_V(uint) normal = (mag << 13) + 0x38000000u;
+    const CPU_V(uint) special = (mag << 13) | 0x7f800000u;
+    const CPU_V(float) small = CAT(convert_, CPU_V(float))(mag) * 0x1p-24f;
+    CPU_V(uint) out = mag >= 0x7c00u ? special : normal;
+    out = mag < 0x400u ? CAT(as_, CPU_V(uint))(small) : out;
+    return CAT(as_, CPU_V(float))(out | ((h & 0x8000u) << 16));
+}
+#endif
+
+/* Stores of a vector, component by component (vstoren: out of line on pip's PoCL, as vloadn). The
+ * value goes once into a variable: the component stores name it VEC times, and PoCL does not
+ * merge repeated calls of a built-in such as exp in it (softmax.cl's split write took 4x as long). */
+#define CPU_STORE_2(v, q) ((q)[0] = (v).s0, (q)[1] = (v).s1)
+#define CPU_STORE_4(v, q) (CPU_STORE_2((v).lo, (q)), CPU_STORE_2((v).hi, (q) + 2))
+#define CPU_STORE_8(v, q) (CPU_STORE_4((v).lo, (q)), CPU_STORE_4((v).hi, (q) + 4))
+#define CPU_STORE_16(v, q) (CPU_STORE_8((v).lo, (q)), CPU_STORE_8((v).hi, (q) + 8))
+#if OUT_HALF
+/* rounded to nearest even, once, as vstore_half does */
+#define CPU_STORE(v, q) do { const CPU_ACCV v_ = (v); CAT(vstore_half, VEC)(v_, 0, (q)); } while (0)
+#else
+#define CPU_STORE(v, q) do { const CPU_ACCV v_ = (v); CAT(CPU_STORE_, VEC)(v_, (q)); } while (0)
+#endif
 
 #endif /* CPU_VEC_H */

@@ -171,25 +171,15 @@ inline void exp_scale_run(ACC_T *d, const ACC_T shift, const ACC_T inv) {
 #error "CPU_PASSES needs LANES 1, CACHE 2, VEC > 1 and the output's dtype the input's"
 #endif
 #if IN_HALF
-#define RAW_T float  /* cpu_vec.h's loaded type: vload_halfn gives floats */
+#define RAW_T float  /* cpu_vec.h's loaded type: float16 loads give floats */
 #else
 #define RAW_T IN_T   /* the output's too (softmax keeps the dtype) */
 #endif
 /* vector loads spelled with operators: PoCL 3.0 from pip calls vloadn / vstoren out of line
- * (cpu_vec.h); the same row walks with vload8 / vstore8 took 1.3-1.6x as long there */
+ * (cpu_vec.h); the same row walks with vload8 / vstore8 took 1.3-1.6x as long there. float16
+ * loaded as bits (Debian's PoCL: see cpu_vec.h) */
+#define CPU_HALF_BITS 1
 #include "cpu_vec.h"
-#define CPU_STORE_2(v, q) ((q)[0] = (v).s0, (q)[1] = (v).s1)
-#define CPU_STORE_4(v, q) (CPU_STORE_2((v).lo, (q)), CPU_STORE_2((v).hi, (q) + 2))
-#define CPU_STORE_8(v, q) (CPU_STORE_4((v).lo, (q)), CPU_STORE_4((v).hi, (q) + 4))
-#define CPU_STORE_16(v, q) (CPU_STORE_8((v).lo, (q)), CPU_STORE_8((v).hi, (q) + 8))
-/* the value once into a variable: the component stores name it VEC times, and PoCL does not
- * merge repeated calls of its exp (a split row's write took 4x as long) */
-#if OUT_HALF
-/* rounded to nearest even, once, as vstore_half does */
-#define CPU_STORE(v, q) do { const CPU_ACCV v_ = (v); CAT(vstore_half, VEC)(v_, 0, (q)); } while (0)
-#else
-#define CPU_STORE(v, q) do { const CPU_ACCV v_ = (v); CAT(CPU_STORE_, VEC)(v_, (q)); } while (0)
-#endif
 
 /* The max of `len` elements at p, by compare and select: a NaN is dropped (as SELECT_MAX) and
  * reaches every result through the sum instead. */
