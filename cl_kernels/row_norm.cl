@@ -427,6 +427,135 @@ inline merge_t merge_chunks(__global const ACC_T *partials, const ulong row, con
 /* FLAT_WRITE: where row r's write constants (xs, shift, mean_d, inv) follow the partials */
 #define WRITE_CONSTANTS(r) (partials + n_rows * SPLIT * PARTIAL_SLOTS + FLAT_WRITE_SLOTS * (ulong)(r))
 
+/* ---- CPU_PASSES (planner: CPU runtimes; never CUDA) ------------------------------------- */
+/* One work-item a task, whose two walks of a row read from memory (CACHE 2) go in OpenCL
+ * vectors: the statistics (cpu_moments), then the write (cpu_norm_write). Everything between
+ * them (RESCUE, WILD, SCALED, the split rows' partials and merge) is the scalar code every
+ * plan runs: their extra walks read the row element by element, for the rows that need them
+ * only. The row stays in the core's L1/L2 between the walks. The register rows this replaces
+ * (CACHE 0: a private array of NPER floats a work-item) live in memory on PoCL and Intel's
+ * runtime, and so did WALK_RUNS' run arrays: layer_norm of 62500 x 128 float32 read 3.2 GB/s
+ * on pip's PoCL where torch (2 threads) read 18. Plain OpenCL C vector types: the planner
+ * sets CPU_PASSES only for OpenCL CPU plans (as softmax.cl's). */
+#ifndef CPU_PASSES
+#define CPU_PASSES 0
+#endif
+#if CPU_PASSES
+#if LANES != 1 || CACHE != CACHE_NONE || VEC < 2 || IN_HALF != OUT_HALF || FLAT_WRITE || PARAM_RUNS
+#error "CPU_PASSES needs LANES 1, CACHE 2, VEC > 1, the input's dtype out, no FLAT_WRITE or PARAM_RUNS"
+#endif
+#if IN_HALF
+#define RAW_T float  /* cpu_vec.h's loaded type: float16 loads give floats */
+#else
+#define RAW_T IN_T
+#endif
+/* vector loads and stores spelled with operators: PoCL 3.0 from pip calls vloadn / vstoren
+ * out of line; float16 loaded as bits (Debian's PoCL: see cpu_vec.h) */
+#define CPU_HALF_BITS 1
+#include "cpu_vec.h"
+/* |v| of a vector by a select: fabs is a call on pip's PoCL (cpu_vec.h) */
+#define CPU_ABS(v) ((v) < (ACC_T)0 ? -(v) : (v))
+/* nsum_value lane by lane: v - v is 0 only for finite v */
+#define CPU_NSUM_VALUE(s, c) ((s) - (s) == (ACC_T)0 ? (s) + (c) : (s))
+
+/* The sums of d = x - shift and of d * d over `len` elements at p into the compensated sums
+ * (s1, c1) and (s2, c2), as moments_add gives them element by element: each vector lane
+ * Neumaier-compensated, then the lanes folded, then the tail. A sum the
+ * caller never reads (rms_norm's of d) is dropped by the compiler. */
+/* a Neumaier step of every lane of (s, c) by v; CPU_NSUM_ADD_POS where s and v are >= 0 */
+#define CPU_NSUM_ADD(s, c, v) do {                                                            \
+        const CPU_ACCV t_ = (s) + (v);                                                        \
+        (c) += CPU_ABS(s) >= CPU_ABS(v) ? ((s) - t_) + (v) : ((v) - t_) + (s);                \
+        (s) = t_;                                                                             \
+    } while (0)
+#define CPU_NSUM_ADD_POS(s, c, v) do {                                                        \
+        const CPU_ACCV t_ = (s) + (v);                                                        \
+        (c) += (s) >= (v) ? ((s) - t_) + (v) : ((v) - t_) + (s);                              \
+        (s) = t_;                                                                             \
+    } while (0)
+#ifndef CPU_BLOCK_RUNS
+#define CPU_BLOCK_RUNS 8
+#endif
+inline void cpu_moments(__global const IN_T *p, const ulong len, const ACC_T shift, ACC_T *s1, ACC_T *c1,
+                        ACC_T *s2, ACC_T *c2) {
+    const ulong runs = len / VEC, blocks = runs / CPU_BLOCK_RUNS;
+    CPU_ACCV a1 = (CPU_ACCV)0, k1 = (CPU_ACCV)0, a2 = (CPU_ACCV)0, k2 = (CPU_ACCV)0;
+    /* CPU_BLOCK_RUNS runs added plainly in each lane (~CPU_BLOCK_RUNS ulp of their magnitudes,
+     * as WALK_RUNS' runs), then one compensated step: a step a run cost pip's PoCL moments of
+     * 8000 x 1000 float32 4.6-5.5 ms against 3.0-4.3 (blocks of 4 to 16 level; loaded host) */
+    for (ulong b = 0; b < blocks; ++b) {
+        CPU_ACCV b1 = (CPU_ACCV)0, b2 = (CPU_ACCV)0;
+        for (uint j = 0; j < CPU_BLOCK_RUNS; ++j) {
+            const CPU_ACCV d = CPU_LOAD_ACC(p + (b * CPU_BLOCK_RUNS + j) * VEC) - shift;
+            b1 += d;
+            b2 += d * d;
+        }
+        CPU_NSUM_ADD(a1, k1, b1);
+        CPU_NSUM_ADD_POS(a2, k2, b2);
+    }
+    for (ulong r = blocks * CPU_BLOCK_RUNS; r < runs; ++r) {
+        const CPU_ACCV d = CPU_LOAD_ACC(p + r * VEC) - shift;
+        CPU_NSUM_ADD(a1, k1, d);
+        CPU_NSUM_ADD_POS(a2, k2, d * d);
+    }
+    /* each lane's compensated value, the lanes then added plainly (VEC terms, as a run of
+     * WALK_RUNS: ~VEC ulp of their magnitudes); a compensated fold (fabs: a call on pip's
+     * PoCL) cost short rows more than their runs */
+    const CPU_ACCV v1 = CPU_NSUM_VALUE(a1, k1), v2 = CPU_NSUM_VALUE(a2, k2);
+    ACC_T f1 = 0, f2 = 0;
+    for (uint e = 0; e < VEC; ++e) {
+        f1 += ((const ACC_T *)&v1)[e];
+        f2 += ((const ACC_T *)&v2)[e];
+    }
+    nsum_add(s1, c1, f1);
+    nsum_add(s2, c2, f2);
+    for (ulong i = runs * VEC; i < len; ++i) {
+        moments_add(s1, c1, s2, c2, LOAD(p, i) - shift);
+    }
+}
+
+/* weight and bias of elements i .. i + VEC - 1 as vectors (1 and 0 where absent) */
+#if HAS_WEIGHT && PARAM_HALF
+#define CPU_W(i) cpu_half_bits_to_float(CPU_VLOAD(ushort, (__global const ushort *)(weight + (i))))
+#elif HAS_WEIGHT
+#define CPU_W(i) CPU_VLOAD(ACC_T, weight + (i))
+#else
+#define CPU_W(i) ((ACC_T)1)
+#endif
+#if HAS_BIAS && PARAM_HALF
+#define CPU_B(i) cpu_half_bits_to_float(CPU_VLOAD(ushort, (__global const ushort *)(bias + (i))))
+#elif HAS_BIAS
+#define CPU_B(i) CPU_VLOAD(ACC_T, bias + (i))
+#else
+#define CPU_B(i) ((ACC_T)0)
+#endif
+
+/* The write of `len` elements at p to q, element i taking weight and bias start + i, by the
+ * walked write's formula (RMS_WB, CENTRED_WB below: operators, so one text for vectors and
+ * scalars) */
+#if NORM == NORM_RMS
+#define CPU_RESULT(x, wt, b) RMS_WB(x, wt)
+#else
+#define CPU_RESULT(x, wt, b) CENTRED_WB(x, wt, b)
+#endif
+inline void cpu_norm_write(__global const IN_T *p, __global OUT_T *q, const ulong len,
+                           __global const PARAM_T *weight, __global const PARAM_T *bias, const ulong start,
+                           const ACC_T xs, const ACC_T shift, const ACC_T mean_d, const ACC_T inv) {
+    (void)weight;
+    (void)bias;
+    (void)shift;
+    (void)mean_d;
+    const ulong runs = len / VEC;
+    for (ulong r = 0; r < runs; ++r) {
+        const ulong i = r * VEC;
+        CPU_STORE(CPU_RESULT(CPU_LOAD_ACC(p + i), CPU_W(start + i), CPU_B(start + i)), q + i);
+    }
+    for (ulong i = runs * VEC; i < len; ++i) {
+        STORE(CPU_RESULT(LOAD(p, i), W(start + i), B(start + i)), q, i);
+    }
+}
+#endif /* CPU_PASSES */
+
 #if PHASE == 3
 /* FLAT_WRITE's write (above): work-item j of group g writes run (g % tiles) * WG_SIZE + j of
  * row g / tiles with the constants PHASE 2 left, by the same formula as a walked write */
@@ -632,7 +761,9 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
 #endif
 #else
         ACC_T s1 = 0, c1 = 0, s2 = 0, c2 = 0;
-#if WALK_RUNS
+#if CPU_PASSES
+        cpu_moments(p, t.len, PILOT, &s1, &c1, &s2, &c2);
+#elif WALK_RUNS
         LANE_WALK_RUNS(w, p, 0, out, d, moments_add_run(&s1, &c1, &s2, &c2, d, PILOT), i, x,
                        moments_add(&s1, &c1, &s2, &c2, x - PILOT));
 #else
@@ -897,6 +1028,10 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
         }
 #elif CACHE == CACHE_LOCAL
         CACHE_WALK(i, x, STORE(RESULT(x, i), q, i));
+#elif CPU_PASSES && NORM == NORM_RMS
+        cpu_norm_write(p, q, t.len, weight, bias, t.start, xs, 0, 0, inv);
+#elif CPU_PASSES
+        cpu_norm_write(p, q, t.len, weight, bias, t.start, xs, shift, mean_d, inv);
 #elif PARAM_RUNS
         /* one loop each way, so the walk's loop holds no branch on the params' alignment */
         if (params_aligned(weight, bias, t.start + w.head)) {

@@ -142,6 +142,12 @@ CPU_ROW_WG = 16
 # with fewer split in chunks of at most CPU_PASSES_CHUNK elements (256 KB of float32: a chunk's
 # two walks, max then sum, find it in the core's L2)
 CPU_PASSES_CHUNK = 1 << 16
+# ... and the norms (row_norm.cl CPU_PASSES: the statistics, then the write, each a walk in
+# vectors; moments the first alone). float32 device arrays, ms a call, plan before / after,
+# alternating rounds on the 2-core AMD EPYC VM (benchmarks/norm_cpu_passes_2026-11-28/):
+# pip's PoCL rms_norm 62500 x 128 18-26 / 9-16, layer_norm 8000 x 1000 36-40 / 8-12, moments
+# 8000 x 1000 7-9 / 2-3; rows of 32 level.
+CPU_PASSES_FAMILIES = ("softmax.cl", "row_norm.cl")
 # Intel's CPU runtime keeps softmax register rows shorter than this (rows of 32: 9-10 ms a call
 # against 28-30 walked, 250000 x 32 float32; rows of 64 level)
 CPU_PASSES_INTEL_MIN_LEN = 64
@@ -581,7 +587,7 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
         cache = "none"
     cpu_passes = _cpu_passes(caps, problem, force, cpu_rows) or long_passes
     if cpu_passes:
-        cache = "none"  # softmax.cl CPU_PASSES: the row walked three times from the core's caches
+        cache = "none"  # CPU_PASSES: the row walked in vectors from the core's caches
     split, chunk = _row_split(caps, problem, force, cache, lanes, wg, sg_size)
     if long_passes and split > 1:
         # chunks that stay in a core's L2 between their two walks
@@ -875,26 +881,26 @@ def _cpu_register_rows(caps: DeviceCaps, problem: RowProblem, force: RowForce, a
 
 
 def _cpu_passes(caps: DeviceCaps, problem: RowProblem, force: RowForce, cpu_rows: bool) -> bool:
-    """softmax / log_softmax rows that CPU register runs would take, no cache forced: one
-    work-item a row walks it three times in vectors from its core's caches (softmax.cl
-    CPU_PASSES), where the register row went through a private array in memory. float16
-    softmax takes each exp twice (a stored half term would be rounded twice): pip's PoCL
-    62500 x 128 26.9 -> 17.4 ms, 8000 x 1000 24.8 -> 14.6. Intel's rows under
+    """softmax and norm rows (CPU_PASSES_FAMILIES) that CPU register runs would take, no cache
+    forced: one work-item a row walks it in vectors from its core's caches (softmax.cl and
+    row_norm.cl CPU_PASSES), where the register row went through a private array in memory.
+    float16 softmax takes each exp twice (a stored half term would be rounded twice): pip's
+    PoCL 62500 x 128 26.9 -> 17.4 ms, 8000 x 1000 24.8 -> 14.6. Intel's rows under
     CPU_PASSES_INTEL_MIN_LEN keep the register plan (it vectorises across the group's
     work-items, and rows of 32 ran 3x slower walked).
     float32 device arrays, ms a call, register plan / CPU_PASSES, three alternating rounds on a
     2-core AMD EPYC VM (benchmarks/softmax_cpu_passes_2026-11-28/table.md): pip's PoCL
     62500 x 128 20-23 / 9-11, 8000 x 1000 17-27 / 7-8; Debian's PoCL 14-22 / 8-11, 12-26 / 6-8;
     Intel 11-12 / 7-10, 19-21 / 5; Intel 250000 x 32 9-10 / 28-30 (ab_long_v1.txt)."""
-    if not cpu_rows or force.cache is not None or FAMILIES[problem.op][0] != "softmax.cl":
+    if not cpu_rows or force.cache is not None or FAMILIES[problem.op][0] not in CPU_PASSES_FAMILIES:
         return False
     return not (caps.implementation == "intel" and problem.row_len < CPU_PASSES_INTEL_MIN_LEN)
 
 
 def _cpu_long_passes(caps: DeviceCaps, problem: RowProblem, force: RowForce) -> bool:
-    """softmax rows too long for a work-item's registers, on the CPU runtimes that take register
-    rows, nothing forced: CPU_PASSES too, a task a work-item in groups of one. A row a task
-    where there are at least two rows a core (a row of 4 MB no longer stays in L2 between the
+    """softmax and norm rows too long for a work-item's registers, on the CPU runtimes that take
+    register rows, nothing forced: CPU_PASSES too, a task a work-item in groups of one. A row a
+    task where there are at least two rows a core (a row of 4 MB no longer stays in L2 between the
     walks, and still ran 4-6x the online walk's speed); fewer
     rows are split (the planner's want of two tasks a core) into chunks of at most
     CPU_PASSES_CHUNK, each walked twice, then written. Before: groups of 256 work-items,
@@ -904,7 +910,7 @@ def _cpu_long_passes(caps: DeviceCaps, problem: RowProblem, force: RowForce) -> 
     1 x 4194304 20-28 / 6-11, 3 x 1048576 17-18 / 4; Intel 122 x 65536 19-22 / 4-5."""
     if caps.device_type != "cpu" or caps.backend != "opencl" or llvmpipe_loop_limited(caps):
         return False
-    return FAMILIES[problem.op][0] == "softmax.cl" and force == RowForce()
+    return FAMILIES[problem.op][0] in CPU_PASSES_FAMILIES and force == RowForce()
 
 
 def _cpu_walks_scale_rows(caps: DeviceCaps, problem: RowProblem, cpu_rows: bool) -> bool:

@@ -167,7 +167,8 @@ SCALE_WALK_CASES = [
     ("llvmpipe (synthetic rusticl)", "absmax_scale", 64, "none"),               # 254-276 / 162-169
     ("llvmpipe (synthetic rusticl)", "quantize_int8", 32, "none"),              # 236-269 / 157-168
     ("pthread CPU (synthetic PoCL)", "softmax", 128, "none"),        # softmax: CPU_PASSES walks (below)
-    ("pthread CPU (synthetic PoCL)", "rms_norm", 128, "registers"),  # norms keep their rows
+    ("pthread CPU (synthetic PoCL)", "rms_norm", 128, "none"),       # norms too: CPU_PASSES
+    ("Intel(R) Xeon(R) Processor (synthetic)", "rms_norm", 32, "registers"),  # but Intel's rows under 64
     ("Mali-G610 (Rockchip RK3588, libmali g13p0)", "quantize_int8", 128, "registers"),  # GPUs unchanged
 ]
 
@@ -225,7 +226,13 @@ PASSES_INTEL = "Intel(R) Xeon(R) Processor (synthetic)"
     (PASSES_CPU, "softmax", 10**5, 128, "float32", RowForce(cache="none"), None),
     (PASSES_CPU, "softmax", 10**5, 8192, "float32", RowForce(cache="none"), None),
     (PASSES_CPU, "softmax", 1, 4194304, "float32", RowForce(split=4), None),
-    (PASSES_CPU, "rms_norm", 10**5, 128, "float32", None, None),       # softmax.cl only
+    (PASSES_CPU, "rms_norm", 10**5, 128, "float32", None, (16, 1)),    # row_norm.cl too: 18-26 -> 9-16 ms
+    (PASSES_CPU, "layer_norm", 10**5, 1000, "float16", None, (16, 1)),  # 52-61 -> 12-13 (half loads as bits)
+    (PASSES_CPU, "moments", 10**5, 128, "float32", None, (16, 1)),     # read once already: 8-10 -> 3-5
+    (PASSES_INTEL, "layer_norm", 122, 65536, "float32", None, (1, 1)),  # 26-30 -> 5-8
+    (PASSES_CPU, "rms_norm", 1, 4194304, "float32", None, (1, 64)),    # chunks: PHASE 1 statistics, PHASE 2 write
+    (PASSES_INTEL, "rms_norm", 10**5, 32, "float32", None, None),      # CPU_PASSES_INTEL_MIN_LEN as softmax
+    (PASSES_CPU, "layer_norm", 10**5, 128, "float32", RowForce(cache="none"), None),  # forced variants stay
     ("Mali-G610 (Rockchip RK3588, libmali g13p0)", "softmax", 10**5, 128, "float32", None, None),  # GPUs: never
 ])
 def test_cpu_softmax_rows_walk_three_times(name, op, rows, k, dtype, force, want):
@@ -241,9 +248,10 @@ def test_cpu_softmax_rows_walk_three_times(name, op, rows, k, dtype, force, want
 
 
 def test_cpu_passes_only_where_the_kernel_takes_them():
-    """softmax.cl refuses CPU_PASSES (#error) unless LANES 1, CACHE 2, VEC > 1 and the output's
-    dtype the input's; every default plan on every profile keeps to that, and llvmpipe, GPUs
-    and CUDA never get the define (it uses OpenCL vector types)."""
+    """softmax.cl and row_norm.cl refuse CPU_PASSES (#error) unless LANES 1, CACHE 2, VEC > 1
+    and the output's dtype the input's (row_norm.cl: and neither FLAT_WRITE nor PARAM_RUNS);
+    every default plan on every profile keeps to that, and llvmpipe, GPUs and CUDA never get
+    the define (it uses OpenCL vector types)."""
     from test_plan import LLVMPIPE
 
     from clreduce.backends.cuda import probe as cuda_probe
@@ -252,17 +260,25 @@ def test_cpu_passes_only_where_the_kernel_takes_them():
             for name in ("H100_SXM_PROPERTIES", "H200_PROPERTIES", "T4_PROPERTIES")}
     seen = 0
     for name, caps in {**ALL_CAPS, LLVMPIPE.name: LLVMPIPE, **cuda}.items():
-        for op in ("softmax", "log_softmax"):
+        problems = [(op, {}) for op in ("softmax", "log_softmax", "moments")] + [
+            (op, dict(weight=True, bias=op == "layer_norm", params_half=half))
+            for op in ("rms_norm", "layer_norm") for half in (False, True)]
+        for op, params in problems:
             for k in ROW_LENS:
                 for dtype in ("float32", "float16", "float64"):
                     try:
-                        p = plan_row(caps, RowProblem(op, 1000, k, dtype))
+                        p = plan_row(caps, RowProblem(op, 1000, k, dtype, **{
+                            key: value and (key != "params_half" or dtype == "float16") for key, value in
+                            params.items()}))
                     except UnsupportedOnDevice:
                         continue
+                    for defines in map(dict, (ps.defines for ps in p.passes)):
+                        if defines.get("CPU_PASSES") == "1":
+                            seen += 1
+                            assert "FLAT_WRITE" not in defines and "PARAM_RUNS" not in defines, (name, op, k)
                     defines = dict(p.defines)
                     if defines.get("CPU_PASSES") != "1":
                         continue
-                    seen += 1
                     assert caps.device_type == "cpu" and caps.backend == "opencl", name
                     assert not llvmpipe_loop_limited(caps), name
                     assert (defines["LANES"], defines["CACHE"]) == ("1", "2"), (name, op, k, dtype)

@@ -209,6 +209,93 @@ def test_softmax_split_rows_walked_on_cpus(cl_device, cl_queue, op):
         _close(got, want, dtype, tol, f"{op} {dtype} {rows}x{k}")
 
 
+def _check_norms(x, w, b, got_rms, got_layer, got_moments, dtype, what):
+    """rms_norm, layer_norm and moments of rows x against numpy's float64 formulas: NaN where
+    numpy's are, values within NORM_TOL; a mean's error relative to the row's mean of |x| (a
+    sum's), the variance relative to itself, both on rows without an inf or NaN"""
+    with np.errstate(all="ignore"):
+        want_rms, want_layer = ref_rms_norm(x, w), ref_layer_norm(x, w, b)
+        x64 = x.astype(np.float64)
+        # finite rows whose squares pass even float64's range (float64 rows near 1e153): SCALED's
+        # result, not numpy's x / inf
+        past = np.isfinite(x64).all(-1) & ~np.isfinite(x64.var(-1) + (x64 * x64).sum(-1))
+        if past.any():
+            want_layer[past], want_rms[past] = ref_norms_past_the_range(x[past], w, b)
+        for got, want, name in ((got_rms, want_rms, "rms_norm"), (got_layer, want_layer, "layer_norm")):
+            np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=f"{name} {what} NaN positions")
+            _close(got, want, dtype, NORM_TOL, f"{name} {what}")
+        mean, var = got_moments
+        np.testing.assert_array_equal(np.isnan(var), np.isnan(x64.var(-1)), err_msg=f"moments {what} NaN positions")
+        fin = np.isfinite(x64).all(-1)
+        tol = NORM_TOL[dtype]["rtol"]
+        assert (np.abs(mean[fin] - x64[fin].mean(-1)) <= tol * np.abs(x64[fin]).mean(-1)).all(), (what, mean)
+        want_var = x64[fin].var(-1).astype(var.dtype).astype(np.float64)  # past the range: inf, as stored
+        np.testing.assert_allclose(var[fin], want_var, rtol=tol, err_msg=f"moments {what}")
+
+
+# K: 1 (no vector run, the tail alone), 13 (a run or two and a tail), 129 (runs, a tail of 1),
+# 4096 (REG_FLOATS_CPU: the longest rows in groups of 16), 9000 (past it: a row a group)
+@pytest.mark.parametrize("k", [1, 13, 129, 4096, 9000])
+def test_norms_rows_walked_in_vectors_on_cpus(cl_device, cl_queue, k):
+    """row_norm.cl CPU_PASSES (CPU runtimes' default for norm rows): the statistics, then the
+    write, each a walk of the row in vectors, and RESCUE, WILD and SCALED between them as in
+    every plan. Rows far from their first element, rows with a 1e4 offset (float16: 6e4),
+    the adversarial rows (inf, NaN, squares past the range, float16 near 65504), a weight and
+    a bias, the array one element past an aligned address. The CPU runtimes that vectorise must
+    plan the rows with CPU_PASSES."""
+    caps = opencl_rowops.runnable_caps(cl_queue)
+    for dtype in _dtypes(cl_device):
+        rows = 24
+        rng = _rng("norm passes", k, dtype)
+        x = rng.standard_normal((rows, k)) * 4
+        x[1::2] += 1e4 if dtype != "float16" else 6e4
+        if dtype != "float16" and k > 1:
+            x[:4] = far_first_rows(k, dtype, rng)
+        if dtype == "float16":
+            x[2] = rng.integers(-1023, 1024, k) * 2.0**-24  # subnormal halves (their loads widen them)
+        specials = [r for r in (ADVERSARIAL if dtype != "float16" else {**ADVERSARIAL, **HALF_ROWS}).values()
+                    if k >= len(r) and (dtype != "float16" or np.all(np.abs(np.asarray(r)[np.isfinite(r)]) < 65505))]
+        for i, r in enumerate(specials[:rows - 4]):
+            x[4 + i, :len(r)] = r
+        storage = np.empty(rows * k + 1, dtype)
+        xs = storage[1:].reshape(rows, k)  # one element past numpy's aligned allocation
+        xs[...] = x
+        w = rng.uniform(0.5, 1.5, k).astype(dtype)
+        b = rng.uniform(-1, 1, k).astype(dtype)
+        if caps.device_type == "cpu" and not llvmpipe_loop_limited(caps) and k >= 129:
+            for op in ("rms_norm", "layer_norm", "moments"):
+                plan = plan_row(caps, RowProblem(op, rows, k, dtype, weight=op != "moments", bias=op == "layer_norm"))
+                assert dict(plan.defines).get("CPU_PASSES") == "1", (op, plan.defines)
+        _check_norms(xs, w, b, rowops.rms_norm(xs, w, device=cl_device), rowops.layer_norm(xs, w, b, device=cl_device),
+                     rowops.moments(xs, device=cl_device), dtype, f"{dtype} K={k}")
+
+
+def test_norms_split_rows_walked_on_cpus(cl_device, cl_queue):
+    """A row or three too long for one work-item and too few for the cores: CPU_PASSES splits
+    them (PHASE 1: each chunk's statistics in vectors, RESCUE'd around its own first element;
+    PHASE 2: Chan's merge and a vector write). A NaN and an inf in chunks of their own rows, a
+    first element of 1e7 (float16: 6e4) far from its row's mean, a row near 1e4, a short last
+    chunk and a tail past the runs."""
+    caps = opencl_rowops.runnable_caps(cl_queue)
+    for dtype, rows, k in (("float32", 1, 200_003), ("float32", 3, 70_001), ("float16", 3, 70_001)):
+        rng = _rng("norm split passes", rows, k, dtype)
+        x = rng.standard_normal((rows, k)) * 4
+        x[0, 0] = 1e7 if dtype != "float16" else 6e4
+        if rows == 3:
+            x[1] += 1e4 if dtype != "float16" else 6e4
+            x[2, 69_999] = np.nan
+            x[2, 5] = np.inf
+        x = x.astype(dtype)
+        w = rng.uniform(0.5, 1.5, k).astype(dtype)
+        b = rng.uniform(-1, 1, k).astype(dtype)
+        if caps.device_type == "cpu" and not llvmpipe_loop_limited(caps):
+            for op in ("rms_norm", "layer_norm", "moments"):
+                plan = plan_row(caps, RowProblem(op, rows, k, dtype, weight=op != "moments", bias=op == "layer_norm"))
+                assert plan.split > 1 and dict(plan.defines).get("CPU_PASSES") == "1", (op, plan.defines)
+        _check_norms(x, w, b, rowops.rms_norm(x, w, device=cl_device), rowops.layer_norm(x, w, b, device=cl_device),
+                     rowops.moments(x, device=cl_device), dtype, f"{dtype} {rows}x{k}")
+
+
 @pytest.mark.parametrize("axis", [0, 1, -3])
 def test_softmax_any_axis(cl_device, axis):
     x = _rng("axis", axis).standard_normal((4, 5, 6)).astype(np.float32)
