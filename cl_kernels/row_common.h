@@ -222,6 +222,16 @@ inline task_t task_at(const ulong task, const ulong n_rows, const ulong row_len,
  * the row or wholly past it. `vec_ok` (uniform over the launch): the input and output
  * addresses allow VEC-wide loads and stores; else the same runs go element by element. */
 #define RUN_START(j) (((uint)(j) * LANES + lane) * VEC)
+/* ROW_RUNS_EXACT 1 (the planner's, register rows only): row_len == LANES * NPER, so every run
+ * of a live task lies in its row and a task of len 0 reads its row's (row 0's) runs: no clamp
+ * of the runs' loads, and a run is in the row where the task is live */
+#ifndef ROW_RUNS_EXACT
+#define ROW_RUNS_EXACT 0
+#endif
+#if ROW_RUNS_EXACT && CACHE != CACHE_REG
+#error "ROW_RUNS_EXACT: register rows only"
+#endif
+#define RUN_IN(j, len) (ROW_RUNS_EXACT ? (len) > 0 : RUN_START(j) < (len))
 #if IN_HALF
 #define VLOAD_IN(n, p, d) VLOAD_HALF_ARRAY(n, p, d)
 #else
@@ -278,15 +288,21 @@ inline void store_run(const ACC_T *d, __global OUT_T *q, const int vec_ok) {
  * own branch, converted there from half, made CUDA wait out one memory latency per run:
  * float16 softmax rows of 16384 in groups of 512 ran at 2250 GB/s on an H100 where a kernel
  * with the loads issued together ran at 3000. */
-inline void load_runs(ACC_T *v, __global const IN_T *p, const ulong len, const int vec_ok, const uint lane,
-                      const ACC_T pad) {
+/* padded 0 (the caller's every use of a run past the row is guarded by RUN_START(j) < len):
+ * with LOAD_RUNS_TOGETHER such runs keep what the clamped load read, no select (float16
+ * layer_norm rows of 16 on an H200: 8 of ~235 instructions a trip) */
+inline void load_runs_padded(ACC_T *v, __global const IN_T *p, const ulong len, const int vec_ok, const uint lane,
+                             const ACC_T pad, const int padded) {
     if (LOAD_RUNS_TOGETHER && VEC > 1 && vec_ok) {
         const ulong last = len >= VEC ? len - VEC : 0;
         UNROLL_LOOP for (uint j = 0; j < NPER / VEC; ++j) {
-            VLOAD_IN(VEC, p + min((ulong)RUN_START(j), last), v + j * VEC);
+            VLOAD_IN(VEC, p + (ROW_RUNS_EXACT ? (ulong)RUN_START(j) : min((ulong)RUN_START(j), last)), v + j * VEC);
+        }
+        if (!padded) {
+            return;
         }
         UNROLL_LOOP for (uint j = 0; j < NPER / VEC; ++j) {
-            const int past = RUN_START(j) >= len;
+            const int past = !RUN_IN(j, len);
             UNROLL_LOOP for (uint e = 0; e < VEC; ++e) {
                 v[j * VEC + e] = past ? pad : v[j * VEC + e];
             }
@@ -302,6 +318,10 @@ inline void load_runs(ACC_T *v, __global const IN_T *p, const ulong len, const i
             }
         }
     }
+}
+inline void load_runs(ACC_T *v, __global const IN_T *p, const ulong len, const int vec_ok, const uint lane,
+                      const ACC_T pad) {
+    load_runs_padded(v, p, len, vec_ok, lane, pad, 1);
 }
 #endif
 

@@ -608,11 +608,27 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
                const ulong n_rows, const ulong row_len, const ulong chunk_len, const ACC_T eps)
 {
     ROW_KERNEL_START;
+#if ROW_RUNS_EXACT
+    (void)row_len;
+#define row_len ((ulong)(LANES * NPER))  /* ROW_RUNS_EXACT (row_common.h): a constant */
+#endif
 #if RESCUE || (PHASE == 2 && NORM != NORM_RMS)
     const ACC_T inv_row_len = (ACC_T)1 / (ACC_T)row_len;
 #endif
 #if TEAM_FIRST_X0 == 2
     __local ACC_T team_x0[TEAMS];
+#endif
+#if CACHE == CACHE_REG && NORM == NORM_LAYER && !SCALED_ROWS
+    /* DIV_ROW_LEN(x) = x / row_len: where row_len is a power of two, x times its reciprocal
+     * (exact: the same single rounding of x / row_len), no division a task (float16 rows of
+     * 16 on an H200: two IEEE divisions, ~20 of ~235 instructions a trip) */
+    const int len_pow2 = (row_len & (row_len - 1)) == 0;
+    const ACC_T inv_len_pow2 = (ACC_T)1 / (ACC_T)row_len;
+#define DIV_ROW_LEN(x) (len_pow2 ? (x) * inv_len_pow2 : (x) / (ACC_T)row_len)
+#endif
+#if CACHE == CACHE_REG && NORM == NORM_LAYER && SCALED_ROWS
+/* float32 rows of 16 on an H200: the hoisted reciprocal took registers (40 -> 47) and lost */
+#define DIV_ROW_LEN(x) ((x) / (ACC_T)row_len)
 #endif
 
     for (ulong base = FIRST_BASE; base < n_rows * SPLIT; base += stride) {
@@ -684,7 +700,7 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
          * which need no compensation for the variance's cancellation either */
         ACC_T v[NPER];
 #if TEAM_FIRST_X0
-        load_runs(v, p, t.len, vec_ok, lane, 0);  /* padding: runs past the row are skipped */
+        load_runs_padded(v, p, t.len, vec_ok, lane, 0, 0);  /* runs past the row: skipped, unpadded */
 #if TEAM_FIRST_X0 == 1
         const ACC_T x0 = sub_group_shuffle(v[0], get_sub_group_local_id() & ~(LANES - 1u));
 #else
@@ -708,7 +724,7 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
 #endif
             }
 #if TEAM_FIRST_X0
-            run = RUN_START(j) < t.len ? run : (ACC_T)0;   /* whole runs past the row: 0 padding */
+            run = RUN_IN(j, t.len) ? run : (ACC_T)0;   /* whole runs past the row: 0 padding */
 #endif
 #if NORM == NORM_RMS
             RUN_SUM_ADD(s2, c2, run);
@@ -716,8 +732,12 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
             RUN_SUM_ADD(s1, c1, run);
 #endif
         }
-#if NORM != NORM_RMS
+#if NORM == NORM_LAYER
+        const ACC_T mean_reg = DIV_ROW_LEN(team_reduce(nsum_value(s1, c1), K_SUM, scratch, lid, lane));
+#elif NORM != NORM_RMS
         const ACC_T mean_reg = team_reduce(nsum_value(s1, c1), K_SUM, scratch, lid, lane) / (ACC_T)row_len;
+#endif
+#if NORM != NORM_RMS
 #if NORM == NORM_MOMENTS
         /* moments, whose mean is a result: the corrected two-pass sums, around the mean's
          * estimate m1 itself, and the deviations' sum corrects m1. x0 + mean_reg alone lost
@@ -727,7 +747,7 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
         s1 = 0;
         c1 = 0;
         UNROLL_LOOP for (uint j = 0; j < NPER / VEC; ++j) {
-            if (RUN_START(j) < t.len) {
+            if (RUN_IN(j, t.len)) {
                 ACC_T run = 0, run1 = 0;
                 UNROLL_LOOP for (uint e = 0; e < VEC; ++e) {
                     const ACC_T d = v[j * VEC + e] - m1;
@@ -748,11 +768,18 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
         ACC_T cx = wild ? (ACC_T)0 : x0, cm = wild ? (ACC_T)0 : mean_reg;
         const ACC_T scale = wild ? (ACC_T)WILD_SCALE : (ACC_T)1;
         UNROLL_LOOP for (uint j = 0; j < NPER / VEC; ++j) {
-            if (RUN_START(j) < t.len) {
+            if (RUN_IN(j, t.len)) {
                 ACC_T run = 0;
                 UNROLL_LOOP for (uint e = 0; e < VEC; ++e) {
                     const ACC_T d = (v[j * VEC + e] - cx) * scale - cm;
                     run += d * d;
+#if !SCALED_ROWS
+                    /* the write's (x - cx) - cm (scale 1: the same rounding); WILD: x * WILD_SCALE,
+                     * which the write's inv (0 or NaN) takes to what x would give. Not with
+                     * SCALED_ROWS, whose write may centre x elsewhere: float32 rows of 16 kept
+                     * x for it again (40 -> 48 registers) and lost 2-5 % on an H200 */
+                    v[j * VEC + e] = d;
+#endif
                 }
                 RUN_SUM_ADD(s2, c2, run);
             }
@@ -963,9 +990,15 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
         }
 #else
         /* SCALED: sum2 holds the squares of x * xs - cx, around cx + cm */
-        const ACC_T var_ = big ? var_of_sums(sum2 / n, cm) : wild ? wild_var(sum2) : sum2 / n;
+        const ACC_T var_ = big ? var_of_sums(DIV_ROW_LEN(sum2), cm) : wild ? wild_var(sum2) : DIV_ROW_LEN(sum2);
         const ACC_T inv = rsqrt(var_ + eps * xs * xs);
+        (void)n;
+#if SCALED_ROWS
 #define RESULT_WB(x, wt, b) ((((x) * xs - cx) - cm) * inv * (wt) + (b))
+#else
+        /* v holds (x - cx) - cm (the second pass) */
+#define RESULT_WB(x, wt, b) ((x) * inv * (wt) + (b))
+#endif
 #endif
 #else
         /* WILD: the variance from the scaled sum (PHASE 2: the fold of M2 or moments' read of
@@ -1015,7 +1048,7 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
         const int params_ok = params_aligned(weight, bias, t.start);
 #endif
         UNROLL_LOOP for (uint j = 0; j < NPER / VEC; ++j) {
-            if (RUN_START(j) < t.len) {
+            if (RUN_IN(j, t.len)) {
 #if PARAM_RUNS
                 APPLY_PARAM_RUN(v + j * VEC, t.start + RUN_START(j), params_ok);
 #else
@@ -1046,6 +1079,9 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
 #endif /* PHASE != 1 */
     }
 }
+#if ROW_RUNS_EXACT
+#undef row_len
+#endif
 #endif /* PHASE 3 */
 #if NORM == NORM_RMS
 #undef x0

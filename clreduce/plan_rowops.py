@@ -652,6 +652,8 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
                 defines["PARAM_RUNS"] = 1
             if _cuda_wide_layer_norm_stores(caps, problem, cache, vec):
                 defines["ROW_WIDE_STORES"] = 1
+            if _cuda_exact_runs(caps, problem, cache, split, lanes, nper):
+                defines["ROW_RUNS_EXACT"] = 1
         pairs = tuple(sorted((name, str(value)) for name, value in defines.items()))
         return pairs, build_options(pairs, caps.cl_std if sg_mode != "local" else None)
 
@@ -769,6 +771,22 @@ def _cuda_one_trip(caps: DeviceCaps, problem: RowProblem, cache: str, split: int
                                               and nper >= 2 * vec)
     return (problem.op in CUDA_ONE_TRIP_OPS and kind_ok and cache == "registers" and split == 1
             and problem.rows * problem.row_len * itemsize >= CUDA_ONE_TRIP_MIN_BYTES and _fast_memory_cuda(caps))
+
+
+def _cuda_exact_runs(caps: DeviceCaps, problem: RowProblem, cache: str, split: int, lanes: int, nper: int) -> bool:
+    """CUDA float16 layer_norm rows in registers that fill their team's runs exactly
+    (lanes * nper == row_len): row_common.h ROW_RUNS_EXACT, the row length a constant of the
+    build, no clamp or padding of the runs. With the rest of that change (no padding select,
+    a power-of-two row length's reciprocal in place of two divisions a trip, the second pass's
+    deviations kept for the write), the loop of rows of 16 went from ~235 to ~167 instructions
+    a trip. H200, public call, GB/s, before / after, three alternating rounds
+    (benchmarks/layer_norm_f16_short_h200_2026-11-28/): 16777216 x 16 3610-3651 / 3968-4028,
+    1048576 x 32 3400-3438 / 3761-3773, 442368 x 128 3648-3691 / 3844-3881, 65536 x 4096
+    3531-3572 / 3867-3941; 4194304 x 64 4001-4039 / 3956-4021. Without ROW_RUNS_EXACT (the rest
+    kept) rows of 32 and 4096 gave back most of their gain (3511-3578, 3717-3754). float32 keeps
+    its kernel: the same change took it from 40 to 48 registers and lost 2-5 %."""
+    return (caps.backend == "cuda" and problem.op == "layer_norm" and problem.dtype == "float16"
+            and cache == "registers" and split == 1 and lanes * nper == problem.row_len)
 
 
 def _param_runs(caps: DeviceCaps, problem: RowProblem, cache: str, vec: int) -> bool:

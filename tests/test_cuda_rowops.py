@@ -672,6 +672,67 @@ def test_fast_memory_layer_norm_stores_short_float16_rows_wide(op, dtype, shape,
         assert "ROW_WIDE_STORES" not in dict(plan.defines), name
 
 
+# (op, dtype, shape) -> whether the plan builds the row length in (ROW_RUNS_EXACT)
+EXACT_RUN_CASES = [
+    ("layer_norm", "float16", (16_777_216, 16), True),    # lanes 2 x NPER 8: 0.88 -> 0.97 of torch.compile
+    ("layer_norm", "float16", (442_368, 128), True),
+    ("layer_norm", "float16", (65_536, 4096), True),      # a group's lanes fill the row
+    ("layer_norm", "float16", (8_192, 1000), False),      # 32 lanes x 32 > 1000: a lane's last run is short
+    ("layer_norm", "float32", (16_777_216, 16), False),   # float32 lost 2-5 % with the change
+    ("rms_norm", "float16", (16_777_216, 16), False),     # layer_norm's loop only
+    ("layer_norm", "float16", (64, 4_194_304), False),    # split rows read from memory
+]
+
+
+@pytest.mark.parametrize("op,dtype,shape,exact", EXACT_RUN_CASES)
+def test_float16_layer_norm_rows_that_fill_their_runs_build_the_length_in(op, dtype, shape, exact):
+    """CUDA float16 layer_norm register rows with lanes * NPER == K get ROW_RUNS_EXACT (no
+    clamp or padding of the runs, K a constant); other rows, dtypes, ops and OpenCL plans do
+    not (the kernel refuses it but for register rows)."""
+    problem = _fast_memory_problem(op, dtype, shape, bias=True)
+    for caps in (H200, H100):
+        p = plan_row(caps, problem)
+        assert (dict(p.defines).get("ROW_RUNS_EXACT") == "1") == exact, (caps.name, p.defines)
+        if exact:
+            assert p.cache == "registers" and p.lanes * p.nper == shape[1]
+    for name, profile in PROFILES.items():
+        try:
+            plan = plan_row(profile, problem)
+        except UnsupportedOnDevice:
+            continue
+        assert "ROW_RUNS_EXACT" not in dict(plan.defines), name
+
+
+@gpu
+# K = 16, 32, 128: teams of 2, 2 and 8 lanes inside a warp; 4096: a group's lanes; rows not a
+# multiple of the teams a group (the last group's spare teams read row 0's runs)
+@pytest.mark.parametrize("rows,k", [(1003, 16), (517, 32), (259, 128), (7, 4096)])
+def test_float16_layer_norm_rows_with_exact_runs(rows, k):
+    """ROW_RUNS_EXACT rows (the second pass's deviations kept for the write; a power-of-two
+    row length's reciprocal): numpy's formulas on rows with an inf, a NaN, rows of +-65504,
+    rows of one value, rows 6e4 off zero and tiny rows, with a float16 weight and bias."""
+    cp = _cp()
+    rng = _rng("exact runs", rows, k)
+    x = rng.standard_normal((rows, k)) * 3
+    x[1, k // 2] = np.inf
+    x[2, 0] = np.nan
+    x[3, ::2], x[3, 1::2] = 65504.0, -65504.0
+    x[4] = 1234.5
+    x[5::7] += 6e4 * np.sign(rng.standard_normal((len(x[5::7]), 1)))
+    x[6] *= 1e-6
+    x = np.clip(x, -65504, 65504, where=np.isfinite(x), out=x).astype(np.float16)
+    w = rng.uniform(0.5, 1.5, k).astype(np.float16)
+    b = rng.uniform(-1, 1, k).astype(np.float16)
+    problem = RowProblem("layer_norm", rows, k, "float16", weight=True, bias=True, params_half=True)
+    from clreduce.backends.cuda.rowops import plan_for
+    assert dict(plan_for(0, problem, None)[0].defines).get("ROW_RUNS_EXACT") == "1"
+    got = rowops.layer_norm(cp.asarray(x), cp.asarray(w), cp.asarray(b)).get()
+    with np.errstate(all="ignore"):
+        want = ref_layer_norm(x, w, b)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=f"K={k} NaN positions")
+    _close(got, want, "float16", NORM_TOL, f"layer_norm float16 {rows}x{k}")
+
+
 # (op, dtype, shape) -> one trip a team on an H200 (a group for every TEAMS rows), else 64 groups an SM
 ONE_TRIP_CASES = [
     ("softmax", "float32", (16_777_216, 16), True),     # 1 GB of float32 rows in registers
