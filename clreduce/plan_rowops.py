@@ -148,6 +148,8 @@ CPU_PASSES_CHUNK = 1 << 16
 # pip's PoCL rms_norm 62500 x 128 18-26 / 9-16, layer_norm 8000 x 1000 36-40 / 8-12, moments
 # 8000 x 1000 7-9 / 2-3; rows of 32 level.
 CPU_PASSES_FAMILIES = ("softmax.cl", "row_norm.cl")
+# CPU_PASSES rows up to this many bytes take one trip a work-item (_cpu_one_trip)
+CPU_ONE_TRIP_ROW_BYTES = 4096
 # Intel's CPU runtime keeps softmax register rows shorter than this (rows of 32: 9-10 ms a call
 # against 28-30 walked, 250000 x 32 float32; rows of 64 level)
 CPU_PASSES_INTEL_MIN_LEN = 64
@@ -671,7 +673,9 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
         else:
             trips = row_trips(problem.op, cache, lanes, nper, chunk, split, phase, sg_size)
             needed = _ceil_div(tasks, teams)
-            groups = needed if _cuda_one_trip(caps, problem, cache, split, nper, vec) else _row_groups(caps, needed)
+            one_trip = (_cuda_one_trip(caps, problem, cache, split, nper, vec)
+                        or _cpu_one_trip(problem, cpu_passes, split))
+            groups = needed if one_trip else _row_groups(caps, needed)
             groups = _trip_groups(caps, groups, tasks, teams, trips, f"{problem.op} of rows of {k}")
         passes.append(RowPass(options=options, global_size=groups * wg, local_size=wg, reads=reads, writes=writes,
                               n_rows=problem.rows, row_len=k, chunk_len=chunk, defines=pairs))
@@ -929,6 +933,20 @@ def _cpu_long_passes(caps: DeviceCaps, problem: RowProblem, force: RowForce) -> 
     if caps.device_type != "cpu" or caps.backend != "opencl" or llvmpipe_loop_limited(caps):
         return False
     return FAMILIES[problem.op][0] in CPU_PASSES_FAMILIES and force == RowForce()
+
+
+def _cpu_one_trip(problem: RowProblem, cpu_passes: bool, split: int) -> bool:
+    """CPU_PASSES rows of at most CPU_ONE_TRIP_ROW_BYTES, whole: a group for every CPU_ROW_WG
+    rows, so each work-item takes one row, where the grid stride of plan.py's 32 groups a core
+    gave each work-item hundreds of rows 1024 apart. PoCL runs a group's work-items one after
+    another on one thread: with the stride the rows each walked lay 128 KB apart (rows of 32),
+    with one trip the group's rows are contiguous. Device arrays, ms a call, grid stride / one
+    trip, two alternating rounds on the 2-core AMD EPYC VM (benchmarks/norm_cpu_passes_2026-11-28/
+    one_trip.txt): pip's PoCL softmax 1048576 x 16 54 / 23, 250000 x 32 26-30 / 9; rms_norm
+    250000 x 32 22-23 / 8-9, 62500 x 128 6-7 / 3-4; Debian's PoCL alike; Intel's runtime
+    62500 x 128 softmax 8-11 / 4-5, its rows under 64 keep their register plan. Rows of 4096
+    ran level to 10 % slower (pip's PoCL rms_norm 3.0-3.2 / 3.4-3.8) and keep the stride."""
+    return cpu_passes and split == 1 and problem.row_len * np.dtype(problem.dtype).itemsize <= CPU_ONE_TRIP_ROW_BYTES
 
 
 def _cpu_walks_scale_rows(caps: DeviceCaps, problem: RowProblem, cpu_rows: bool) -> bool:

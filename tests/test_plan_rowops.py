@@ -247,6 +247,25 @@ def test_cpu_softmax_rows_walk_three_times(name, op, rows, k, dtype, force, want
         assert all(dict(ps.defines).get("CPU_PASSES") == "1" for ps in p.passes)
 
 
+# (device, op, rows, K, dtype) -> groups of the launch: one trip a work-item (a group for every
+# CPU_ROW_WG rows) where CPU_PASSES walks whole rows of at most CPU_ONE_TRIP_ROW_BYTES, else
+# plan.py's cap of 32 groups a core and a grid stride
+@pytest.mark.parametrize("name,op,rows,k,dtype,groups", [
+    (PASSES_CPU, "softmax", 250_000, 32, "float32", 15_625),    # pip PoCL: 26-30 -> 9 ms
+    (PASSES_CPU, "rms_norm", 62_500, 128, "float32", 3_907),    # 6-7 -> 3-4
+    (PASSES_CPU, "layer_norm", 1_000, 2048, "float16", 63),      # 4 KB rows: still one trip
+    (PASSES_CPU, "softmax", 1_953, 4096, "float32", None),       # 16 KB rows: level to 10 % slower
+    (PASSES_CPU, "softmax", 1, 4_194_304, "float32", None),      # split rows
+    (PASSES_INTEL, "softmax", 250_000, 32, "float32", None),     # Intel's register rows under 64
+    (PASSES_INTEL, "moments", 62_500, 128, "float32", 3_907),
+])
+def test_cpu_short_walked_rows_take_one_trip(name, op, rows, k, dtype, groups):
+    caps = ALL_CAPS[name]
+    p = plan_row(caps, RowProblem(op, rows, k, dtype))
+    capped = min(-(-rows * p.split // (p.wg_size // p.lanes)), caps.compute_units * 32)
+    assert p.passes[0].global_size // p.wg_size == (capped if groups is None else groups), p
+
+
 def test_cpu_passes_only_where_the_kernel_takes_them():
     """softmax.cl and row_norm.cl refuse CPU_PASSES (#error) unless LANES 1, CACHE 2, VEC > 1
     and the output's dtype the input's (row_norm.cl: and neither FLAT_WRITE nor PARAM_RUNS);
