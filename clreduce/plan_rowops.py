@@ -150,9 +150,6 @@ CPU_PASSES_CHUNK = 1 << 16
 CPU_PASSES_FAMILIES = ("softmax.cl", "row_norm.cl")
 # CPU_PASSES rows up to this many bytes take one trip a work-item (_cpu_one_trip)
 CPU_ONE_TRIP_ROW_BYTES = 4096
-# Intel's CPU runtime keeps softmax register rows shorter than this (rows of 32: 9-10 ms a call
-# against 28-30 walked, 250000 x 32 float32; rows of 64 level)
-CPU_PASSES_INTEL_MIN_LEN = 64
 CPU_VEC_BYTES = 64
 # ... and absmax_scale on Intel's runtime (its register runs are the same): 1.9-2.2 -> 2.5-2.9
 # GB/s on float32 rows of 128 / 1000 (interleaved runs, loaded host); PoCL lost ~10 % that
@@ -907,16 +904,16 @@ def _cpu_passes(caps: DeviceCaps, problem: RowProblem, force: RowForce, cpu_rows
     forced: one work-item a row walks it in vectors from its core's caches (softmax.cl and
     row_norm.cl CPU_PASSES), where the register row went through a private array in memory.
     float16 softmax takes each exp twice (a stored half term would be rounded twice): pip's
-    PoCL 62500 x 128 26.9 -> 17.4 ms, 8000 x 1000 24.8 -> 14.6. Intel's rows under
-    CPU_PASSES_INTEL_MIN_LEN keep the register plan (it vectorises across the group's
-    work-items, and rows of 32 ran 3x slower walked).
+    PoCL 62500 x 128 26.9 -> 17.4 ms, 8000 x 1000 24.8 -> 14.6. Intel's rows under 64 had kept
+    the register plan (it vectorises across the group's work-items: rows of 32 ran 3x slower
+    walked with a grid stride) until they took one trip a work-item (_cpu_one_trip): 250000 x 32
+    device arrays, ms a call, register / walked (one_trip_intel.txt): softmax 8.5-9.3 / 7.1-7.9,
+    rms_norm 9.4-11.5 / 4.2-5.9, layer_norm 14.7-23.5 / 5.9-6.3.
     float32 device arrays, ms a call, register plan / CPU_PASSES, three alternating rounds on a
     2-core AMD EPYC VM (benchmarks/softmax_cpu_passes_2026-11-28/table.md): pip's PoCL
     62500 x 128 20-23 / 9-11, 8000 x 1000 17-27 / 7-8; Debian's PoCL 14-22 / 8-11, 12-26 / 6-8;
     Intel 11-12 / 7-10, 19-21 / 5; Intel 250000 x 32 9-10 / 28-30 (ab_long_v1.txt)."""
-    if not cpu_rows or force.cache is not None or FAMILIES[problem.op][0] not in CPU_PASSES_FAMILIES:
-        return False
-    return not (caps.implementation == "intel" and problem.row_len < CPU_PASSES_INTEL_MIN_LEN)
+    return cpu_rows and force.cache is None and FAMILIES[problem.op][0] in CPU_PASSES_FAMILIES
 
 
 def _cpu_long_passes(caps: DeviceCaps, problem: RowProblem, force: RowForce) -> bool:
