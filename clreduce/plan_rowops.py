@@ -143,10 +143,11 @@ CPU_ROW_WG = 16
 # two walks, max then sum, find it in the core's L2)
 CPU_PASSES_CHUNK = 1 << 16
 # ... and the norms (row_norm.cl CPU_PASSES: the statistics, then the write, each a walk in
-# vectors; moments the first alone). float32 device arrays, ms a call, plan before / after,
-# alternating rounds on the 2-core AMD EPYC VM (benchmarks/norm_cpu_passes_2026-11-28/):
-# pip's PoCL rms_norm 62500 x 128 18-26 / 9-16, layer_norm 8000 x 1000 36-40 / 8-12, moments
-# 8000 x 1000 7-9 / 2-3; rows of 32 level.
+# vectors; moments the first alone). float32 device arrays, ms a call, plan before / after (one
+# trip a work-item included), alternating rounds on the 2-core AMD EPYC VM
+# (benchmarks/norm_cpu_passes_2026-11-28/ab_norm_f32.txt): pip's PoCL rms_norm 62500 x 128
+# 8.1-10.7 / 4.2-4.5, 250000 x 32 28.7-34.3 / 7.8-8.5, layer_norm 8000 x 1000 17.9-18.4 / 3.9-4.0,
+# moments 8000 x 1000 11.4-12.6 / 2.3-2.5; Debian's PoCL and Intel alike.
 CPU_PASSES_FAMILIES = ("softmax.cl", "row_norm.cl")
 # CPU_PASSES rows up to this many bytes take one trip a work-item (_cpu_one_trip)
 CPU_ONE_TRIP_ROW_BYTES = 4096
@@ -941,8 +942,8 @@ def _cpu_one_trip(problem: RowProblem, cpu_passes: bool, split: int) -> bool:
     trip, two alternating rounds on the 2-core AMD EPYC VM (benchmarks/norm_cpu_passes_2026-11-28/
     one_trip.txt): pip's PoCL softmax 1048576 x 16 54 / 23, 250000 x 32 26-30 / 9; rms_norm
     250000 x 32 22-23 / 8-9, 62500 x 128 6-7 / 3-4; Debian's PoCL alike; Intel's runtime
-    62500 x 128 softmax 8-11 / 4-5, its rows under 64 keep their register plan. Rows of 4096
-    ran level to 10 % slower (pip's PoCL rms_norm 3.0-3.2 / 3.4-3.8) and keep the stride."""
+    62500 x 128 softmax 8-11 / 4-5 (and its rows under 64, walked since: _cpu_passes). Rows of
+    4096 ran level to 10 % slower (pip's PoCL rms_norm 3.0-3.2 / 3.4-3.8) and keep the stride."""
     return cpu_passes and split == 1 and problem.row_len * np.dtype(problem.dtype).itemsize <= CPU_ONE_TRIP_ROW_BYTES
 
 
