@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import warnings
 import zlib
 
 import numpy as np
@@ -294,6 +295,76 @@ def test_norms_split_rows_walked_on_cpus(cl_device, cl_queue):
                 assert plan.split > 1 and dict(plan.defines).get("CPU_PASSES") == "1", (op, plan.defines)
         _check_norms(x, w, b, rowops.rms_norm(x, w, device=cl_device), rowops.layer_norm(x, w, b, device=cl_device),
                      rowops.moments(x, device=cl_device), dtype, f"{dtype} {rows}x{k}")
+
+
+def test_row_variants_that_fail_to_build_fall_back(cl_device, cl_queue, monkeypatch):
+    """A driver that refuses a row kernel's variant (an old Adreno compiler crashes on
+    sub_group_reduce_*): a sub-group mode moves down the chain and is marked bad for the device
+    (SubgroupModeFallbackWarning), an unforced CPU_PASSES plan runs with a forced cache
+    (RowVariantFallbackWarning); both give numpy's rows. A refused forced mode, and a device
+    that builds nothing, raise KernelBuildError."""
+    from clreduce.backends import cl_fallback, opencl
+    from clreduce.plan import _SG_MODE_MACRO
+
+    caps = opencl.caps_of(cl_device)
+    x = _rng("refused", 37, 300).standard_normal((37, 300)).astype(np.float32) * 4 + 100
+    w = np.linspace(0.5, 1.5, 300).astype(np.float32)
+    real = opencl_rowops._cached_kernel
+    refused = set()
+
+    def refusing(ctx, device, kernel_file, entry, options):
+        if any(flag in " ".join(options) for flag in refused):
+            raise opencl.KernelBuildError(f"refused by the test: {sorted(refused)}", log="error: refused")
+        return real(ctx, device, kernel_file, entry, options)
+
+    monkeypatch.setattr(opencl_rowops, "_cached_kernel", refusing)
+    checked = set()
+    try:
+        # the default plans (CPU runtimes: CPU_PASSES), and teams of 4 lanes (a sub-group mode
+        # where the device has sub-groups: Intel's runtime)
+        for op, force in (("softmax", None), ("rms_norm", None), ("softmax", RowForce(lanes=4))):
+            problem = RowProblem(op, 37, 300, "float32", weight=op == "rms_norm")
+            refused.clear()
+            opencl_rowops.clear_caches()
+            cl_fallback.forget(caps)
+            try:
+                plan = opencl_rowops.plan_for(cl_queue, problem, force)[0]
+            except UnsupportedOnDevice:
+                continue  # teams of 4 on llvmpipe's groups
+            if dict(plan.defines).get("CPU_PASSES") == "1":
+                refused.add("-DCPU_PASSES=1")
+                warning = opencl_rowops.RowVariantFallbackWarning
+            elif cl_fallback.can_fall_back(plan.sg_mode):
+                refused.add(f"-DSG_MODE={_SG_MODE_MACRO[plan.sg_mode]}")
+                warning = cl_fallback.SubgroupModeFallbackWarning
+            else:
+                continue  # local memory, no vector walk (llvmpipe): nothing to fall back from
+            opencl_rowops.clear_caches()
+            fn = getattr(rowops, op)
+            with pytest.warns(warning):
+                got = fn(x, device=cl_device, force=force) if op == "softmax" else fn(x, w, device=cl_device)
+            want = ref_softmax(x) if op == "softmax" else ref_rms_norm(x, w)
+            _close(got, want, "float32", TOL if op == "softmax" else NORM_TOL, f"{op} {force} after {refused}")
+            with warnings.catch_warnings():  # cl_queue's context: its own plan, its own warning
+                warnings.simplefilter("ignore", warning)
+                fallback_plan = opencl_rowops.plan_for(cl_queue, problem, force)[0]
+            assert not any(flag in " ".join(fallback_plan.options) for flag in refused), fallback_plan.options
+            checked.add(warning)
+            if warning is cl_fallback.SubgroupModeFallbackWarning:
+                with pytest.raises(opencl.KernelBuildError):  # a forced mode is the caller's
+                    opencl_rowops.plan_for(cl_queue, problem, dataclasses.replace(force, sg_mode=plan.sg_mode))
+        refused.add("-D")  # every build fails
+        opencl_rowops.clear_caches()
+        with pytest.raises(opencl.KernelBuildError), warnings.catch_warnings():
+            warnings.simplefilter("ignore", opencl_rowops.RowVariantFallbackWarning)
+            rowops.softmax(x, device=cl_device)
+    finally:
+        opencl_rowops.clear_caches()
+        cl_fallback.forget(caps)
+    if caps.device_type == "cpu" and not llvmpipe_loop_limited(caps):
+        assert opencl_rowops.RowVariantFallbackWarning in checked  # the CPU runtimes' vector walks
+    if caps.implementation == "intel":
+        assert cl_fallback.SubgroupModeFallbackWarning in checked  # its sub-groups
 
 
 @pytest.mark.parametrize("axis", [0, 1, -3])

@@ -6,6 +6,7 @@ their queue.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 import numpy as np
 
@@ -16,6 +17,7 @@ from ..plan import UnsupportedOnDevice
 from ..plan_rowops import RowForce, RowPlan, RowProblem, plan_row
 from . import cl_host as host_buffers
 from . import cl_args, cl_transfer, row_args
+from . import cl_fallback as fallback
 from .. import config
 from ..lru import LRU
 from . import opencl
@@ -53,16 +55,76 @@ def _kernel_runs_plan(kernel, device, p: RowPlan) -> dict | None:
     return None
 
 
+class RowVariantFallbackWarning(RuntimeWarning):
+    """A row-op kernel variant failed to build; clreduce runs the rows by another plan."""
+
+
 def plan_for(queue: cl.CommandQueue, problem: RowProblem, force: RowForce | None = None):
     """(RowPlan, kernels: one ``opencl._CachedKernel`` per pass) for the queue's device,
     re-planned once if the compiled kernel cannot run the plan (work-group limit below the
-    plan's, or another sub-group width)."""
+    plan's, or another sub-group width).
+
+    A variant the driver cannot build falls back as the reductions do (cl_fallback.py): a
+    sub-group mode moves down built-in -> shuffle -> local, is remembered as bad for the
+    device for the rest of the process (the reductions then avoid it too), and warns once;
+    an unforced CPU_PASSES plan (vector types) falls back to the plan a forced cache gives,
+    with a ``RowVariantFallbackWarning``. A forced sub-group mode or cache that fails to
+    build raises ``KernelBuildError``.
+    """
     key = (queue.context.int_ptr, queue.device.int_ptr, problem, force)
     hit = _plans.get(key)
     if hit is not None:
         return hit  # a repeated call: no probe, plan or build lookup
-    p = None
     caps = caps_of(queue.device)
+    user_mode = force is not None and force.sg_mode is not None
+    attempt = force or RowForce()
+    for _ in range(4):  # at most: two sub-group modes down, one CPU_PASSES fallback, with margin
+        attempt = _avoid_bad_modes(caps, problem, attempt, user_mode)
+        try:
+            return _plans.put(key, _plan_and_build(queue, caps, problem, attempt))
+        except opencl.KernelBuildError as exc:
+            p = plan_row(caps, problem, attempt)
+            if not user_mode and fallback.can_fall_back(p.sg_mode):
+                fallback.mark_bad(caps, p.sg_mode, exc.log, "failed to build")
+                continue
+            if force is None and dict(p.defines).get("CPU_PASSES") == "1":
+                attempt = dataclasses.replace(attempt, cache="registers" if _fits_registers(caps, problem)
+                                              else "none")
+                warnings.warn(f"clreduce: {problem.op}'s vector walk (CPU_PASSES) failed to build on "
+                              f"{queue.device.name.strip()!r}; running these rows with cache={attempt.cache!r}. "
+                              f"{str(exc)[:400]}", RowVariantFallbackWarning, stacklevel=3)
+                continue
+            raise
+    raise RuntimeError(f"no buildable plan for {problem} on {queue.device.name!r}")
+
+
+def _fits_registers(caps, problem: RowProblem) -> bool:
+    try:
+        plan_row(caps, problem, RowForce(cache="registers"))
+    except UnsupportedOnDevice:
+        return False
+    return True
+
+
+def _avoid_bad_modes(caps, problem: RowProblem, force: RowForce, user_forced: bool) -> RowForce:
+    """``force`` with ``sg_mode`` set to the first mode down the chain (shuffle, local) that is
+    not marked bad for the device, where the plan would use a bad one; a forced mode is kept
+    (its failure is the caller's error)."""
+    bad = fallback.bad_modes(caps)
+    if user_forced or not bad or plan_row(caps, problem, force).sg_mode not in bad:
+        return force
+    for candidate in ("shuffle", "local"):
+        trial = dataclasses.replace(force, sg_mode=candidate)
+        try:
+            if plan_row(caps, problem, trial).sg_mode not in bad:
+                return trial
+        except UnsupportedOnDevice:
+            continue
+    return dataclasses.replace(force, sg_mode="local")
+
+
+def _plan_and_build(queue: cl.CommandQueue, caps, problem: RowProblem, force: RowForce):
+    p = None
     for attempt in range(2):
         if p is None:
             p = plan_row(caps, problem, force)
@@ -72,12 +134,12 @@ def plan_for(queue: cl.CommandQueue, problem: RowProblem, force: RowForce | None
         for cached in kernels:
             fix = fix or _kernel_runs_plan(cached.kernel, queue.device, p)
         if fix is None:
-            return _plans.put(key, (p, kernels))
-        if force and force.wg_size and "max_work_group_size" in fix:
+            return p, kernels
+        if force.wg_size and "max_work_group_size" in fix:
             # e.g. rusticl on llvmpipe: CL_DEVICE_MAX_WORK_GROUP_SIZE 1024, a built kernel 32
             raise UnsupportedOnDevice(f"forced wg_size={force.wg_size}: the compiled {p.kernel_file} allows at most "
                                       f"{fix['max_work_group_size']} work-items per group on {queue.device.name!r}")
-        if attempt == 1 or (force and force.wg_size):
+        if attempt == 1 or force.wg_size:
             break
         caps = dataclasses.replace(caps, **fix)
         p = None
