@@ -74,16 +74,18 @@ def forget(caps: DeviceCaps | None = None) -> None:
             _warned.difference_update({w for w in _warned if w[0] == key})
 
 
-def avoid_bad_modes(caps: DeviceCaps, problem: Problem, force: Force, user_forced: bool) -> Force:
+def avoid_bad_modes(caps: DeviceCaps, problem: Problem, force: Force, user_forced: bool, planner=plan) -> Force:
     """``force`` with ``sg_mode`` set to the first good mode down the chain when the plan
-    would use a bad one. A mode the user forced is left alone (its failure is an error)."""
+    would use a bad one. A mode the user forced is left alone (its failure is an error).
+    ``planner``: plan.plan for the reductions, plan_rowops.plan_row for the row ops (with
+    their RowProblem and RowForce)."""
     bad = bad_modes(caps)
-    if user_forced or not bad or plan(caps, problem, force).sg_mode not in bad:
+    if user_forced or not bad or planner(caps, problem, force).sg_mode not in bad:
         return force
     for candidate in ("shuffle", "local"):
         trial = dataclasses.replace(force, sg_mode=candidate)
         try:
-            if plan(caps, problem, trial).sg_mode not in bad:
+            if planner(caps, problem, trial).sg_mode not in bad:
                 return trial
         except UnsupportedOnDevice:
             continue

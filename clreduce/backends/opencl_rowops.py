@@ -79,7 +79,7 @@ def plan_for(queue: cl.CommandQueue, problem: RowProblem, force: RowForce | None
     user_mode = force is not None and force.sg_mode is not None
     attempt = force or RowForce()
     for _ in range(4):  # at most: two sub-group modes down, one CPU_PASSES fallback, with margin
-        attempt = _avoid_bad_modes(caps, problem, attempt, user_mode)
+        attempt = fallback.avoid_bad_modes(caps, problem, attempt, user_mode, planner=plan_row)
         try:
             return _plans.put(key, _plan_and_build(queue, caps, problem, attempt))
         except opencl.KernelBuildError as exc:
@@ -104,23 +104,6 @@ def _fits_registers(caps, problem: RowProblem) -> bool:
     except UnsupportedOnDevice:
         return False
     return True
-
-
-def _avoid_bad_modes(caps, problem: RowProblem, force: RowForce, user_forced: bool) -> RowForce:
-    """``force`` with ``sg_mode`` set to the first mode down the chain (shuffle, local) that is
-    not marked bad for the device, where the plan would use a bad one; a forced mode is kept
-    (its failure is the caller's error)."""
-    bad = fallback.bad_modes(caps)
-    if user_forced or not bad or plan_row(caps, problem, force).sg_mode not in bad:
-        return force
-    for candidate in ("shuffle", "local"):
-        trial = dataclasses.replace(force, sg_mode=candidate)
-        try:
-            if plan_row(caps, problem, trial).sg_mode not in bad:
-                return trial
-        except UnsupportedOnDevice:
-            continue
-    return dataclasses.replace(force, sg_mode="local")
 
 
 def _plan_and_build(queue: cl.CommandQueue, caps, problem: RowProblem, force: RowForce):
