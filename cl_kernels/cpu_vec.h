@@ -1,11 +1,13 @@
-/* cpu_vec.h: the vector vocabulary of the CPU-block entries (reduce_rows.cl's reduce_rows_cpu,
- * reduce_state.cl's reduce_rows_state_cpu): loads of VEC elements as one OpenCL vector, the
- * conversion to the accumulator's vector type, and built-ins spelled with operators.
+/* cpu_vec.h: the vector vocabulary of the CPU-only code (reduce_rows.cl's reduce_rows_cpu,
+ * reduce_state.cl's reduce_rows_state_cpu, softmax.cl's and row_norm.cl's CPU_PASSES walks):
+ * loads of VEC elements as one OpenCL vector, the conversion to the accumulator's vector type,
+ * built-ins spelled with operators, and compensated sums lane by lane.
  *
- * The two files `#include "cpu_vec.h"` inside their CPU-only blocks; clreduce/kernels.py
+ * The files `#include "cpu_vec.h"` inside their CPU-only blocks; clreduce/kernels.py
  * splices this text in where the include stands (as row_common.h), so the source hash sees
  * it and the wheel needs no include path. Those blocks are compiled only for CPU plans
- * (CPU_BLOCKS 1 / ENTRY 3), which CUDA never gets, so OpenCL vector types are allowed here.
+ * (CPU_BLOCKS 1 / ENTRY 3 / CPU_PASSES 1), which CUDA never gets, so OpenCL vector types are
+ * allowed here.
  *
  * Why operators and not built-ins: PoCL 3.0 from pip calls its built-ins (vloadN, isnan,
  * max, fmax, min) as out-of-line functions, spilling every vector register around each call
@@ -19,7 +21,9 @@
  * CPU_LOAD_ACC(p), CPU_MASK(c) (a comparison as -1 / 0 in every lane, scalar or vector),
  * CPU_VLOAD(t, p) (VEC elements of type t at p, VEC > 1), CPU_STORE(v, q) (a CPU_ACCV to
  * VEC elements of OUT_T at q, VEC > 1), cpu_half_bits_to_float (VEC > 1; CPU_LOAD's with
- * CPU_HALF_BITS 1).
+ * CPU_HALF_BITS 1), CPU_ABS(v), CPU_NSUM_ADD(s, c, v), CPU_NSUM_ADD_POS(s, c, v) and
+ * CPU_NSUM_VALUE(s, c) (Neumaier-compensated sums of CPU_ACCV lanes: softmax.cl's exp sums,
+ * row_norm.cl's moments).
  */
 #ifndef CPU_VEC_H
 #define CPU_VEC_H
@@ -116,5 +120,23 @@ inline CPU_V(float) cpu_half_bits_to_float(const CPU_V(ushort) bits) {
 #else
 #define CPU_STORE(v, q) do { const CPU_ACCV v_ = (v); CAT(CPU_STORE_, VEC)(v_, (q)); } while (0)
 #endif
+
+/* Neumaier-compensated sums in every lane of a (sum s, compensation c) vector pair, as
+ * nsum_add and nsum_value give them element by element. CPU_ABS: |v| by a select (fabs is a
+ * call on pip's PoCL, as above). CPU_NSUM_ADD_POS where s and v are >= 0 (the larger magnitude
+ * is the larger value). CPU_NSUM_VALUE: a lane's s + c where s is finite (s - s is 0 only
+ * then), else s, so an inf sum keeps its value where its compensation went NaN. */
+#define CPU_ABS(v) ((v) < (ACC_T)0 ? -(v) : (v))
+#define CPU_NSUM_ADD(s, c, v) do {                                                            \
+        const CPU_ACCV t_ = (s) + (v);                                                        \
+        (c) += CPU_ABS(s) >= CPU_ABS(v) ? ((s) - t_) + (v) : ((v) - t_) + (s);                \
+        (s) = t_;                                                                             \
+    } while (0)
+#define CPU_NSUM_ADD_POS(s, c, v) do {                                                        \
+        const CPU_ACCV t_ = (s) + (v);                                                        \
+        (c) += (s) >= (v) ? ((s) - t_) + (v) : ((v) - t_) + (s);                              \
+        (s) = t_;                                                                             \
+    } while (0)
+#define CPU_NSUM_VALUE(s, c) ((s) - (s) == (ACC_T)0 ? (s) + (c) : (s))
 
 #endif /* CPU_VEC_H */

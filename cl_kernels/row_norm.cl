@@ -453,26 +453,10 @@ inline merge_t merge_chunks(__global const ACC_T *partials, const ulong row, con
  * out of line; float16 loaded as bits (Debian's PoCL: see cpu_vec.h) */
 #define CPU_HALF_BITS 1
 #include "cpu_vec.h"
-/* |v| of a vector by a select: fabs is a call on pip's PoCL (cpu_vec.h) */
-#define CPU_ABS(v) ((v) < (ACC_T)0 ? -(v) : (v))
-/* nsum_value lane by lane: v - v is 0 only for finite v */
-#define CPU_NSUM_VALUE(s, c) ((s) - (s) == (ACC_T)0 ? (s) + (c) : (s))
-
 /* The sums of d = x - shift and of d * d over `len` elements at p into the compensated sums
  * (s1, c1) and (s2, c2), as moments_add gives them element by element: each vector lane
  * Neumaier-compensated, then the lanes folded, then the tail. A sum the
  * caller never reads (rms_norm's of d) is dropped by the compiler. */
-/* a Neumaier step of every lane of (s, c) by v; CPU_NSUM_ADD_POS where s and v are >= 0 */
-#define CPU_NSUM_ADD(s, c, v) do {                                                            \
-        const CPU_ACCV t_ = (s) + (v);                                                        \
-        (c) += CPU_ABS(s) >= CPU_ABS(v) ? ((s) - t_) + (v) : ((v) - t_) + (s);                \
-        (s) = t_;                                                                             \
-    } while (0)
-#define CPU_NSUM_ADD_POS(s, c, v) do {                                                        \
-        const CPU_ACCV t_ = (s) + (v);                                                        \
-        (c) += (s) >= (v) ? ((s) - t_) + (v) : ((v) - t_) + (s);                              \
-        (s) = t_;                                                                             \
-    } while (0)
 #ifndef CPU_BLOCK_RUNS
 #define CPU_BLOCK_RUNS 8
 #endif

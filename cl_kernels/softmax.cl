@@ -212,16 +212,13 @@ inline ACC_T cpu_exp_sum(__global const IN_T *p, __global OUT_T *q, const ulong 
     CPU_ACCV sv = (CPU_ACCV)0, cv = (CPU_ACCV)0;
     for (ulong r = 0; r < runs; ++r) {
         const CPU_ACCV e = exp(CPU_LOAD_ACC(p + r * VEC) - shift);
-        const CPU_ACCV t = sv + e;
-        cv += sv >= e ? (sv - t) + e : (e - t) + sv;
-        sv = t;
+        CPU_NSUM_ADD_POS(sv, cv, e);
         if (store) {
             CPU_STORE(e, q + r * VEC);
         }
     }
-    /* each lane's compensated value (nsum_value: an inf sum keeps its value where its
-     * compensation went NaN), the lanes then added plainly (VEC terms, as a register run) */
-    const CPU_ACCV lanes_sum = cv == cv ? sv + cv : sv;
+    /* each lane's compensated value, the lanes then added plainly (VEC terms, as a register run) */
+    const CPU_ACCV lanes_sum = CPU_NSUM_VALUE(sv, cv);
     ACC_T s = 0, comp = 0;
     for (uint e = 0; e < VEC; ++e) {
         s += ((const ACC_T *)&lanes_sum)[e];
