@@ -181,6 +181,18 @@ inline void exp_scale_run(ACC_T *d, const ACC_T shift, const ACC_T inv) {
 #define CPU_HALF_BITS 1
 #include "cpu_vec.h"
 
+/* CPU_OWN_EXP (planner: PoCL; default 0): the exp of float vectors is cpu_vec.h's cpu_exp,
+ * written with operators, in place of the built-in, which PoCL 3.0 from pip calls out of line,
+ * spilling the sum's vectors around each call. float64 keeps exp. */
+#ifndef CPU_OWN_EXP
+#define CPU_OWN_EXP 0
+#endif
+#if ACC_BYTES == 8 || !CPU_OWN_EXP
+#define CPU_EXP(v) exp(v)
+#else
+#define CPU_EXP(v) cpu_exp(v)
+#endif
+
 /* The max of `len` elements at p, by compare and select: a NaN is dropped (as SELECT_MAX) and
  * reaches every result through the sum instead. */
 inline ACC_T cpu_max(__global const IN_T *p, const ulong len) {
@@ -211,7 +223,7 @@ inline ACC_T cpu_exp_sum(__global const IN_T *p, __global OUT_T *q, const ulong 
     const ulong runs = len / VEC;
     CPU_ACCV sv = (CPU_ACCV)0, cv = (CPU_ACCV)0;
     for (ulong r = 0; r < runs; ++r) {
-        const CPU_ACCV e = exp(CPU_LOAD_ACC(p + r * VEC) - shift);
+        const CPU_ACCV e = CPU_EXP(CPU_LOAD_ACC(p + r * VEC) - shift);
         CPU_NSUM_ADD_POS(sv, cv, e);
         if (store) {
             CPU_STORE(e, q + r * VEC);
@@ -262,7 +274,7 @@ inline void cpu_write(__global const IN_T *p, __global OUT_T *q, const ulong len
     }
 #endif
     for (ulong r = 0; r < runs; ++r) {
-        CPU_STORE(exp(CPU_LOAD_ACC(p + r * VEC) - shift) * b, q + r * VEC);
+        CPU_STORE(CPU_EXP(CPU_LOAD_ACC(p + r * VEC) - shift) * b, q + r * VEC);
     }
     for (ulong i = runs * VEC; i < len; ++i) {
         STORE(exp(LOAD(p, i) - shift) * b, q, i);

@@ -149,6 +149,9 @@ CPU_PASSES_CHUNK = 1 << 16
 # 8.1-10.7 / 4.2-4.5, 250000 x 32 28.7-34.3 / 7.8-8.5, layer_norm 8000 x 1000 17.9-18.4 / 3.9-4.0,
 # moments 8000 x 1000 11.4-12.6 / 2.3-2.5; Debian's PoCL and Intel alike.
 CPU_PASSES_FAMILIES = ("softmax.cl", "row_norm.cl")
+# CPU_PASSES softmax takes softmax.cl's cpu_exp (operators) in place of the exp built-in on
+# these implementations: PoCL 3.0 from pip calls exp out of line (README)
+CPU_OWN_EXP_IMPLEMENTATIONS = ("pocl",)
 # CPU_PASSES rows up to this many bytes take one trip a work-item (_cpu_one_trip)
 CPU_ONE_TRIP_ROW_BYTES = 4096
 CPU_VEC_BYTES = 64
@@ -638,6 +641,8 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
             defines["SELECT_MAX"] = 1  # softmax.cl: a register row's max by compare and select
         if cpu_passes:
             defines["CPU_PASSES"] = 1
+            if kernel_file == "softmax.cl" and acc_bytes == 4 and caps.implementation in CPU_OWN_EXP_IMPLEMENTATIONS:
+                defines["CPU_OWN_EXP"] = 1
         if kernel_file in CUDA_WALK_RUNS and cuda_walk_back(caps, problem, cache, split, lanes):
             defines["WALK_BACK"] = 1
         min_blocks = max(cuda_min_blocks(caps, problem, cache, nper, wg), cuda_split_min_blocks(caps, split, wg))

@@ -247,6 +247,22 @@ def test_cpu_softmax_rows_walk_three_times(name, op, rows, k, dtype, force, want
         assert all(dict(ps.defines).get("CPU_PASSES") == "1" for ps in p.passes)
 
 
+# (device, op, dtype) -> CPU_OWN_EXP: softmax.cl's CPU_PASSES walks take cpu_vec.h's cpu_exp on
+# PoCL (pip's PoCL calls exp out of line); Intel's runtime keeps its exp; float64 keeps exp
+@pytest.mark.parametrize("name,op,dtype,want", [
+    (PASSES_CPU, "softmax", "float32", True),
+    (PASSES_CPU, "log_softmax", "float16", True),
+    (PASSES_CPU, "softmax", "float64", False),    # cpu_exp is float's
+    (PASSES_CPU, "rms_norm", "float32", False),     # no exp
+    (PASSES_INTEL, "softmax", "float32", False),
+])
+def test_cpu_passes_take_their_own_exp_on_pocl(name, op, dtype, want):
+    for rows, k in ((10**5, 128), (1, 4194304)):  # whole rows; split rows (PHASE 1 and 2)
+        p = plan_row(ALL_CAPS[name], RowProblem(op, rows, k, dtype))
+        assert all(dict(ps.defines).get("CPU_PASSES") == "1" for ps in p.passes), p.defines
+        assert all((dict(ps.defines).get("CPU_OWN_EXP") == "1") == want for ps in p.passes), p.defines
+
+
 # (device, op, rows, K, dtype) -> groups of the launch: one trip a work-item (a group for every
 # CPU_ROW_WG rows) where CPU_PASSES walks whole rows of at most CPU_ONE_TRIP_ROW_BYTES, else
 # plan.py's cap of 32 groups a core and a grid stride
