@@ -605,6 +605,69 @@ def test_pyopencl_out_takes_the_rows_without_a_copy(cl_device, cl_queue, monkeyp
     np.testing.assert_array_equal(x.get(), x_host)
 
 
+# (op, input shape, dtype, kwargs, element offset of out= in its allocation): rows of at least
+# cl_host.ZERO_COPY_MIN_BYTES are wrapped in place where the device shares host memory (every
+# device here), smaller ones read straight into out=; an offset of 1 puts out= off every
+# alignment but its element's (Intel's runtime then keeps a device-side copy of the wrapped
+# memory and writes it back on the map: the bytes around out= must stay as they were)
+NUMPY_OUT_CASES = [("softmax", (300, 128), "float32", {}, 0),            # wrapped
+                   ("softmax", (300, 128), "float32", {}, 1),            # wrapped, off alignment
+                   ("log_softmax", (3, 40), "float32", {}, 1),           # small: read into out=
+                   ("rms_norm", (250, 40), "float16", {"weight": W.astype(np.float16)}, 3),
+                   ("layer_norm", (2, 70_000), "float32", {}, 1),        # split rows: two launches
+                   ("cumsum", (300, 40), "float32", {"axis": -1}, 0),
+                   ("absmax_scale", (300, 40), "float32", {}, 1)]       # two results: rows into out[0]
+
+
+@pytest.mark.parametrize("op, shape, dtype, kwargs, lead", NUMPY_OUT_CASES,
+                         ids=[f"{c[0]}-{'x'.join(map(str, c[1]))}-{c[2]}-off{c[4]}" for c in NUMPY_OUT_CASES])
+def test_numpy_out_takes_the_rows_without_a_copy(cl_device, monkeypatch, op, shape, dtype, kwargs, lead):
+    x = _data(shape, dtype, seed=33)
+    x_before = x.copy()
+    f = getattr(clreduce, op)
+    want = [np.asarray(r) for r in (lambda r: r if isinstance(r, tuple) else (r,))(f(x, device=cl_device, **kwargs))]
+    size = int(np.prod(shape))
+    copies = _count_copies(monkeypatch)
+    for i in range(3):  # the first call learns, the others run learned
+        space = np.full(size + lead + 40, -7.0, dtype)  # the guard: out='s neighbours
+        rows = space[lead:lead + size].reshape(shape)
+        out = (rows, np.empty(shape[:-1], want[1].dtype)) if op == "absmax_scale" else rows
+        got = f(x, out=out, device=cl_device, **kwargs)
+        assert got is out or (type(got) is tuple and all(g is o for g, o in zip(got, out)))
+        np.testing.assert_array_equal(rows, want[0], err_msg=f"call {i}")
+        if op == "absmax_scale":
+            np.testing.assert_array_equal(out[1], want[1])
+        assert (space[:lead] == -7).all() and (space[lead + size:] == -7).all(), f"call {i}: out='s neighbours"
+    # learned calls wrote the rows into out= itself: only the learning call checked (twice) and copied
+    assert copies.count("out") + copies.count("out[0]") == 2, copies
+    np.testing.assert_array_equal(x, x_before)
+
+
+def test_numpy_out_that_overlaps_the_input_or_is_read_only_is_not_written_in_place(cl_device, monkeypatch):
+    """A numpy out= sharing memory with the input (in place, or rows shifted by one) keeps the
+    copy and answers as a fresh out= would (the split rows' second launch reads the row
+    again); a read-only out= raises numpy's ValueError on learned calls too."""
+    x_host = _data((4, 70_000), seed=34)
+    copies = _count_copies(monkeypatch)
+    for op in ("softmax", "rms_norm"):
+        f = getattr(clreduce, op)
+        want = f(x_host[:3], device=cl_device)
+        for _ in range(3):
+            base = x_host.copy()
+            f(base[:3], out=base[:3], device=cl_device)                 # in place
+            np.testing.assert_array_equal(base[:3], want, err_msg=f"{op} in place")
+            base = x_host.copy()
+            f(base[:3], out=base[1:], device=cl_device)                 # rows shifted by one
+            np.testing.assert_array_equal(base[1:], want, err_msg=f"{op} shifted")
+    assert len(copies) == 2 * 3 * 2 + 2, copies
+    frozen = np.full((4, 70_000), 5.0, np.float32)
+    frozen.flags.writeable = False
+    for _ in range(3):
+        with pytest.raises(ValueError):
+            clreduce.softmax(x_host, out=frozen, device=cl_device)
+    assert (frozen == 5.0).all()
+
+
 def test_pyopencl_out_that_overlaps_the_input_is_copied(cl_device, cl_queue, monkeypatch):
     """out= sharing the input's buffer (in place, or rows shifted by one) and out= starting
     inside its buffer keep the copy, and answer as with a fresh out=: the split rows' second

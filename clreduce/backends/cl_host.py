@@ -116,6 +116,20 @@ def output_buffer(ctx: cl.Context, device: cl.Device, host: np.ndarray) -> cl.Bu
     return cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY | cl.mem_flags.USE_HOST_PTR, hostbuf=region)
 
 
+def dest_buffer(ctx: cl.Context, device: cl.Device, dest: np.ndarray) -> cl.Buffer | None:
+    """The caller's numpy ``out=`` (C-contiguous, writeable: ``out_dest.numpy_dest``) wrapped
+    for the kernels to write in place where the device shares host memory, else None (the
+    results are then read straight into it). Exactly its own bytes: unlike ``output_array``'s
+    results, the memory past its end is not ours, and a runtime that keeps a device-side copy
+    (Intel's, for a pointer off a 4096-byte boundary) writes the whole region back when it is
+    mapped. Read through ``read_output``, then released."""
+    if not (dest.nbytes >= ZERO_COPY_MIN_BYTES and shares_host_memory(device) and config.zero_copy()
+            and dest.ctypes.data % dest.itemsize == 0):
+        return None
+    region = (ctypes.c_char * dest.nbytes).from_address(dest.ctypes.data)
+    return cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY | cl.mem_flags.USE_HOST_PTR, hostbuf=region)
+
+
 def read_output(queue: cl.CommandQueue, buf: cl.Buffer, host: np.ndarray, wait_for) -> None:
     """Make a wrapped result's writes visible in ``host`` (blocking): map it for reading,
     which OpenCL requires of a USE_HOST_PTR buffer (a runtime may have kept a device-side

@@ -12,6 +12,9 @@ into ``out=`` itself where that gives the same answer as the copy:
   rows read a row again after others have written (in place, ``softmax(x, out=x)``, a write
   could land before a read of the same element by another work-group). Such calls keep the
   copy, as numpy buffers overlapping operands;
+* a numpy ``out=`` must also be writeable (numpy raises for a read-only ``out=``, and the
+  copy path does too). Where the device shares host memory it is wrapped in place, its own
+  bytes exactly (``cl_host.dest_buffer``); elsewhere the results are read straight into it;
 * a torch ``out=`` that requires grad keeps the copy too (``Tensor.copy_`` raises there, as
   torch's own ``out=`` does).
 
@@ -90,3 +93,14 @@ def cl_dest(dest, x, params) -> bool:
               or p.base_data.get_info(cl.mem_info.ASSOCIATED_MEMOBJECT) is not None):
             return False  # a sub-buffer: it may alias the other buffer; keep the copy
     return True
+
+
+def numpy_dest(dest, x, params) -> bool:
+    """``dest`` (a numpy array of the result's shape and dtype) may take the rows of the numpy
+    array ``x``: C-contiguous, writeable, and sharing no memory with the input, weight or
+    bias (``np.may_share_memory``: bounds only, so a doubt keeps the copy)."""
+    import numpy as np
+
+    if not (isinstance(dest, np.ndarray) and dest.flags.c_contiguous and dest.flags.writeable):
+        return False
+    return all(not isinstance(p, np.ndarray) or not np.may_share_memory(dest, p) for p in (x, *params))
