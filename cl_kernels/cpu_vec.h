@@ -146,6 +146,26 @@ inline CPU_V(float) cpu_exp(CPU_V(float) x) {
 #define CPU_STORE(v, q) do { const CPU_ACCV v_ = (v); CAT(CPU_STORE_, VEC)(v_, (q)); } while (0)
 #endif
 
+#if VEC > 1
+/* A vector's lanes folded pairwise, halves by halves (.lo / .hi), in registers: a loop over
+ * the lanes through the vector's address put it in memory on pip's PoCL, once a row, which
+ * rows of 32 (4 runs) felt. v must be a variable (the halves name it several times).
+ * CPU_HMAX takes the larger by a compare and select: NaN lanes must not occur (cpu_max's
+ * lanes never hold one). CPU_HSUM's pairwise order is at least as accurate as the lanes in
+ * a row. */
+#define CPU_HSUM_2(v) ((v).s0 + (v).s1)
+#define CPU_HSUM_4(v) CPU_HSUM_2((v).lo + (v).hi)
+#define CPU_HSUM_8(v) CPU_HSUM_4((v).lo + (v).hi)
+#define CPU_HSUM_16(v) CPU_HSUM_8((v).lo + (v).hi)
+#define CPU_HSUM(v) CAT(CPU_HSUM_, VEC)(v)
+#define CPU_MAX_SEL(a, b) ((b) > (a) ? (b) : (a))
+#define CPU_HMAX_2(v) CPU_MAX_SEL((v).s0, (v).s1)
+#define CPU_HMAX_4(v) CPU_HMAX_2(CPU_MAX_SEL((v).lo, (v).hi))
+#define CPU_HMAX_8(v) CPU_HMAX_4(CPU_MAX_SEL((v).lo, (v).hi))
+#define CPU_HMAX_16(v) CPU_HMAX_8(CPU_MAX_SEL((v).lo, (v).hi))
+#define CPU_HMAX(v) CAT(CPU_HMAX_, VEC)(v)
+#endif
+
 /* Neumaier-compensated sums in every lane of a (sum s, compensation c) vector pair, as
  * nsum_add and nsum_value give them element by element. CPU_ABS: |v| by a select (fabs is a
  * call on pip's PoCL, as above). CPU_NSUM_ADD_POS where s and v are >= 0 (the larger magnitude

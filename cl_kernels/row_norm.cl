@@ -494,11 +494,7 @@ inline void cpu_moments(__global const IN_T *p, const ulong len, const ACC_T shi
      * WALK_RUNS: ~VEC ulp of their magnitudes); a compensated fold (fabs: a call on pip's
      * PoCL) cost short rows more than their runs */
     const CPU_ACCV v1 = CPU_NSUM_VALUE(a1, k1), v2 = CPU_NSUM_VALUE(a2, k2);
-    ACC_T f1 = 0, f2 = 0;
-    for (uint e = 0; e < VEC; ++e) {
-        f1 += ((const ACC_T *)&v1)[e];
-        f2 += ((const ACC_T *)&v2)[e];
-    }
+    const ACC_T f1 = CPU_HSUM(v1), f2 = CPU_HSUM(v2);
     nsum_add(s1, c1, f1);
     nsum_add(s2, c2, f2);
     for (ulong i = runs * VEC; i < len; ++i) {

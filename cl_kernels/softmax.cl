@@ -202,11 +202,7 @@ inline ACC_T cpu_max(__global const IN_T *p, const ulong len) {
         const CPU_ACCV x = CPU_LOAD_ACC(p + r * VEC);
         mv = x > mv ? x : mv;
     }
-    ACC_T m = -INFINITY;
-    for (uint e = 0; e < VEC; ++e) {
-        const ACC_T x = ((ACC_T *)&mv)[e];
-        m = x > m ? x : m;
-    }
+    ACC_T m = CPU_HMAX(mv);
     for (ulong i = runs * VEC; i < len; ++i) {
         const ACC_T x = LOAD(p, i);
         m = x > m ? x : m;
@@ -229,12 +225,9 @@ inline ACC_T cpu_exp_sum(__global const IN_T *p, __global OUT_T *q, const ulong 
             CPU_STORE(e, q + r * VEC);
         }
     }
-    /* each lane's compensated value, the lanes then added plainly (VEC terms, as a register run) */
+    /* each lane's compensated value, the lanes then added plainly (VEC terms, pairwise) */
     const CPU_ACCV lanes_sum = CPU_NSUM_VALUE(sv, cv);
-    ACC_T s = 0, comp = 0;
-    for (uint e = 0; e < VEC; ++e) {
-        s += ((const ACC_T *)&lanes_sum)[e];
-    }
+    ACC_T s = CPU_HSUM(lanes_sum), comp = 0;
     for (ulong i = runs * VEC; i < len; ++i) {
         const ACC_T e = exp(LOAD(p, i) - shift);
         nsum_add(&s, &comp, e);
