@@ -359,24 +359,30 @@ template <int N, class T> __device__ __forceinline__ bool cl_vload_aligned_(cons
  * a probe's chunked write walk took 401 us with __ldg and 389 with this; a flat one 425 -> 363
  * (benchmarks/param_keep_h100_2026-11-28/write_probe.py); row_norm.cl's split write launch
  * 390-392 -> 381-383 us, whole rows level. Words under 4 bytes: __ldg. */
+/* volatile: a plain asm statement has no side effects for the compiler, which may then run it
+ * ahead of the branch that guards it. row_norm.cl's param_run takes this load only where the
+ * weight is aligned (else element loads); nvcc ran it anyway for float16 layer_norm rows of
+ * 992-1000 (register rows, 32 lanes) with a float32 weight one element off 16 bytes, and the
+ * kernel died with a misaligned address (compute-sanitizer: a 16-byte read 4 bytes past an
+ * alignment inside the weight's allocation; test_vector_runs_aligned_and_not, 2026-11-28). */
 template <class W> __device__ __forceinline__ W cl_load_keep_(const W *p) { return __ldg(p); }
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 #define CL_KEEP_POLICY_ ".reg .b64 pol_;\n createpolicy.fractional.L2::evict_last.b64 pol_, 1.0;\n "
 template <> __device__ __forceinline__ uint4 cl_load_keep_<uint4>(const uint4 *p) {
     uint4 v;
-    asm("{\n " CL_KEEP_POLICY_ "ld.global.L1::evict_last.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], pol_;\n}"
+    asm volatile("{\n " CL_KEEP_POLICY_ "ld.global.L1::evict_last.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], pol_;\n}"
         : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
     return v;
 }
 template <> __device__ __forceinline__ uint2 cl_load_keep_<uint2>(const uint2 *p) {
     uint2 v;
-    asm("{\n " CL_KEEP_POLICY_ "ld.global.L1::evict_last.L2::cache_hint.v2.u32 {%0, %1}, [%2], pol_;\n}"
+    asm volatile("{\n " CL_KEEP_POLICY_ "ld.global.L1::evict_last.L2::cache_hint.v2.u32 {%0, %1}, [%2], pol_;\n}"
         : "=r"(v.x), "=r"(v.y) : "l"(p));
     return v;
 }
 template <> __device__ __forceinline__ unsigned int cl_load_keep_<unsigned int>(const unsigned int *p) {
     unsigned int v;
-    asm("{\n " CL_KEEP_POLICY_ "ld.global.L1::evict_last.L2::cache_hint.u32 %0, [%1], pol_;\n}" : "=r"(v) : "l"(p));
+    asm volatile("{\n " CL_KEEP_POLICY_ "ld.global.L1::evict_last.L2::cache_hint.u32 %0, [%1], pol_;\n}" : "=r"(v) : "l"(p));
     return v;
 }
 #undef CL_KEEP_POLICY_
