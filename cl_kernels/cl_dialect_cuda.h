@@ -388,7 +388,8 @@ template <> __device__ __forceinline__ unsigned int cl_load_keep_<unsigned int>(
 #undef CL_KEEP_POLICY_
 #endif
 /* G: 0 local (shared) memory, read plainly; 1 global read-only data (__ldg, the non-coherent
- * cache); 2 global read-only data kept in L2 (cl_load_keep_) */
+ * cache); 2 global read-only data kept in L2 (cl_load_keep_); 3 global data read for the last
+ * time (__ldcs, ld.global.cs: evicted first) */
 template <int N, bool H, int G, class T, class D> __device__ __forceinline__ void cl_vload_words_(const T *p, D *d) {
     typedef typename cl_word_<cl_vload_<T, N>::WORD>::type word_t;
     union {
@@ -397,7 +398,7 @@ template <int N, bool H, int G, class T, class D> __device__ __forceinline__ voi
     } u;
     _Pragma("unroll") for (int j = 0; j < cl_vload_<T, N>::WORDS; ++j) {
         const word_t *w = reinterpret_cast<const word_t *>(p) + j;
-        u.w[j] = G == 2 ? cl_load_keep_(w) : G == 1 ? __ldg(w) : *w;
+        u.w[j] = G == 3 ? __ldcs(w) : G == 2 ? cl_load_keep_(w) : G == 1 ? __ldg(w) : *w;
     }
     _Pragma("unroll") for (int j = 0; j < N; ++j) {
         d[j] = H ? (D)cl_half_to_float_((unsigned short)u.e[j]) : (D)u.e[j];
@@ -411,6 +412,8 @@ template <int N, bool H, int G, class T, class D> __device__ __forceinline__ voi
 #define VLOAD_HALF_ARRAY(n, p, d) cl_vload_words_<(n), true, 1>((p), (d))
 #define VLOAD_KEEP_ARRAY(n, p, d) cl_vload_words_<(n), false, 2>((p), (d))
 #define VLOAD_KEEP_HALF_ARRAY(n, p, d) cl_vload_words_<(n), true, 2>((p), (d))
+#define VLOAD_LAST_ARRAY(n, p, d) cl_vload_words_<(n), false, 3>((p), (d))
+#define VLOAD_LAST_HALF_ARRAY(n, p, d) cl_vload_words_<(n), true, 3>((p), (d))
 /* p must be aligned (cl_vload_aligned_); S is T, or float for half (H). nvcc 12-13 lower
  * this union (elements in, words out) to element or 4-byte stores (st.global.v2.u16 x4 for
  * 8 halves, st.global.f32 x4 for 4 floats); VSTORE_WIDE below gives one 16-byte store. */
@@ -437,7 +440,7 @@ __device__ __forceinline__ unsigned long long cl_bits_(const float v) { return _
 __device__ __forceinline__ unsigned long long cl_bits_(const double v) {
     return (unsigned long long)__double_as_longlong(v);
 }
-template <int N, bool H, class S, class T> __device__ __forceinline__ void cl_vstore_wide_(const S *d, T *p) {
+template <int N, bool H, class S, class T, bool CS = false> __device__ __forceinline__ void cl_vstore_wide_(const S *d, T *p) {
     constexpr int BYTES = cl_vload_<T, N>::BYTES;
     constexpr int SIZE = (int)sizeof(T);
     if constexpr (BYTES < 4) {
@@ -464,11 +467,23 @@ template <int N, bool H, class S, class T> __device__ __forceinline__ void cl_vs
         _Pragma("unroll") for (int k = 0; k < BYTES / WORD; ++k) {
             const unsigned int *w = u + k * (WORD / 4);
             if constexpr (WORD == 16) {
-                __stwb(reinterpret_cast<uint4 *>(p) + k, make_uint4(w[0], w[1], w[2], w[3]));
+                if (CS) {
+                    __stcs(reinterpret_cast<uint4 *>(p) + k, make_uint4(w[0], w[1], w[2], w[3]));
+                } else {
+                    __stwb(reinterpret_cast<uint4 *>(p) + k, make_uint4(w[0], w[1], w[2], w[3]));
+                }
             } else if constexpr (WORD == 8) {
-                __stwb(reinterpret_cast<uint2 *>(p) + k, make_uint2(w[0], w[1]));
+                if (CS) {
+                    __stcs(reinterpret_cast<uint2 *>(p) + k, make_uint2(w[0], w[1]));
+                } else {
+                    __stwb(reinterpret_cast<uint2 *>(p) + k, make_uint2(w[0], w[1]));
+                }
             } else {
-                __stwb(reinterpret_cast<unsigned int *>(p) + k, w[0]);
+                if (CS) {
+                    __stcs(reinterpret_cast<unsigned int *>(p) + k, w[0]);
+                } else {
+                    __stwb(reinterpret_cast<unsigned int *>(p) + k, w[0]);
+                }
             }
         }
     }
@@ -477,5 +492,9 @@ template <int N, bool H, class S, class T> __device__ __forceinline__ void cl_vs
 #define VSTORE_HALF_ARRAY(n, d, p) cl_vstore_array_<(n), true>((d), (p))
 #define VSTORE_WIDE(n, d, p) cl_vstore_wide_<(n), false>((d), (p))
 #define VSTORE_HALF_WIDE(n, d, p) cl_vstore_wide_<(n), true>((d), (p))
+/* the same, st.global.cs (evicted first): rows written once that should not push the input's
+ * lines out of L2 (row_common.h STREAM_WRITE) */
+#define VSTORE_WIDE_STREAM(n, d, p) cl_vstore_wide_<(n), false, ACC_T, OUT_T, true>((d), (p))
+#define VSTORE_HALF_WIDE_STREAM(n, d, p) cl_vstore_wide_<(n), true, ACC_T, OUT_T, true>((d), (p))
 
 #endif /* CL_DIALECT_CUDA_H */

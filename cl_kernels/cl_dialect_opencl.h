@@ -100,6 +100,11 @@
 /* VSTORE_WIDE / VSTORE_HALF_WIDE: the CUDA dialect's 16-byte stores; here VSTORE_ARRAY's */
 #define VSTORE_WIDE(n, d, p) VSTORE_ARRAY(n, d, p)
 #define VSTORE_HALF_WIDE(n, d, p) VSTORE_HALF_ARRAY(n, d, p)
+/* the CUDA dialect's cache-streaming loads and stores (row_common.h STREAM_WRITE); plain here */
+#define VSTORE_WIDE_STREAM(n, d, p) VSTORE_ARRAY(n, d, p)
+#define VSTORE_HALF_WIDE_STREAM(n, d, p) VSTORE_HALF_ARRAY(n, d, p)
+#define VLOAD_LAST_ARRAY(n, p, d) VLOAD_ARRAY(n, p, d)
+#define VLOAD_LAST_HALF_ARRAY(n, p, d) VLOAD_HALF_ARRAY(n, p, d)
 #define CL_VSTORE_ARRAY_1(d, p) ((p)[0] = (d)[0])
 #define CL_VSTORE_HALF_ARRAY_1(d, p) vstore_half((d)[0], 0, p)
 /* The compilers unroll the small fixed loops anyway; not every driver parses the pragma. */

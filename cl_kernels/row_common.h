@@ -279,6 +279,37 @@ inline void store_run(const ACC_T *d, __global OUT_T *q, const int vec_ok) {
     RUN_ACCESS(0 && vec_ok, (void)0, STORE(d[e_], q, e_));
 #endif
 }
+/* STREAM_WRITE (the planner's: CUDA softmax rows read twice from memory whose rows in flight
+ * pass the L2, as WALK_BACK below; default 0): the write walk's loads read each run for the
+ * last time and its stores write runs this launch never reads, so both go through the
+ * evict-first cache hints (ld.global.cs / st.global.cs; plain on OpenCL) and leave L2 to the
+ * lines the walk back still wants. H200, float32 softmax 4096 x 65536 (rows of 256 KB):
+ * 2465-2473 -> 2781-2803 GB/s; with the stores alone 2547-2554
+ * (benchmarks/softmax_stream_write_h200_2026-11-28/). */
+#ifndef STREAM_WRITE
+#define STREAM_WRITE 0
+#endif
+#if STREAM_WRITE && !(ROW_WIDE_STORES && ROW_VEC_STORES && VEC > 1)
+#error "STREAM_WRITE needs ROW_WIDE_STORES, ROW_VEC_STORES and VEC > 1"
+#endif
+#if STREAM_WRITE
+#if IN_HALF
+#define VLOAD_LAST_IN(n, p, d) VLOAD_LAST_HALF_ARRAY(n, p, d)
+#else
+#define VLOAD_LAST_IN(n, p, d) VLOAD_LAST_ARRAY(n, p, d)
+#endif
+#if OUT_HALF
+#define VSTORE_OUT_STREAM(n, d, p) VSTORE_HALF_WIDE_STREAM(n, d, p)
+#else
+#define VSTORE_OUT_STREAM(n, d, p) VSTORE_WIDE_STREAM(n, d, p)
+#endif
+/* the write walk's load (its input is aligned there) and store of a run */
+#define WRITE_LOAD_RUN(p, d) RUN_ACCESS(1, VLOAD_LAST_IN(VEC, (p), (d)), (d)[e_] = LOAD((p), e_))
+#define WRITE_STORE_RUN(d, q, vec_ok) RUN_ACCESS((vec_ok), VSTORE_OUT_STREAM(VEC, (d), (q)), STORE((d)[e_], (q), e_))
+#else
+#define WRITE_LOAD_RUN(p, d) load_run((p), 1, (d))
+#define WRITE_STORE_RUN(d, q, vec_ok) store_run((d), (q), (vec_ok))
+#endif
 
 #if CACHE == CACHE_REG
 /* CACHE 0: this lane's runs of a task of `len` elements at p into v[NPER]; `pad` past its end.
@@ -411,9 +442,9 @@ inline walk_t walk_of(__global const IN_T *p, const ulong len) {
                 ACC_T d[VEC];                                                                 \
                 const ulong i0_ = (w).head + r_ * VEC;                                        \
                 (void)i0_;                                                                    \
-                load_run((p) + i0_, 1, d);                                                    \
+                WRITE_LOAD_RUN((p) + i0_, d);                                                 \
                 run_body;                                                                     \
-                store_run(d, (q) + i0_, q_ok_);                                               \
+                WRITE_STORE_RUN(d, (q) + i0_, q_ok_);                                         \
             }                                                                                 \
         } else {                                                                              \
             UNROLL_READ_WALK for (ulong r_ = lane; r_ < (w).runs; r_ += LANES) {              \

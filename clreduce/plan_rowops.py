@@ -149,6 +149,10 @@ CPU_PASSES_CHUNK = 1 << 16
 # 8.1-10.7 / 4.2-4.5, 250000 x 32 28.7-34.3 / 7.8-8.5, layer_norm 8000 x 1000 17.9-18.4 / 3.9-4.0,
 # moments 8000 x 1000 11.4-12.6 / 2.3-2.5; Debian's PoCL and Intel alike.
 CPU_PASSES_FAMILIES = ("softmax.cl", "row_norm.cl")
+# CUDA rows that walk back (cuda_walk_back: read twice from memory, their rows in flight
+# passing the L2) also stream their write walk (row_common.h STREAM_WRITE) in these families:
+# H200 softmax / log_softmax float32 4096 x 65536 +12-13 %, float16 level; norms not measured
+CUDA_STREAM_WRITE_FAMILIES = ("softmax.cl",)
 # CPU_PASSES softmax takes softmax.cl's cpu_exp (operators) in place of the exp built-in on
 # these implementations: PoCL 3.0 from pip calls exp out of line (README)
 CPU_OWN_EXP_IMPLEMENTATIONS = ("pocl",)
@@ -645,6 +649,8 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
                 defines["CPU_OWN_EXP"] = 1
         if kernel_file in CUDA_WALK_RUNS and cuda_walk_back(caps, problem, cache, split, lanes):
             defines["WALK_BACK"] = 1
+            if kernel_file in CUDA_STREAM_WRITE_FAMILIES:
+                defines["STREAM_WRITE"] = 1  # row_common.h: the write walk's cache-streaming hints
         min_blocks = max(cuda_min_blocks(caps, problem, cache, nper, wg), cuda_split_min_blocks(caps, split, wg))
         if min_blocks > 1:
             defines["MIN_BLOCKS"] = min_blocks

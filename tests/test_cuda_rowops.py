@@ -912,11 +912,15 @@ WALK_BACK_CASES = [
 @pytest.mark.parametrize("op,dtype,shape,back", WALK_BACK_CASES)
 def test_rows_past_the_l2_write_backwards(op, dtype, shape, back):
     """CUDA walk_back: only where an uncached launch's rows in flight pass the L2; never on
-    NVIDIA's OpenCL (unmeasured there), whatever the shape."""
+    NVIDIA's OpenCL (unmeasured there), whatever the shape. softmax's backward walks also
+    stream (STREAM_WRITE: evict-first loads and stores in the write walk); the norms' do not."""
     problem = RowProblem(op, *shape, dtype)
-    assert dict(plan_row(H100, problem).defines).get("WALK_BACK") == ("1" if back else None)
+    defines = dict(plan_row(H100, problem).defines)
+    assert defines.get("WALK_BACK") == ("1" if back else None)
+    stream = back and op in ("softmax", "log_softmax")
+    assert defines.get("STREAM_WRITE") == ("1" if stream else None), defines
     opencl = plan_row(dataclasses.replace(H100, backend="opencl", implementation="nvidia"), problem)
-    assert "WALK_BACK" not in dict(opencl.defines)
+    assert "WALK_BACK" not in dict(opencl.defines) and "STREAM_WRITE" not in dict(opencl.defines)
 
 
 @gpu
