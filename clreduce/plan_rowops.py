@@ -649,7 +649,9 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
                 defines["CPU_OWN_EXP"] = 1
         if kernel_file in CUDA_WALK_RUNS and cuda_walk_back(caps, problem, cache, split, lanes):
             defines["WALK_BACK"] = 1
-            if kernel_file in CUDA_STREAM_WRITE_FAMILIES:
+            # CUDA only, VEC-wide runs (row_common.h's #error); WALK_BACK alone where a test forces
+            # the backward walk on an OpenCL device
+            if kernel_file in CUDA_STREAM_WRITE_FAMILIES and caps.backend == "cuda" and vec > 1:
                 defines["STREAM_WRITE"] = 1  # row_common.h: the write walk's cache-streaming hints
         min_blocks = max(cuda_min_blocks(caps, problem, cache, nper, wg), cuda_split_min_blocks(caps, split, wg))
         if min_blocks > 1:
