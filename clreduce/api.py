@@ -288,6 +288,19 @@ def _cast(values, dtype):
         return _host(values).astype(dtype)
 
 
+def _c_order(values):
+    """``values`` itself, or a device-side C-order copy of a pyopencl array that is not
+    C-contiguous. pyopencl's elementwise operators (``!=``, ``astype``) walk a Fortran-ordered
+    buffer in memory order and label the result with C strides (a silent transpose), and refuse
+    other strided views; every elementwise step the API runs on the caller's array goes
+    through here first."""
+    if type(values).__module__.partition(".")[0] != "pyopencl" or values.flags.c_contiguous:
+        return values
+    from .backends.opencl import gather
+
+    return gather(values.queue, values, list(range(values.ndim)))
+
+
 def _cast_any(values, dtype: np.dtype):
     """_cast for torch tensors too (they cast with ``.to``, not ``.astype``); numpy scalars
     and 0-d results included."""
@@ -374,7 +387,7 @@ def _sum_in(call: _Call, name: str, loop: np.dtype, from_out: bool):
         return _cast(call.run("all" if product else "count_nonzero"), loop)
     if loop == np.float16 and in_dtype != np.float16:
         # numpy rounds every element to float16 first; so do we (a float16 copy of the input)
-        return call.run(name, x=_cast(x, np.dtype(np.float16)))
+        return call.run(name, x=_cast(_c_order(x), np.dtype(np.float16)))
     default = loop == _default_sum_dtype(in_dtype) or (in_dtype == np.float16 and loop == np.float16)
     return _cast(call.run(name, None if default else loop, fallback_ok=from_out), loop)
 
@@ -437,7 +450,7 @@ def _compute(call: _Call, name: str, loop, result_dtype: np.dtype, out_dtype, dt
             return np.sqrt(result) if name == "std" else result
     if name in ("argmax", "argmin") and boolean:
         # no element map in the arg kernels: canonicalise (a one-byte-per-element copy)
-        return call.run(name, x=call.x.view(np.uint8) != 0)
+        return call.run(name, x=_c_order(call.x).view(np.uint8) != 0)
     op = _BOOL_AS.get(name, name) if boolean else name
     if name in ("max", "min", "nanmax", "nanmin") and out_dtype is not None and not _keeps_order(in_dtype, out_dtype):
         # numpy keeps the running max in out= itself, cast back to out's dtype after every
@@ -748,7 +761,8 @@ def norm(x, ord=None, axis=None, keepdims=False, *, backend=None, force=None, **
     if ord not in _NORM_OPS:
         raise ValueError(f"ord={ord!r} is not supported (supported: None, 1, 2, inf, -inf, 0)")
     if dtype.kind not in "fb":
-        x = _cast_any(arr, np.dtype(np.float64))  # numpy.linalg.norm converts integers to float first
+        # numpy.linalg.norm converts integers to float first
+        x = _cast_any(_c_order(arr), np.dtype(np.float64))
     # bool input runs as a count / any / all of nonzero bytes (no float copy; _BOOL_AS)
     return _reduce(_NORM_OPS[ord], x, axis, keepdims=keepdims, backend=backend, force=force, where=where,
                    public="norm")

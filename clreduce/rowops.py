@@ -701,6 +701,11 @@ def _scan(op, x, axis, out, backend, device, queue, force, weight=None, bias=Non
         kinds = "float" if op == "logcumsumexp" else "bool, integer or float"
         raise TypeError(f"{op} needs {kinds} input, not {a.dtype}")
     if axis is None:  # numpy: scan the flattened array
+        if inp.kind == "opencl" and not a.flags.c_contiguous:
+            # pyopencl cannot reshape a transposed or strided view: a C-order copy first
+            from .backends.opencl import gather
+
+            a = gather(a.queue, a, list(range(a.ndim)))
         inp.array = a = a.reshape(-1) if inp.kind != "host" else np.ravel(a)
         axis = 0
     ax = _axis(axis, a.ndim, op)

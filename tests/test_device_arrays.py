@@ -185,3 +185,76 @@ def test_pyopencl_integers_without_fp64(cl_device):
     assert clreduce.mean(cla.to_device(q, x % 2 == 0)).get() == np.mean(x % 2 == 0)
     with pytest.raises(UnsupportedOnDevice, match="astype"):
         clreduce.norm(cla.to_device(q, x))
+
+
+# ---- transposed and strided pyopencl arrays -----------------------------------------------------
+# pyopencl's elementwise operators (``!=``, ``astype``) walk a Fortran-ordered buffer in memory
+# order and label the result with C strides, and refuse other strided views: every elementwise
+# step the API takes on the caller's array must see a C-order copy (api._c_order). Each case
+# below took such a step on the caller's array itself.
+
+def _views(q, x):
+    """``x`` as a transposed device array (Fortran order) and as a step-2 slice of a wider one."""
+    rev = tuple(range(x.ndim))[::-1]
+    transposed = cla.to_device(q, np.ascontiguousarray(x.transpose(rev))).transpose(rev)
+    wide = np.zeros(x.shape[:-1] + (2 * x.shape[-1],), x.dtype)
+    wide[..., ::2] = x
+    strided = cla.to_device(q, wide)[(slice(None),) * (x.ndim - 1) + (slice(None, None, 2),)]
+    return {"transposed": transposed, "strided": strided}
+
+
+LAYOUT_CALLS = [  # (op, kwargs, dtype): each one's elementwise step before the kernel
+    ("argmin", dict(axis=1), "bool"),            # canonical bytes: x.view(uint8) != 0
+    ("argmax", dict(axis=1), "bool"),
+    ("argmax", dict(axis=None), "bool"),
+    ("norm", dict(axis=1), "int32"),             # numpy.linalg.norm's float64 cast of integers
+    ("norm", dict(axis=0, ord=1), "int16"),
+    ("sum", dict(axis=1, dtype=np.float16), "float32"),  # numpy rounds each element to float16
+    ("cumsum", dict(axis=None), "int32"),        # a flattened scan: reshape(-1)
+    ("logcumsumexp", dict(axis=None), "float32"),
+]
+
+
+@pytest.mark.parametrize("layout", ["transposed", "strided"])
+@pytest.mark.parametrize("op,kwargs,dtype", LAYOUT_CALLS, ids=[f"{c[0]}-{c[2]}-{c[1]}" for c in LAYOUT_CALLS])
+def test_transposed_and_strided_pyopencl_inputs_match_numpy(cl_device, op, kwargs, dtype, layout):
+    q = opencl.queue_for(cl_device)
+    if (dtype == "float64" or op == "norm") and not q.device.double_fp_config:
+        pytest.skip("integer norm works in float64, which the device lacks")
+    rng = np.random.default_rng(11)
+    shape = (5, 7)  # rows and columns differ: a transpose read in memory order is visible
+    if dtype == "bool":
+        x = rng.random(shape) < 0.5
+        x[:, -1] = ~x[:, 0]  # no row all-equal: argmax / argmin differ by layout
+    elif dtype.startswith("int"):
+        x = rng.integers(-90, 90, shape).astype(dtype)
+    else:
+        x = (rng.standard_normal(shape) * 3).astype(dtype)
+    device = _views(q, x)[layout]
+    before = device.get() if device.flags.forc else None
+    if op == "logcumsumexp":
+        got, want = clreduce.logcumsumexp(device, **kwargs), np.logaddexp.accumulate(x.ravel().astype(np.float64))
+    elif op == "norm":
+        got, want = clreduce.norm(device, **kwargs), np.linalg.norm(x, **kwargs)
+    else:
+        got, want = getattr(clreduce, op)(device, **kwargs), getattr(np, op)(x, **kwargs)
+    host = got.get() if hasattr(got, "get") else np.asarray(got)
+    assert host.shape == np.shape(want)
+    if op in ("argmin", "argmax", "cumsum"):
+        np.testing.assert_array_equal(host, want)
+    else:
+        np.testing.assert_allclose(host, want, rtol=2e-6 if dtype != "float32" or op == "sum" else 1e-5,
+                                   atol=1e-6)
+    if before is not None:
+        np.testing.assert_array_equal(device.get(), before)  # the caller's array is untouched
+
+
+def test_strided_pyopencl_weight_is_read_in_place_order(cl_device):
+    """A step-2 slice of a pyopencl weight: ``get`` refuses it; it is gathered first."""
+    q = opencl.queue_for(cl_device)
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((4, 9)).astype(np.float32)
+    w = rng.standard_normal(18).astype(np.float32)
+    got = clreduce.rms_norm(cla.to_device(q, x), weight=cla.to_device(q, w)[::2]).get()
+    want = x / np.sqrt((x.astype(np.float64) ** 2).mean(-1, keepdims=True) + 1e-6) * w[::2]
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-6)

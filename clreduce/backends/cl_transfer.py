@@ -30,7 +30,13 @@ import pyopencl.array as cla
 
 
 def to_host(a: cla.Array, queue=None) -> np.ndarray:
-    """``a.get(queue)``, returned once the copy has completed (see the module doc)."""
+    """``a.get(queue)``, returned once the copy has completed (see the module doc). A strided
+    view (neither C- nor Fortran-contiguous, which ``get`` refuses) is gathered into C order
+    on the device first."""
+    if not (a.flags.c_contiguous or a.flags.f_contiguous):
+        from .opencl import gather
+
+        a = gather(queue or a.queue, a, list(range(a.ndim)))
     host, event = a.get_async(queue=queue)
     event.wait()
     return host
