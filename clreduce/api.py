@@ -281,11 +281,21 @@ def _cast(values, dtype):
     if isinstance(values, np.ndarray):
         return values.astype(dtype)
     if np.dtype(dtype) == np.float64 and _lacks_fp64(values):
-        return _host(values).astype(dtype)
+        return _same_kind(values, _host(values).astype(dtype))
     try:
         return values.astype(dtype)
     except (TypeError, ValueError):
-        return _host(values).astype(dtype)
+        return _same_kind(values, _host(values).astype(dtype))
+
+
+def _same_kind(like, host: np.ndarray):
+    """``host`` back on ``like``'s queue when ``like`` is a pyopencl array: a cast the device
+    cannot run (pyopencl has no float16 or bool casts) still returns the caller's array kind."""
+    if type(like).__module__.partition(".")[0] != "pyopencl":
+        return host
+    from .backends import cl_transfer
+
+    return cl_transfer.to_device(like.queue, np.array(host, order="C"))  # 0-d stays 0-d
 
 
 def _c_order(values):
