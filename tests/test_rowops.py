@@ -991,6 +991,26 @@ def test_every_forced_scan_variant(cl_device, cl_queue, op, request):
                                            atol=2e-5, err_msg=what)
 
 
+def test_logcumsumexp_long_rows_keep_their_increments(cl_device, cl_queue, request):
+    """Late in a long row each tile adds ~tile / position to a carry of magnitude |x|: at 1e4
+    that is under one float32 ulp, which a one-float carry rounded away every tile (a row of
+    10**6 values of 1e4 + N(0, 1): 1.2e-5 to 3.2e-5 relative). The compensated carry
+    (row_scan.cl logaddexp_carry) keeps it to a few ulp: 1e-6 here, on the default plan and on
+    forced variants (split rows among them)."""
+    rng = _rng("lcse-long")
+    x = (1e4 + rng.standard_normal((1, 10**6))).astype(np.float32)
+    want = np.logaddexp.accumulate(x.astype(np.float64), axis=1)
+    np.testing.assert_allclose(rowops.logcumsumexp(x, axis=1, device=cl_device), want, rtol=1e-6, atol=0,
+                               err_msg="default plan, K=10**6")
+    x = x[:, :2**17].reshape(2, 2**16)
+    want = np.logaddexp.accumulate(x.astype(np.float64), axis=1)
+    caps = opencl_rowops.runnable_caps(cl_queue)
+    variants = row_variants(caps, RowProblem("logcumsumexp", 2, 2**16, "float32"))
+    for force in _sample(variants, 2, 1729, request):
+        np.testing.assert_allclose(rowops.logcumsumexp(x, axis=1, device=cl_device, force=force), want, rtol=1e-6,
+                                   atol=0, err_msg=f"K=2**16 {force}")
+
+
 @pytest.mark.parametrize("call, error", [
     (lambda d: rowops.logcumsumexp(np.arange(5), device=d), TypeError),
     (lambda d: rowops.cumsum(np.ones(3, np.complex64), device=d), TypeError),
