@@ -99,7 +99,13 @@ def _assert_cumsum_bound(got, x, axis, what):
     bound = (n + 1) * U32 * np.cumsum(np.abs(x.astype(np.float64)), axis=axis)
     if got.dtype == np.float16:
         bound = bound + np.abs(exact) * 2.0 ** -11 + 6e-8
-    err = np.abs(got.astype(np.float64) - exact)
+    with np.errstate(invalid="ignore"):
+        err = np.abs(got.astype(np.float64) - exact)
+    if got.dtype == np.float16:
+        # prefixes past 65504 overflow, as numpy's float16 cumsum does: an inf of the exact
+        # prefix's sign is right where that prefix, within the bound, rounds past 65520
+        overflows = np.isinf(got) & (np.sign(got) == np.sign(exact)) & (np.abs(exact) + bound >= 65520)
+        err = np.where(overflows, 0.0, err)
     assert np.all(err <= bound), f"{what}: worst excess {np.max(err - bound)}"
 
 

@@ -67,7 +67,11 @@ def test_every_op_matches_numpy(cl_device, shape, dtype):
     what = f"{shape} {dtype}"
     got = rowops.softmax(x, device=cl_device)
     _close(got, ref_softmax(x), dtype, TOL, f"softmax {what}")
-    np.testing.assert_allclose(got.astype(np.float64).sum(-1), 1.0, rtol=1e-4 + 2e-3 * (dtype == "float16"))
+    # float16: each output's rounding to half is up to 2**-25 absolute (half subnormal spacing
+    # 2**-24 / 2); at K = 10**6 the outputs are ~1e-6, subnormal, and those roundings add up
+    # (0.0026 seen), so the sum is held to K * 2**-25 beside the relative bound
+    np.testing.assert_allclose(got.astype(np.float64).sum(-1), 1.0, rtol=1e-4 + 2e-3 * (dtype == "float16"),
+                               atol=shape[-1] * 2.0**-25 * (dtype == "float16"))
     _close(rowops.log_softmax(x, device=cl_device), ref_log_softmax(x), dtype, LOG_TOL, f"log_softmax {what}")
     _close(rowops.rms_norm(x, w, eps=1e-3, device=cl_device), ref_rms_norm(x, w, 1e-3), dtype, NORM_TOL, f"rms {what}")
     _close(rowops.layer_norm(x, w, b, device=cl_device), ref_layer_norm(x, w, b), dtype, NORM_TOL, f"ln {what}")
