@@ -190,6 +190,7 @@ def cuda_torch_op(op, k, dtype):
         "layer_norm": lambda t: F.layer_norm(t, (k,), w, None, eps=1e-5),
         "cumsum": lambda t: torch.cumsum(t, -1),
         "cumprod": lambda t: torch.cumprod(t, -1),
+        "logcumsumexp": lambda t: torch.logcumsumexp(t, -1),
     }
     return table[op], w
 
@@ -198,7 +199,7 @@ def cuda_clreduce_op(op, w):
     fn = getattr(clreduce, op)
     if op in ("rms_norm", "layer_norm"):
         return lambda t: fn(t, w)
-    if op in ("cumsum", "cumprod"):
+    if op in ("cumsum", "cumprod", "logcumsumexp"):
         return lambda t: fn(t, axis=-1)
     return fn
 
