@@ -752,8 +752,25 @@ void norm_rows(__global const IN_T *restrict in, const ulong in_offset,
          * scale 1; a fused multiply-add where the compiler contracts it): a loop of its own for
          * WILD rows cost PoCL layer_norm of 1024 x 4096 28 % (4.2 -> 3.0 GB/s) and an explicit
          * fma() 60 % (PoCL calls it per element); on an H100 each form was level. */
+#if NPER * LANES >= 1024
+        /* rows of 1024 and longer: centred on x0 + mean_reg as an unrounded pair m_hi + m_lo
+         * (TwoSum). (x - x0) - mean_reg rounds x - x0 at the distance of x0 from the row, up to
+         * sqrt(K) deviations: a float32 row of 1e7 then 4999 values near -2000 wrote y 1.06e-5
+         * off, past the 1e-5 bound. x - (x0 + mean_reg) rounded to one float would round a
+         * large mean instead (rows near 1e4 +- 1: 8.6e-4 of y). x - m_hi is exact near the
+         * mean and rounds at the output's own scale far from it. A mean that rounds past the
+         * range is a WILD row. Shorter rows keep (x - x0) - mean_reg, whose error is at most
+         * ~sqrt(K) ulp of a deviation: the pair's five adds a task cost an H200's float32
+         * layer_norm of 4194304 x 64 and 442368 x 128 7-10 %. */
+        const ACC_T m_hi = x0 + mean_reg;
+        const ACC_T m_b = m_hi - x0;
+        const ACC_T m_lo = (x0 - (m_hi - m_b)) + (mean_reg - m_b);
+        int wild = !isfinite(mean_reg) || !isfinite(m_hi);
+        ACC_T cx = wild ? (ACC_T)0 : m_hi, cm = wild ? (ACC_T)0 : m_lo;
+#else
         int wild = !isfinite(mean_reg);
         ACC_T cx = wild ? (ACC_T)0 : x0, cm = wild ? (ACC_T)0 : mean_reg;
+#endif
         const ACC_T scale = wild ? (ACC_T)WILD_SCALE : (ACC_T)1;
         UNROLL_LOOP for (uint j = 0; j < NPER / VEC; ++j) {
             if (RUN_IN(j, t.len)) {
