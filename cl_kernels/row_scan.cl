@@ -497,6 +497,66 @@ inline void add_prefix(const ACC_T pre, ACC_T *d) {
     }
 }
 
+/* ---- logcumsumexp in the linear domain (PHASE 0 and 1) -------------------------------------
+ * A lane's ITEMS elements as exp(x - lm) around their max lm, with running sums s_j: one exp an
+ * element, and the lane's total lm + log(s_last) (s_last >= 1: it holds the max's own 1). The
+ * outputs are R + log(exp(pre - R) + exp(lm - R) * s_j), R = max(pre, lm): one log an element.
+ * The log-domain chain (scan_items, then add_prefix) takes two exp and two log1p an element,
+ * each behind NaN and inf tests. A lane takes that chain after all where the linear form
+ * cannot stand for it: lm not finite (an inf, a NaN first, every element -inf, padding), pre
+ * +inf or NaN, or some output's sum below LSE_TINY (elements far below a later one of the lane,
+ * the prefix below them too: exp(x - lm) would lose them to underflow; above 2^-64 the terms
+ * lost, each under 2^-126, cannot move the sum). A NaN after a finite first element reaches
+ * s_j from its place on, as numpy's NaN does. */
+#ifndef LSE_LINEAR
+#define LSE_LINEAR (SCAN == SCAN_LOGADDEXP && PHASE < 2)
+#endif
+#if LSE_LINEAR
+#define LSE_TINY ((ACC_T)5.421010862427522e-20)   /* 2^-64 */
+/* the lane's total, its max (*lm) and running sums (s); d untouched */
+inline ACC_T lse_lane_sums(const ACC_T *d, ACC_T *s, ACC_T *lm) {
+    ACC_T m = d[0];
+    UNROLL_LOOP for (uint j = 1; j < ITEMS; ++j) {
+        m = d[j] > m ? d[j] : m;
+    }
+    *lm = m;
+    if (!isfinite(m)) {
+        ACC_T run = IDENT;
+        UNROLL_LOOP for (uint j = 0; j < ITEMS; ++j) {
+            run = OP(run, d[j]);
+        }
+        return run;
+    }
+    ACC_T sum = (ACC_T)0;
+    UNROLL_LOOP for (uint j = 0; j < ITEMS; ++j) {
+        sum += exp(d[j] - m);
+        s[j] = sum;
+    }
+    return m + log(sum);
+}
+/* the lane's outputs into d (its elements on entry), after everything before it (pre) */
+inline void lse_lane_write(const ACC_T pre, const ACC_T lm, ACC_T *s, ACC_T *d) {
+    bool slow = !isfinite(lm) || isnan(pre) || pre == (ACC_T)INFINITY;
+    if (!slow) {
+        const ACC_T r = pre > lm ? pre : lm;
+        const ACC_T c_pre = exp(pre - r), c_lane = exp(lm - r);
+        UNROLL_LOOP for (uint j = 0; j < ITEMS; ++j) {
+            const ACC_T v = c_pre + c_lane * s[j];
+            slow = slow || v < LSE_TINY;
+            s[j] = r + log(v);
+        }
+    }
+    if (slow) {
+        (void)scan_items(d);
+        add_prefix(pre, d);
+    } else {
+        UNROLL_LOOP for (uint j = 0; j < ITEMS; ++j) {
+            d[j] = s[j];
+        }
+    }
+}
+#endif
+
 #if PHASE == 2 || PHASE == 3
 /* ---- the decoupled look-back ---------------------------------------------------------------- */
 #define LB_SEGS (ROUNDS * (WG_SIZE / SG_SIZE))  /* sub-group-wide runs of a tile, in row order */
@@ -946,13 +1006,21 @@ void scan_rows(__global const IN_T *restrict in, const ulong in_offset,
 #if SCAN_RESCUE && PHASE == 0
             CHECK_BIG(big, v, big_sum);
 #endif
+#if LSE_LINEAR
+            ACC_T lse_s[ITEMS], lse_m;
+            const ACC_T run = lse_lane_sums(v, lse_s, &lse_m);
+#else
             const ACC_T run = scan_items(v);
+#endif
             ACC_T total;
             const ACC_T excl = team_prefix(run, &total, scratch, lid, lane);
 #if SCAN_RESCUE && PHASE == 0
             bad |= SCAN_BAD(excl);
 #endif
-#if PHASE == 0
+#if PHASE == 0 && LSE_LINEAR
+            lse_lane_write(OP(carry, excl), lse_m, lse_s, v);
+            store_items(v, q, first, len);
+#elif PHASE == 0
             add_prefix(OP(carry, excl), v);
             store_items(v, q, first, len);
 #endif

@@ -977,7 +977,10 @@ def test_vector_runs_forced(cl_device, dtype, request):
 
 def test_logcumsumexp_matches_logaddexp_accumulate(cl_device):
     rng = _rng("lcse")
-    x = (rng.standard_normal((6, 4097)) * 10).astype(np.float32)
+    x = (rng.standard_normal((8, 4097)) * 10).astype(np.float32)
+    x[6] = np.arange(4097) * 7.0 - 14000  # steep: a lane's first elements underflow exp(x - max),
+    #                                       the linear-domain lanes fall back (row_scan.cl LSE_TINY)
+    x[7, ::37] = 200.0        # spikes: prefixes far above the lanes between them
     x[1, :100] = -np.inf     # -inf is neutral; a prefix of -inf stays -inf
     x[2, 50] = np.nan        # NaN propagates from there on
     x[3, 70] = np.inf        # +inf wins
