@@ -497,7 +497,7 @@ inline void add_prefix(const ACC_T pre, ACC_T *d) {
     }
 }
 
-/* ---- logcumsumexp in the linear domain (PHASE 0 and 1) -------------------------------------
+/* ---- logcumsumexp in the linear domain ------------------------------------------------------
  * A lane's ITEMS elements as exp(x - lm) around their max lm, with running sums s_j: one exp an
  * element, and the lane's total lm + log(s_last) (s_last >= 1: it holds the max's own 1). The
  * outputs are R + log(exp(pre - R) + exp(lm - R) * s_j), R = max(pre, lm): one log an element.
@@ -509,7 +509,7 @@ inline void add_prefix(const ACC_T pre, ACC_T *d) {
  * lost, each under 2^-126, cannot move the sum). A NaN after a finite first element reaches
  * s_j from its place on, as numpy's NaN does. */
 #ifndef LSE_LINEAR
-#define LSE_LINEAR (SCAN == SCAN_LOGADDEXP && PHASE < 2)
+#define LSE_LINEAR (SCAN == SCAN_LOGADDEXP)
 #endif
 #if LSE_LINEAR
 #define LSE_TINY ((ACC_T)5.421010862427522e-20)   /* 2^-64 */
@@ -678,7 +678,12 @@ inline void lb_fetch_ahead(__global const IN_T *in, const ulong row_len, const u
         UNROLL_LOOP for (uint k = 0; k < LB_STEP; ++k) {
             ACC_T d[ITEMS];
             lb_load(p, copy, ((ulong)(m + k) * SG_SIZE + lane) * ITEMS, len, d);
+#if LSE_LINEAR
+            ACC_T lse_s[ITEMS], lse_m;
+            runs[k] = lse_lane_sums(d, lse_s, &lse_m);
+#else
             runs[k] = fold_pairwise(d, ITEMS);
+#endif
             run_totals[(m + k) * SG_SIZE + lane] = runs[k];
         }
         sum = OP(sum, fold_pairwise(runs, LB_STEP));
@@ -772,7 +777,12 @@ inline void lookback_scan(__global const IN_T *restrict in, __global OUT_T *rest
 #if SCAN_RESCUE
             CHECK_BIG(big, v[r], big_sum);
 #endif
+#if LSE_LINEAR
+            ACC_T lse_s[ITEMS], lse_m;
+            const ACC_T run = lse_lane_sums(v[r], lse_s, &lse_m);   /* v[r] kept: the write sums again */
+#else
             const ACC_T run = scan_items(v[r]);
+#endif
 #endif
             ACC_T total;
             excl[r] = team_prefix(run, &total, seg, lid, lane);
@@ -873,11 +883,21 @@ inline void lookback_scan(__global const IN_T *restrict in, __global OUT_T *rest
 #if SCAN_RESCUE
             CHECK_BIG(big, v_r, big_sum);
 #endif
+#if !LSE_LINEAR
             (void)scan_items(v_r);
+#endif
 #else
             ACC_T *v_r = v[r];
 #endif
+#if LSE_LINEAR
+            {
+                ACC_T lse_s[ITEMS], lse_m;
+                (void)lse_lane_sums(v_r, lse_s, &lse_m);
+                lse_lane_write(OP(OP(tile_pre, seg[r * (WG_SIZE / SG_SIZE) + sub]), excl[r]), lse_m, lse_s, v_r);
+            }
+#else
             add_prefix(OP(OP(tile_pre, seg[r * (WG_SIZE / SG_SIZE) + sub]), excl[r]), v_r);
+#endif
 #if SCAN_RESCUE
             /* every output checked: the look-back's sums take many orders (group prefixes,
              * folds); values past len repeat the last one's */
