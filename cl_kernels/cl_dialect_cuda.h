@@ -359,14 +359,15 @@ template <int N, class T> __device__ __forceinline__ bool cl_vload_aligned_(cons
  * a probe's chunked write walk took 401 us with __ldg and 389 with this; a flat one 425 -> 363
  * (benchmarks/param_keep_h100_2026-11-28/write_probe.py); row_norm.cl's split write launch
  * 390-392 -> 381-383 us, whole rows level. Words under 4 bytes: __ldg. */
-/* volatile: a plain asm statement has no side effects for the compiler, which may then run it
- * ahead of the branch that guards it. row_norm.cl's param_run takes this load only where the
- * weight is aligned (else element loads); nvcc ran it anyway for float16 layer_norm rows of
- * 992-1000 (register rows, 32 lanes) with a float32 weight one element off 16 bytes, and the
- * kernel died with a misaligned address (compute-sanitizer: a 16-byte read 4 bytes past an
- * alignment inside the weight's allocation; test_vector_runs_aligned_and_not, 2026-11-28). */
 template <class W> __device__ __forceinline__ W cl_load_keep_(const W *p) { return __ldg(p); }
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+/* asm volatile: a plain asm statement has no side effects for the compiler, which may then
+ * run it ahead of the branch that guards it. row_norm.cl's param_run takes these loads only
+ * where the weight is aligned (else element loads); nvcc ran one anyway for float16
+ * layer_norm rows of 992-1000 (register rows, 32 lanes) with a float32 weight one element off
+ * 16 bytes, and the kernel died with a misaligned address (compute-sanitizer: a 16-byte read
+ * 4 bytes past an alignment inside the weight's allocation; test_vector_runs_aligned_and_not,
+ * 2026-11-28). */
 #define CL_KEEP_POLICY_ ".reg .b64 pol_;\n createpolicy.fractional.L2::evict_last.b64 pol_, 1.0;\n "
 template <> __device__ __forceinline__ uint4 cl_load_keep_<uint4>(const uint4 *p) {
     uint4 v;
@@ -440,6 +441,14 @@ __device__ __forceinline__ unsigned long long cl_bits_(const float v) { return _
 __device__ __forceinline__ unsigned long long cl_bits_(const double v) {
     return (unsigned long long)__double_as_longlong(v);
 }
+/* one word stored: st.global.cs (CS, evicted first) or st.global.wb */
+template <bool CS, class W> __device__ __forceinline__ void cl_store_word_(W *p, const W v) {
+    if constexpr (CS) {
+        __stcs(p, v);
+    } else {
+        __stwb(p, v);
+    }
+}
 template <int N, bool H, class S, class T, bool CS = false> __device__ __forceinline__ void cl_vstore_wide_(const S *d, T *p) {
     constexpr int BYTES = cl_vload_<T, N>::BYTES;
     constexpr int SIZE = (int)sizeof(T);
@@ -467,23 +476,11 @@ template <int N, bool H, class S, class T, bool CS = false> __device__ __forcein
         _Pragma("unroll") for (int k = 0; k < BYTES / WORD; ++k) {
             const unsigned int *w = u + k * (WORD / 4);
             if constexpr (WORD == 16) {
-                if (CS) {
-                    __stcs(reinterpret_cast<uint4 *>(p) + k, make_uint4(w[0], w[1], w[2], w[3]));
-                } else {
-                    __stwb(reinterpret_cast<uint4 *>(p) + k, make_uint4(w[0], w[1], w[2], w[3]));
-                }
+                cl_store_word_<CS>(reinterpret_cast<uint4 *>(p) + k, make_uint4(w[0], w[1], w[2], w[3]));
             } else if constexpr (WORD == 8) {
-                if (CS) {
-                    __stcs(reinterpret_cast<uint2 *>(p) + k, make_uint2(w[0], w[1]));
-                } else {
-                    __stwb(reinterpret_cast<uint2 *>(p) + k, make_uint2(w[0], w[1]));
-                }
+                cl_store_word_<CS>(reinterpret_cast<uint2 *>(p) + k, make_uint2(w[0], w[1]));
             } else {
-                if (CS) {
-                    __stcs(reinterpret_cast<unsigned int *>(p) + k, w[0]);
-                } else {
-                    __stwb(reinterpret_cast<unsigned int *>(p) + k, w[0]);
-                }
+                cl_store_word_<CS>(reinterpret_cast<unsigned int *>(p) + k, w[0]);
             }
         }
     }
