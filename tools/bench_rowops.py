@@ -70,6 +70,9 @@ def numpy_formula(op):
     def cumsum(x):
         return np.cumsum(x, -1)
 
+    def logcumsumexp(x):
+        return np.logaddexp.accumulate(x, -1)
+
     return locals()[op]
 
 
@@ -89,6 +92,7 @@ def torch_formula(op):
         "quantize_int8": lambda t: (lambda s: (torch.round(t / s).to(torch.int8), s))(t.abs().amax(-1, keepdim=True) / 127),
         "cumsum": lambda t: torch.cumsum(t, -1),
         "cumprod": lambda t: torch.cumprod(t, -1),
+        "logcumsumexp": lambda t: torch.logcumsumexp(t, -1),
     }
     fn = table[op]
     return lambda x: fn(torch.from_numpy(x))
@@ -156,7 +160,7 @@ def main(argv=None):
             k = min(k, int(args.mb * 1e6 / 4))
             inputs = [rng.standard_normal((rows, k)).astype(np.float32) for _ in range(2)]
             moved = bytes_moved(op, rows, k) / 1e9
-            kw = {"axis": -1} if op == "cumsum" else {}
+            kw = {"axis": -1} if op in ("cumsum", "cumprod", "logcumsumexp") else {}
             cells = [median_time(lambda x: fn(x, queue=queue, **kw), inputs, args.repeat)]
             dev_inputs = [cla.to_device(queue, x) for x in inputs]
             cells.append(median_time(lambda x: fn(x, **kw), dev_inputs, args.repeat, finish=queue.finish))
