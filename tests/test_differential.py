@@ -300,6 +300,33 @@ def _numpy_raises(op, x, axis, keepdims, ord_):
     return None
 
 
+def _call_like_numpy(op, arg, x, axis, keepdims, ord_, variant=None, **kwargs):
+    """clreduce's ``op`` of ``arg`` (``x`` itself, or ``x`` on a device). Where numpy raises on
+    ``x``, the same exception type is checked for and None returned; a call this device or
+    forced variant cannot make is dropped from the draws (hypothesis ``assume``)."""
+    kwargs = dict(kwargs, keepdims=keepdims)
+    if op == "norm":
+        kwargs["ord"] = ord_
+    expected_error = _numpy_raises(op, x, axis, keepdims, ord_)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if expected_error is not None:
+            with pytest.raises(expected_error):
+                getattr(clreduce, op)(arg, axis=axis, **kwargs)
+            return None
+        try:
+            return getattr(clreduce, op)(arg, axis=axis, **kwargs)
+        except UnsupportedOnDevice:
+            # a forced variant this op/dtype cannot use here, or integer logsumexp without fp64
+            assume(False)
+        except ValueError as exc:
+            # a column variant's work-group size that a row plan on this device rejects
+            if variant is None or not str(exc).startswith("wg_size="):
+                raise
+            assume(False)
+    return None  # not reached: assume(False) raises
+
+
 @pytest.mark.parametrize("device_index", range(len(DEVICES)), ids=[d.id for d in DEVICES])
 def test_matches_numpy(device_index):
     found = DEVICES[device_index]
@@ -313,27 +340,9 @@ def test_matches_numpy(device_index):
             assume(False)
         x = _make(dtype, shape, seed, specials, op)
         before = x.copy()
-        kwargs = dict(keepdims=keepdims, device=found.device, force=variant)
-        if op == "norm":
-            kwargs["ord"] = ord_
-        expected_error = _numpy_raises(op, x, axis, keepdims, ord_)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            if expected_error is not None:
-                with pytest.raises(expected_error):
-                    getattr(clreduce, op)(x, axis=axis, **kwargs)
-                return
-            try:
-                got = getattr(clreduce, op)(x, axis=axis, **kwargs)
-            except UnsupportedOnDevice:
-                assume(False)  # a forced variant this op/dtype cannot use here
-                return
-            except ValueError as exc:
-                # a column variant's work-group size that a row plan on this device rejects
-                if variant is None or not str(exc).startswith("wg_size="):
-                    raise
-                assume(False)
-                return
+        got = _call_like_numpy(op, x, x, axis, keepdims, ord_, variant, device=found.device, force=variant)
+        if got is None:
+            return
         np.testing.assert_array_equal(x, before)  # the input is never modified
         _check(op, x, got, axis, keepdims, ord_, fp64=found.caps.fp64)
 
@@ -375,22 +384,9 @@ def test_pyopencl_layouts_match_numpy(device_index):
         assume(len(shape) >= 1 and (found.caps.fp64 or (dtype != np.float64 and not (
             op == "norm" and dtype.kind in "iu"))))  # no float64 kernels for pyopencl's casts there
         x = _make(dtype, shape, seed, specials, op)
-        kwargs = dict(keepdims=keepdims)
-        if op == "norm":
-            kwargs["ord"] = ord_
-        expected_error = _numpy_raises(op, x, axis, keepdims, ord_)
-        device = _device_view(queue, x, layout)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            if expected_error is not None:
-                with pytest.raises(expected_error):
-                    getattr(clreduce, op)(device, axis=axis, **kwargs)
-                return
-            try:
-                got = getattr(clreduce, op)(device, axis=axis, **kwargs)
-            except UnsupportedOnDevice:
-                assume(False)  # e.g. integer logsumexp on a device without fp64
-                return
+        got = _call_like_numpy(op, _device_view(queue, x, layout), x, axis, keepdims, ord_)
+        if got is None:
+            return
         host = got.get() if type(got).__module__.startswith("pyopencl") else got
         _check(op, x, host, axis, keepdims, ord_, fp64=found.caps.fp64)
 

@@ -607,6 +607,17 @@ def test_zero_rows_and_nonfinite_rows(cl_device):
 # limit than the variant needs (Intel's CPU runtime: float64 moments with sub-groups of 64 build
 # with a limit of 1) is refused with UnsupportedOnDevice, as the planner promises; the sweep
 # goes on with the next variant (only --slow, which runs every variant, reached one).
+def _forced_moments(x, device, force):
+    """moments(x) under ``force`` -- two passes over registers, or the row read from memory
+    (a local-cache variant runs uncached: moments has none) -- or None where the device
+    refuses that forced variant (_FORCED_BUILD_LIMIT); the default plan must run."""
+    try:
+        return rowops.moments(x, device=device, force=force if force is None or force.cache != "local"
+                              else dataclasses.replace(force, cache="none"))
+    except UnsupportedOnDevice:
+        if force is None:
+            raise
+        return None
 
 
 # K = 100: rows in registers (two passes: nothing to rescue), the rescue's read of a row read
@@ -629,14 +640,10 @@ def test_statistics_of_rows_far_from_their_first_element(cl_device, cl_queue, k,
             row_variants(caps, RowProblem("layer_norm", 4, k, dtype)), 1, zlib.crc32(f"far{k}{dtype}".encode()), request)
         for force in forces:
             what = f"{dtype} K={k} {force}"
-            # moments: two passes over registers, or the row read from memory (no local cache)
-            try:
-                mean, var = rowops.moments(x, device=cl_device, force=force if force is None or force.cache != "local"
-                                           else dataclasses.replace(force, cache="none"))
-            except UnsupportedOnDevice:
-                if force is None:
-                    raise
-                continue  # see _FORCED_BUILD_LIMIT
+            stats = _forced_moments(x, cl_device, force)
+            if stats is None:
+                continue
+            mean, var = stats
             np.testing.assert_allclose(var, x64.var(-1), rtol=NORM_TOL[dtype]["rtol"], err_msg=what)
             # a sum's error: relative to the mean of |x| (row 3's mean cancels)
             assert (np.abs(mean - x64.mean(-1)) <= NORM_TOL[dtype]["rtol"] * np.abs(x64).mean(-1)).all(), (what, mean)
@@ -690,13 +697,10 @@ def test_statistics_of_rows_past_the_range(cl_device, cl_queue, k, request):
         big_y, big_rms = ref_norms_past_the_range(x[5:8], w, b)
         for force in forces:
             what = f"{dtype} K={k} {force}"
-            try:
-                mean, var = rowops.moments(x, device=cl_device, force=force if force is None or force.cache != "local"
-                                           else dataclasses.replace(force, cache="none"))
-            except UnsupportedOnDevice:
-                if force is None:
-                    raise
-                continue  # see _FORCED_BUILD_LIMIT
+            stats = _forced_moments(x, cl_device, force)
+            if stats is None:
+                continue
+            mean, var = stats
             np.testing.assert_array_equal(mean[:5], want_mean[:5], err_msg=what)
             # row 5 cancels: its mean's error is relative to the mean of |x|, as a sum's
             assert (np.abs(mean[5:] - want_mean[5:]) <= NORM_TOL[dtype]["rtol"] * mean_abs).all(), (what, mean)
