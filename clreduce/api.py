@@ -288,10 +288,14 @@ def _cast(values, dtype):
         return _same_kind(values, _host(values).astype(dtype))
 
 
+def _is_pyopencl(values) -> bool:
+    return type(values).__module__.partition(".")[0] == "pyopencl"
+
+
 def _same_kind(like, host: np.ndarray):
     """``host`` back on ``like``'s queue when ``like`` is a pyopencl array: a cast the device
     cannot run (pyopencl has no float16 or bool casts) still returns the caller's array kind."""
-    if type(like).__module__.partition(".")[0] != "pyopencl":
+    if not _is_pyopencl(like):
         return host
     from .backends import cl_transfer
 
@@ -304,11 +308,11 @@ def _c_order(values):
     buffer in memory order and label the result with C strides (a silent transpose), and refuse
     other strided views; every elementwise step the API runs on the caller's array goes
     through here first."""
-    if type(values).__module__.partition(".")[0] != "pyopencl" or values.flags.c_contiguous:
+    if not _is_pyopencl(values):
         return values
-    from .backends.opencl import gather
+    from .backends.opencl import c_order
 
-    return gather(values.queue, values, list(range(values.ndim)))
+    return c_order(values)
 
 
 def _cast_any(values, dtype: np.dtype):

@@ -701,11 +701,11 @@ def _scan(op, x, axis, out, backend, device, queue, force, weight=None, bias=Non
         kinds = "float" if op == "logcumsumexp" else "bool, integer or float"
         raise TypeError(f"{op} needs {kinds} input, not {a.dtype}")
     if axis is None:  # numpy: scan the flattened array
-        if inp.kind == "opencl" and not a.flags.c_contiguous:
+        if inp.kind == "opencl":
             # pyopencl cannot reshape a transposed or strided view: a C-order copy first
-            from .backends.opencl import gather
+            from .backends.opencl import c_order
 
-            a = gather(a.queue, a, list(range(a.ndim)))
+            a = c_order(a)
         inp.array = a = a.reshape(-1) if inp.kind != "host" else np.ravel(a)
         axis = 0
     ax = _axis(axis, a.ndim, op)

@@ -160,6 +160,23 @@ def missing_runtimes(devices, wanted) -> list[str]:
             if name.strip() and not any(runtime_matches(name, d) for d in devices)]
 
 
+def pyopencl_view(queue, x: np.ndarray, layout: str):
+    """``x`` as a pyopencl array laid out as ``layout``: "c" (C order), "transposed" (a
+    transposed copy transposed back: Fortran order for 2-d) or "strided" (every second element
+    of a twice-as-wide last axis)."""
+    import pyopencl.array as cla
+
+    if layout == "transposed":
+        rev = tuple(range(x.ndim))[::-1]
+        return cla.to_device(queue, np.ascontiguousarray(x.transpose(rev))).transpose(rev)
+    if layout == "strided":
+        wide = np.zeros(x.shape[:-1] + (2 * x.shape[-1],), x.dtype)
+        wide[..., ::2] = x
+        return cla.to_device(queue, wide)[(slice(None),) * (x.ndim - 1) + (slice(None, None, 2),)]
+    assert layout == "c", layout
+    return cla.to_device(queue, x)
+
+
 def slow_enabled(config) -> bool:
     return bool(config.getoption("--slow")) or os.environ.get("CLREDUCE_SLOW", "") not in ("", "0")
 

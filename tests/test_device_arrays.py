@@ -8,8 +8,10 @@ import numpy as np
 import pytest
 
 import clreduce
-from clreduce.backends import opencl
+from clreduce.backends import cl_transfer, opencl
 from clreduce.plan import UnsupportedOnDevice
+
+from conftest import pyopencl_view
 
 cl = pytest.importorskip("pyopencl")
 cla = pytest.importorskip("pyopencl.array")
@@ -193,16 +195,6 @@ def test_pyopencl_integers_without_fp64(cl_device):
 # step the API takes on the caller's array must see a C-order copy (api._c_order). Each case
 # below took such a step on the caller's array itself.
 
-def _views(q, x):
-    """``x`` as a transposed device array (Fortran order) and as a step-2 slice of a wider one."""
-    rev = tuple(range(x.ndim))[::-1]
-    transposed = cla.to_device(q, np.ascontiguousarray(x.transpose(rev))).transpose(rev)
-    wide = np.zeros(x.shape[:-1] + (2 * x.shape[-1],), x.dtype)
-    wide[..., ::2] = x
-    strided = cla.to_device(q, wide)[(slice(None),) * (x.ndim - 1) + (slice(None, None, 2),)]
-    return {"transposed": transposed, "strided": strided}
-
-
 LAYOUT_CALLS = [  # (op, kwargs, dtype): each one's elementwise step before the kernel
     ("argmin", dict(axis=1), "bool"),            # canonical bytes: x.view(uint8) != 0
     ("argmax", dict(axis=1), "bool"),
@@ -230,8 +222,8 @@ def test_transposed_and_strided_pyopencl_inputs_match_numpy(cl_device, op, kwarg
         x = rng.integers(-90, 90, shape).astype(dtype)
     else:
         x = (rng.standard_normal(shape) * 3).astype(dtype)
-    device = _views(q, x)[layout]
-    before = device.get() if device.flags.forc else None
+    device = pyopencl_view(q, x, layout)
+    before = cl_transfer.to_host(device)
     if op == "logcumsumexp":
         got, want = clreduce.logcumsumexp(device, **kwargs), np.logaddexp.accumulate(x.ravel().astype(np.float64))
     elif op == "norm":
@@ -245,8 +237,7 @@ def test_transposed_and_strided_pyopencl_inputs_match_numpy(cl_device, op, kwarg
     else:
         np.testing.assert_allclose(host, want, rtol=2e-6 if dtype != "float32" or op == "sum" else 1e-5,
                                    atol=1e-6)
-    if before is not None:
-        np.testing.assert_array_equal(device.get(), before)  # the caller's array is untouched
+    np.testing.assert_array_equal(cl_transfer.to_host(device), before)  # the caller's array is untouched
 
 
 def test_strided_pyopencl_weight_is_read_in_place_order(cl_device):

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 import clreduce
 from clreduce.plan import UnsupportedOnDevice
 
-from conftest import DEVICES, TOLERANCE, column_variants, is_strided, plan_variants, sum_rtol
+from conftest import DEVICES, TOLERANCE, column_variants, is_strided, plan_variants, pyopencl_view, sum_rtol
 
 _SLOW = os.environ.get("CLREDUCE_SLOW", "") not in ("", "0")
 _EXAMPLES = int(os.environ.get("CLREDUCE_HYPOTHESIS_EXAMPLES", "10000" if _SLOW else "60"))
@@ -357,19 +357,6 @@ def test_matches_numpy(device_index):
 _LAYOUT_EXAMPLES = _EXAMPLES
 
 
-def _device_view(queue, x: np.ndarray, layout: str):
-    import pyopencl.array as cla
-
-    if layout == "transposed":
-        rev = tuple(range(x.ndim))[::-1]
-        return cla.to_device(queue, np.ascontiguousarray(x.transpose(rev))).transpose(rev)
-    if layout == "strided":
-        wide = np.zeros(x.shape[:-1] + (2 * x.shape[-1],), x.dtype)
-        wide[..., ::2] = x
-        return cla.to_device(queue, wide)[(slice(None),) * (x.ndim - 1) + (slice(None, None, 2),)]
-    return cla.to_device(queue, x)
-
-
 @pytest.mark.parametrize("device_index", range(len(DEVICES)), ids=[d.id for d in DEVICES])
 def test_pyopencl_layouts_match_numpy(device_index):
     from clreduce.backends.opencl import queue_for
@@ -384,7 +371,7 @@ def test_pyopencl_layouts_match_numpy(device_index):
         assume(len(shape) >= 1 and (found.caps.fp64 or (dtype != np.float64 and not (
             op == "norm" and dtype.kind in "iu"))))  # no float64 kernels for pyopencl's casts there
         x = _make(dtype, shape, seed, specials, op)
-        got = _call_like_numpy(op, _device_view(queue, x, layout), x, axis, keepdims, ord_)
+        got = _call_like_numpy(op, pyopencl_view(queue, x, layout), x, axis, keepdims, ord_)
         if got is None:
             return
         host = got.get() if type(got).__module__.startswith("pyopencl") else got

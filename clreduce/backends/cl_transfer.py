@@ -33,10 +33,10 @@ def to_host(a: cla.Array, queue=None) -> np.ndarray:
     """``a.get(queue)``, returned once the copy has completed (see the module doc). A strided
     view (neither C- nor Fortran-contiguous, which ``get`` refuses) is gathered into C order
     on the device first."""
-    if not (a.flags.c_contiguous or a.flags.f_contiguous):
-        from .opencl import gather
+    if not a.flags.f_contiguous:  # get reads a Fortran-ordered buffer as such
+        from .opencl import c_order
 
-        a = gather(queue or a.queue, a, list(range(a.ndim)))
+        a = c_order(a, queue)
     host, event = a.get_async(queue=queue)
     event.wait()
     return host

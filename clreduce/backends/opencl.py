@@ -606,6 +606,15 @@ class PreparedReduction:
             self._host = None
 
 
+def c_order(array, queue=None):
+    """``array`` itself when C-contiguous, else a device-side C-order copy of it (``gather``
+    in its own axis order): for the pyopencl operations that read a buffer in memory order
+    (elementwise operators, ``reshape``) or refuse strided views (``get``)."""
+    if array.flags.c_contiguous:
+        return array
+    return gather(queue or array.queue, array, list(range(array.ndim)))
+
+
 def gather(queue: cl.CommandQueue, array, order: list[int]):
     """Device-side copy of a pyopencl array into C order with its axes permuted to ``order``."""
     import pyopencl.array as cla
