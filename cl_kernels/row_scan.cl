@@ -512,7 +512,7 @@ inline void add_prefix(const ACC_T pre, ACC_T *d) {
 #define LSE_LINEAR (SCAN == SCAN_LOGADDEXP)
 #endif
 #if LSE_LINEAR
-#define LSE_TINY ((ACC_T)5.421010862427522e-20)   /* 2^-64 */
+#define LSE_TINY ((ACC_T)0x1p-64f)   /* 2^-64, a float literal: no double constant on devices without fp64 */
 /* the lane's total, its max (*lm) and running sums (s); d untouched */
 inline ACC_T lse_lane_sums(const ACC_T *d, ACC_T *s, ACC_T *lm) {
     ACC_T m = d[0];
