@@ -86,6 +86,10 @@
  *   STAGE_WAIT(n)       wait until at most n of this work-item's batches are in flight; its
  *                       own copies are then readable by it (nothing | cp.async.wait_group n)
  *   HAS_STAGE_COPY      STAGE_COPY16 runs in the background (0 | 1 on sm_80+)
+ *   PART_BARRIER(id, n) barrier number id (1-15) of the n work-items (whole sub-groups) that
+ *                       call it, local memory ordered among them (CUDA only: bar.sync id, n;
+ *                       the OpenCL dialect has none, and row_scan.cl uses it only where
+ *                       HAS_GROUP_PROGRESS)
  *   LOCAL_VLOAD_ARRAY(n, p, d), LOCAL_VLOAD_HALF_ARRAY(n, p, d)  VLOAD_ARRAY from local memory
  */
 #ifndef CL_DIALECT_CUDA_H
@@ -330,6 +334,9 @@ __device__ __forceinline__ void cl_stage_copy16_(void *d, const void *p) {
 #define STAGE_COMMIT()
 #define STAGE_WAIT(n)
 #endif
+/* A barrier of some of a block's warps (barrier 0 is __syncthreads'): row_scan.cl's look-back
+ * fetchers meet while its first warp spins on flags. */
+#define PART_BARRIER(id, n) asm volatile("bar.sync %0, %1;" : : "r"((unsigned)(id)), "r"((unsigned)(n)) : "memory")
 
 /* N elements of T as words of min(16, N * sizeof(T)) bytes, the widest load CUDA has. */
 template <class T, int N> struct cl_vload_ {

@@ -34,10 +34,10 @@
  * The chain is over groups of 32 tiles, so the look-back stays short: the values of one
  * window of 32 groups, then a sequential fold of at most 32 of them.
  * LB_AHEAD 1 (optional, default 0; sm_80+): blocks stay and take tile after tile. While the
- * first sub-group waits for a tile's prefix, the second takes the block's next ticket, copies
- * that tile into local memory (STAGE_COPY16, no registers held), adds it up and publishes its
- * total at once: the loads overlap the wait, and a tile's total never waits on the look-back
- * of the tile its block ran before. Its runs' totals stay in local memory too, and the tile
+ * first sub-group waits for a tile's prefix, the others (LB_FETCHERS) take the block's next
+ * ticket, copy that tile into local memory (STAGE_COPY16, no registers held), add it up and
+ * publish its total at once: the loads overlap the wait, and a tile's total never waits on
+ * the look-back of the tile its block ran before. Its runs' totals stay in local memory too, and the tile
  * is read from its copy once more for the running values: no thread holds it in registers
  * (float16: 74 -> 77 % of copy with the totals read twice, 81 % with them kept; the
  * adds and conversions of halves are the cost). A block takes its tickets in
@@ -634,29 +634,42 @@ inline ACC_T fold_pairwise(ACC_T *w, const uint n) {
     }
     return w[0];
 }
-/* One sub-group: the block's next ticket into *next, that tile's runs into `copy`, each
- * run's total into `run_totals`, and the tile's total published (and into *next_total).
- * Lane l takes runs l, l + SG_SIZE, ...; the total is those runs' totals folded in a fixed
- * order, then across lanes (team_prefix): the same bits on every run (the ops are
- * commutative, so any fixed order is the tile's total). The caller's barrier makes it all
- * visible to the block. */
+/* LB_FETCHERS sub-groups (every one but the first, which waits on the look-back) fetch the
+ * block's next tile: its ticket into *next, its runs into `copy`, each run's total into
+ * `run_totals`, and the tile's total published (and into *next_total). Fetcher k takes runs
+ * k, k + LB_FETCHERS, ...; lane l of it the run's l-th 16 bytes. The tile's total is each
+ * fetcher's runs folded in a fixed order, then across its lanes (team_prefix), then the
+ * fetchers' totals in fetcher order: the same bits on every run (the ops are commutative, so
+ * any fixed order is the tile's total). The fetchers meet at a barrier of their own
+ * (PART_BARRIER 1: the first sub-group is spinning on the look-back meanwhile). One fetcher
+ * alone (LB_FETCHERS 1) left the block's other sub-groups waiting at its barrier: on an H200
+ * half its cycles were barrier stalls, and float32 ran at 67 % of copy. The caller's barrier
+ * makes it all visible to the block. */
+#ifndef LB_FETCHERS
+#define LB_FETCHERS (WG_SIZE / SG_SIZE - 1)
+#endif
+#if LB_FETCHERS < 1 || LB_FETCHERS > WG_SIZE / SG_SIZE - 1
+#error "LB_FETCHERS: 1 to all sub-groups but the first"
+#endif
+#ifndef PART_BARRIER
+#error "LB_AHEAD needs PART_BARRIER(id, n): barrier number id of the n work-items that call it"
+#endif
 inline void lb_fetch_ahead(__global const IN_T *in, const ulong row_len, const ulong tpr, const ulong n_tiles,
                            __global uint *ws, __global uint *slots, __global ACC_T *values, LOCAL_PTR IN_T *copy,
                            LOCAL_PTR ACC_T *run_totals, LOCAL_PTR uint *next, LOCAL_PTR ACC_T *next_total,
-                           LOCAL_PTR ACC_T *scratch, const uint lid, const uint lane) {
-    uint t = 0;
-    if (lane == 0) {
-        t = TICKET(ws);
-        *next = t;
+                           LOCAL_PTR ACC_T *parts, const uint lid, const uint lane, const uint fetcher) {
+    if (fetcher == 0 && lane == 0) {
+        *next = TICKET(ws);
     }
-    t = sub_group_broadcast(t, 0u);
+    PART_BARRIER(1, LB_FETCHERS * SG_SIZE);
+    const uint t = *next;
     if (t >= n_tiles) {
-        return;
+        return;   /* every fetcher returns: they read the same ticket */
     }
     const ulong start = (t % tpr) * LB_TILE;
     const ulong len = min(LB_TILE, row_len - start);
     __global const IN_T *p = in + (t / tpr) * row_len + start;
-    NO_UNROLL for (uint m = 0; m < LB_SEGS; ++m) {
+    NO_UNROLL for (uint m = fetcher; m < LB_SEGS; m += LB_FETCHERS) {
         const ulong first = ((ulong)m * SG_SIZE + lane) * ITEMS;
         if (LB_COPIED(p, first, len)) {
             STAGE_COPY16(copy + first, p + first);
@@ -664,34 +677,53 @@ inline void lb_fetch_ahead(__global const IN_T *in, const ulong row_len, const u
     }
     STAGE_COMMIT();
     STAGE_WAIT(0);
-    /* each run's total pairwise, LB_STEP runs a step (LB_SEGS is even: two sub-groups or
-     * more): one sub-group adds up the whole tile, 256 halves a lane, and sequential adds
-     * within each run had cost float16 7 % (the loop unrolled whole was slower still) */
-#if LB_SEGS % 4 == 0
-#define LB_STEP 4
-#else
-#define LB_STEP 2
-#endif
+    /* each run's total pairwise, two runs a step where the fetcher has two more: sequential
+     * adds within each run had cost float16 7 % (one fetcher then: 256 halves a lane) */
     ACC_T sum = IDENT;
-    NO_UNROLL for (uint m = 0; m < LB_SEGS; m += LB_STEP) {
-        ACC_T runs[LB_STEP];
-        UNROLL_LOOP for (uint k = 0; k < LB_STEP; ++k) {
+    uint m = fetcher;
+    NO_UNROLL for (; m + LB_FETCHERS < LB_SEGS; m += 2 * LB_FETCHERS) {
+        ACC_T runs[2];
+        UNROLL_LOOP for (uint k = 0; k < 2; ++k) {
+            const uint run = m + k * LB_FETCHERS;
             ACC_T d[ITEMS];
-            lb_load(p, copy, ((ulong)(m + k) * SG_SIZE + lane) * ITEMS, len, d);
+            lb_load(p, copy, ((ulong)run * SG_SIZE + lane) * ITEMS, len, d);
 #if LSE_LINEAR
             ACC_T lse_s[ITEMS], lse_m;
             runs[k] = lse_lane_sums(d, lse_s, &lse_m);
 #else
             runs[k] = fold_pairwise(d, ITEMS);
 #endif
-            run_totals[(m + k) * SG_SIZE + lane] = runs[k];
+            run_totals[run * SG_SIZE + lane] = runs[k];
         }
-        sum = OP(sum, fold_pairwise(runs, LB_STEP));
+        sum = OP(sum, OP(runs[0], runs[1]));
     }
-#undef LB_STEP
+    if (m < LB_SEGS) {
+        ACC_T d[ITEMS];
+        lb_load(p, copy, ((ulong)m * SG_SIZE + lane) * ITEMS, len, d);
+#if LSE_LINEAR
+        ACC_T lse_s[ITEMS], lse_m;
+        const ACC_T run = lse_lane_sums(d, lse_s, &lse_m);
+#else
+        const ACC_T run = fold_pairwise(d, ITEMS);
+#endif
+        run_totals[m * SG_SIZE + lane] = run;
+        sum = OP(sum, run);
+    }
     ACC_T total;
-    (void)team_prefix(sum, &total, scratch, lid, lane);
+    (void)team_prefix(sum, &total, parts, lid, lane);
+#if LB_FETCHERS > 1
     if (lane == 0) {
+        parts[fetcher] = total;
+    }
+    PART_BARRIER(1, LB_FETCHERS * SG_SIZE);
+    if (fetcher == 0) {
+        total = parts[0];
+        UNROLL_LOOP for (uint f = 1; f < LB_FETCHERS; ++f) {
+            total = OP(total, parts[f]);
+        }
+    }
+#endif
+    if (fetcher == 0 && lane == 0) {
         lb_publish(slots, values, t, total);
         *next_total = total;
     }
@@ -717,9 +749,9 @@ inline void lookback_scan(__global const IN_T *restrict in, __global OUT_T *rest
 
     /* tickets in the order work-groups take them: every lower ticket's group has started */
 #if LB_AHEAD
-    if (sub == 1) {
+    if (sub >= 1 && sub <= LB_FETCHERS) {
         lb_fetch_ahead(in, row_len, tpr, n_tiles, ws, slots, values, copy, run_totals, ticket, tile_total, segs,
-                       lid, lane);
+                       lid, lane, sub - 1);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     /* `segs` alternates between two buffers: a sub-group may write the next tile's run totals
@@ -866,11 +898,11 @@ inline void lookback_scan(__global const IN_T *restrict in, __global OUT_T *rest
             }
         }
 #if LB_AHEAD
-        else if (sub == 1) {
+        else if (sub <= LB_FETCHERS) {
             /* every work-item has read the ticket and the total: the block's next tile goes
              * into the other buffer while the first sub-group waits */
             lb_fetch_ahead(in, row_len, tpr, n_tiles, ws, slots, values, copy + ((it + 1u) & 1u) * LB_TILE,
-                           run_totals, ticket, tile_total, segs + 2 * LB_SEGS, lid, lane);
+                           run_totals, ticket, tile_total, segs + 2 * LB_SEGS, lid, lane, sub - 1);
         }
 #endif
         barrier(CLK_LOCAL_MEM_FENCE);
