@@ -513,6 +513,17 @@ inline void add_prefix(const ACC_T pre, ACC_T *d) {
 #endif
 #if LSE_LINEAR
 #define LSE_TINY ((ACC_T)0x1p-64f)   /* 2^-64, a float literal: no double constant on devices without fp64 */
+/* The log-domain chain of a lane (its running values after pre), for the rare lanes above,
+ * out of the hot code on CUDA (COLD_INLINE). Inlined, its ITEMS logaddexp twice over (a
+ * lane's total, its outputs) were most of each round of the look-back's write: 840 SASS
+ * instructions a round unrolled 8 times, a 12.8K-instruction kernel. The lane goes by value,
+ * so the hot path keeps its elements in registers. */
+typedef struct { ACC_T v[ITEMS]; } lse_lane_t;
+COLD_INLINE lse_lane_t lse_lane_chain(const ACC_T pre, lse_lane_t lane) {
+    (void)scan_items(lane.v);
+    add_prefix(pre, lane.v);
+    return lane;
+}
 /* the lane's total, its max (*lm) and running sums (s); d untouched */
 inline ACC_T lse_lane_sums(const ACC_T *d, ACC_T *s, ACC_T *lm) {
     ACC_T m = d[0];
@@ -521,11 +532,12 @@ inline ACC_T lse_lane_sums(const ACC_T *d, ACC_T *s, ACC_T *lm) {
     }
     *lm = m;
     if (!isfinite(m)) {
-        ACC_T run = IDENT;
+        /* the chain's last value after IDENT: the fold of OP over d (OP(IDENT, x) is x) */
+        lse_lane_t lane;
         UNROLL_LOOP for (uint j = 0; j < ITEMS; ++j) {
-            run = OP(run, d[j]);
+            lane.v[j] = d[j];
         }
-        return run;
+        return lse_lane_chain(IDENT, lane).v[ITEMS - 1];
     }
     ACC_T sum = (ACC_T)0;
     UNROLL_LOOP for (uint j = 0; j < ITEMS; ++j) {
@@ -547,8 +559,14 @@ inline void lse_lane_write(const ACC_T pre, const ACC_T lm, ACC_T *s, ACC_T *d) 
         }
     }
     if (slow) {
-        (void)scan_items(d);
-        add_prefix(pre, d);
+        lse_lane_t lane;
+        UNROLL_LOOP for (uint j = 0; j < ITEMS; ++j) {
+            lane.v[j] = d[j];
+        }
+        lane = lse_lane_chain(pre, lane);
+        UNROLL_LOOP for (uint j = 0; j < ITEMS; ++j) {
+            d[j] = lane.v[j];
+        }
     } else {
         UNROLL_LOOP for (uint j = 0; j < ITEMS; ++j) {
             d[j] = s[j];
@@ -796,7 +814,12 @@ inline void lookback_scan(__global const IN_T *restrict in, __global OUT_T *rest
          * copy alternates between two buffers: the next tile lands in the other one while
          * this one is read (the run totals are read before the next fetch starts). */
         LOCAL_PTR IN_T *tile_copy = copy + (it & 1u) * LB_TILE;
-        UNROLL_LOOP for (uint r = 0; r < ROUNDS; ++r) {
+#if LSE_LINEAR
+        NO_UNROLL   /* five logaddexp a round (team_prefix): as the write below */
+#else
+        UNROLL_LOOP
+#endif
+        for (uint r = 0; r < ROUNDS; ++r) {
             const ACC_T run = run_totals[(r * (WG_SIZE / SG_SIZE) + sub) * SG_SIZE + lane];
 #else
         /* Every load is issued before the first shuffle: with loads and shuffles interleaved
@@ -908,7 +931,15 @@ inline void lookback_scan(__global const IN_T *restrict in, __global OUT_T *rest
         barrier(CLK_LOCAL_MEM_FENCE);
 
         const ACC_T tile_pre = *tile_prefix;
-        UNROLL_LOOP for (uint r = 0; r < ROUNDS; ++r) {
+#if LB_AHEAD && LSE_LINEAR
+        /* a round of logcumsumexp's write is ~420 SASS instructions (an exp and a log an
+         * element): unrolled ROUNDS times it made the kernel too big for the instruction
+         * caches; excl[r] then lives in local memory (L1) */
+        NO_UNROLL
+#else
+        UNROLL_LOOP
+#endif
+        for (uint r = 0; r < ROUNDS; ++r) {
 #if LB_AHEAD
             ACC_T v_r[ITEMS];
             lb_load(p, tile_copy, LB_FIRST(r), len, v_r);
