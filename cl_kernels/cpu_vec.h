@@ -21,7 +21,7 @@
  * CPU_LOAD_ACC(p), CPU_MASK(c) (a comparison as -1 / 0 in every lane, scalar or vector),
  * CPU_VLOAD(t, p) (VEC elements of type t at p, VEC > 1), CPU_STORE(v, q) (a CPU_ACCV to
  * VEC elements of OUT_T at q, VEC > 1), cpu_half_bits_to_float (VEC > 1; CPU_LOAD's with
- * CPU_HALF_BITS 1), cpu_exp (VEC > 1), CPU_ABS(v), CPU_NSUM_ADD(s, c, v), CPU_NSUM_ADD_POS(s, c, v) and
+ * CPU_HALF_BITS 1), cpu_exp and cpu_log (VEC > 1), CPU_ABS(v), CPU_NSUM_ADD(s, c, v), CPU_NSUM_ADD_POS(s, c, v) and
  * CPU_NSUM_VALUE(s, c) (Neumaier-compensated sums of CPU_ACCV lanes: softmax.cl's exp sums,
  * row_norm.cl's moments).
  */
@@ -129,6 +129,37 @@ inline CPU_V(float) cpu_exp(CPU_V(float) x) {
                                + r) + 1.0f;
     const CPU_V(int) n1 = ni >> 1;
     return poly * CAT(as_, CPU_V(float))((n1 + 127) << 23) * CAT(as_, CPU_V(float))((ni - n1 + 127) << 23);
+}
+#endif
+
+#if VEC > 1
+/* log of a float vector, written with operators (log, like exp, is an out-of-line call on pip's
+ * PoCL): row_scan.cl's logcumsumexp lanes on PoCL (CPU_OWN_EXP). x = 2^e * m with m in
+ * [sqrt(1/2), sqrt(2)), split off with integer operators on the bits (a frexp that needs no
+ * call): adding 0x3f800000 - 0x3f3504f3 (1.0f's bits less sqrt(1/2)'s) to the bits carries into
+ * the exponent exactly where the mantissa is at least sqrt(2)'s, so e is the exponent field
+ * less 127 and m the low 23 bits over sqrt(1/2)'s. log(1 + f), f = m - 1 in [-0.293, 0.415), is
+ * f - f^2 / 2 + f^3 P(f) with the degree-8 P of Cephes' logf (Moshier, Cephes Math Library,
+ * logf.c), and e ln 2 is added in two parts (ln2_hi = 0.693359375, 9 bits, as in cpu_exp) after
+ * the small terms, so a result near 0 (x near 1) keeps f's relative accuracy. Subnormal x is
+ * scaled by 2^23 first (exact) and 23 taken off e. Special values by selects at the end: 0 ->
+ * -inf, +inf -> +inf, NaN -> NaN, x < 0 -> NaN. Within 0.8 ulp of float64 log on all four
+ * CPU runtimes, subnormals included (tests/test_cpu_vec.py). */
+inline CPU_V(float) cpu_log(const CPU_V(float) x) {
+    const CPU_V(float) xs = x < 0x1p-126f ? x * 0x1p23f : x;
+    const CPU_V(int) bits = CAT(as_, CPU_V(int))(xs) + (0x3f800000 - 0x3f3504f3);
+    /* the exponent as a float by the 1.5 * 2^23 trick (convert_floatn could be a call too) */
+    const CPU_V(int) ei = (bits >> 23) - 0x7f - (CPU_MASK(x < 0x1p-126f) & 23);
+    const CPU_V(float) e = CAT(as_, CPU_V(float))(ei + 0x4b400000) - 12582912.0f;
+    const CPU_V(float) f = CAT(as_, CPU_V(float))((bits & 0x007fffff) + 0x3f3504f3) - 1.0f;
+    const CPU_V(float) z = f * f;
+    const CPU_V(float) p = ((((((((7.0376836292e-2f * f - 1.1514610310e-1f) * f + 1.1676998740e-1f) * f
+                                  - 1.2420140846e-1f) * f + 1.4249322787e-1f) * f - 1.6668057665e-1f) * f
+                                + 2.0000714765e-1f) * f - 2.4999993993e-1f) * f + 3.3333331174e-1f) * f * z;
+    const CPU_V(float) y = ((p + e * -2.12194440e-4f) - 0.5f * z + f) + e * 0.693359375f;
+    /* x in (0, inf): y; else 0 -> -inf, +inf and NaN -> x, x < 0 -> NaN */
+    const CPU_V(float) other = x == 0.0f ? (CPU_V(float))(-INFINITY) : (x < 0.0f ? (CPU_V(float))NAN : x);
+    return x > 0.0f && x < INFINITY ? y : other;
 }
 #endif
 
