@@ -127,6 +127,27 @@
 #error "logaddexp needs a float accumulator"
 #endif
 
+#ifndef CPU_OWN_EXP
+#define CPU_OWN_EXP 0
+#endif
+#if CPU_OWN_EXP && !(SCAN == SCAN_LOGADDEXP && ACC_BYTES == 4 && ITEMS > 1)
+#error "CPU_OWN_EXP: float logaddexp lanes of ITEMS > 1 (cpu_vec.h's vectors; CPU plans only)"
+#endif
+#if CPU_OWN_EXP
+/* CPU_OWN_EXP (planner: PoCL; default 0): a lane's ITEMS elements go through cpu_vec.h's
+ * cpu_exp and cpu_log as one ITEMS-wide vector, written with operators. PoCL 3.0 from pip calls
+ * exp and log (and isfinite, isnan) out of line, one element at a time, spilling the lane's
+ * registers around each of the two calls an element. The few scalar exp and log a lane and
+ * tile takes (the total, the prefix's weight) go through the same vector functions, one lane
+ * of a vector used. CPU plans only (CUDA never sets it): OpenCL vector types here. */
+#define VEC ITEMS
+#define RAW_T ACC_T
+#include "cpu_vec.h"
+#define LSE_FINITE(x) ((x) - (x) == (ACC_T)0)
+#define LSE_EXP1(x) (cpu_exp((CPU_V(float))(x)).s0)
+#define LSE_LOG1(x) (cpu_log((CPU_V(float))(x)).s0)
+#endif
+
 /* ---- the op ------------------------------------------------------------------------------ */
 #if SCAN == SCAN_SUM
 #define IDENT ((ACC_T)0)
@@ -155,9 +176,24 @@ inline ACC_T logaddexp(const ACC_T a, const ACC_T b) {
  * low word keeps what each add rounds off (Fast2Sum: |hi| >= the increment's magnitude
  * where it matters), and joins the next increment, so the carry is ~1 ulp off at any
  * length. Non-finite values take the plain logaddexp and drop the low word. */
+#if CPU_OWN_EXP
+/* CPU_OWN_EXP: log1p(exp(-|diff|)) by cpu_exp and cpu_log (no call on pip's PoCL, see above):
+ * log1p(y) = log(u) * y / (u - 1), u = 1 + y rounded (Goldberg, "What every computer scientist
+ * should know about floating-point arithmetic", 1991, Theorem 4: the rounding of u cancels), y
+ * itself where u rounds to 1; within a few ulp of the increment, as the built-in. */
+#define CARRY_FINITE(x) LSE_FINITE(x)
+inline ACC_T carry_log1p_exp(const ACC_T t) {
+    const ACC_T y = LSE_EXP1(t);
+    const ACC_T u = (ACC_T)1 + y;
+    return u == (ACC_T)1 ? y : LSE_LOG1(u) * (y / (u - (ACC_T)1));
+}
+#else
+#define CARRY_FINITE(x) isfinite(x)
+#define carry_log1p_exp(t) log1p(exp(t))
+#endif
 inline void logaddexp_carry(ACC_T *hi, ACC_T *lo, const ACC_T b) {
     const ACC_T a = *hi;
-    if (!isfinite(a) || !isfinite(b)) {
+    if (!CARRY_FINITE(a) || !CARRY_FINITE(b)) {
         *hi = logaddexp(a, b);
         *lo = (ACC_T)0;
         return;
@@ -166,10 +202,10 @@ inline void logaddexp_carry(ACC_T *hi, ACC_T *lo, const ACC_T b) {
     ACC_T base, inc;
     if (diff <= (ACC_T)0) {
         base = a;
-        inc = *lo + log1p(exp(diff));
+        inc = *lo + carry_log1p_exp(diff);
     } else {
         base = b;
-        inc = log1p(exp(-diff));
+        inc = carry_log1p_exp(-diff);
     }
     const ACC_T sum = base + inc;
     *lo = inc - (sum - base);
@@ -511,6 +547,9 @@ inline void add_prefix(const ACC_T pre, ACC_T *d) {
 #ifndef LSE_LINEAR
 #define LSE_LINEAR (SCAN == SCAN_LOGADDEXP)
 #endif
+#if CPU_OWN_EXP && !LSE_LINEAR
+#error "CPU_OWN_EXP: the linear-domain lanes"
+#endif
 #if LSE_LINEAR
 #define LSE_TINY ((ACC_T)0x1p-64f)   /* 2^-64, a float literal: no double constant on devices without fp64 */
 /* The log-domain chain of a lane (its running values after pre), for the rare lanes above,
@@ -524,6 +563,54 @@ COLD_INLINE lse_lane_t lse_lane_chain(const ACC_T pre, lse_lane_t lane) {
     add_prefix(pre, lane.v);
     return lane;
 }
+#if CPU_OWN_EXP
+/* the lane's total, its max (*lm) and running sums (s); d untouched */
+inline ACC_T lse_lane_sums(const ACC_T *d, ACC_T *s, ACC_T *lm) {
+    ACC_T m = d[0];
+    UNROLL_LOOP for (uint j = 1; j < ITEMS; ++j) {
+        m = d[j] > m ? d[j] : m;
+    }
+    *lm = m;
+    if (!LSE_FINITE(m)) {
+        ACC_T run = IDENT;
+        UNROLL_LOOP for (uint j = 0; j < ITEMS; ++j) {
+            run = OP(run, d[j]);
+        }
+        return run;
+    }
+    const CPU_V(float) e = cpu_exp(CPU_VLOAD(float, d) - m);
+    CAT(CPU_STORE_, VEC)(e, s);
+    ACC_T sum = (ACC_T)0;
+    UNROLL_LOOP for (uint j = 0; j < ITEMS; ++j) {
+        sum += s[j];
+        s[j] = sum;
+    }
+    return m + LSE_LOG1(sum);
+}
+/* the lane's outputs into d (its elements on entry), after everything before it (pre) */
+inline void lse_lane_write(const ACC_T pre, const ACC_T lm, ACC_T *s, ACC_T *d) {
+    bool slow = !LSE_FINITE(lm) || pre != pre || pre == (ACC_T)INFINITY;
+    if (!slow) {
+        /* exp(pre - r) and exp(lm - r), r the larger: one of them is 1 */
+        const ACC_T w = LSE_EXP1(-(pre > lm ? pre - lm : lm - pre));
+        const ACC_T r = pre > lm ? pre : lm;
+        const ACC_T c_pre = pre > lm ? (ACC_T)1 : w, c_lane = pre > lm ? w : (ACC_T)1;
+        const CPU_V(float) v = c_pre + c_lane * CPU_VLOAD(float, s);
+        const CPU_V(int) tiny = CPU_MASK(v < LSE_TINY);
+        const CPU_V(float) out = r + cpu_log(v);
+        CAT(CPU_STORE_, VEC)(out, s);
+        slow = CPU_HSUM(tiny) != 0;   /* halves by halves, in registers (cpu_vec.h) */
+    }
+    if (slow) {
+        (void)scan_items(d);
+        add_prefix(pre, d);
+    } else {
+        UNROLL_LOOP for (uint j = 0; j < ITEMS; ++j) {
+            d[j] = s[j];
+        }
+    }
+}
+#else
 /* the lane's total, its max (*lm) and running sums (s); d untouched */
 inline ACC_T lse_lane_sums(const ACC_T *d, ACC_T *s, ACC_T *lm) {
     ACC_T m = d[0];
@@ -573,6 +660,7 @@ inline void lse_lane_write(const ACC_T pre, const ACC_T lm, ACC_T *s, ACC_T *d) 
         }
     }
 }
+#endif /* CPU_OWN_EXP */
 #endif
 
 #if PHASE == 2 || PHASE == 3

@@ -17,8 +17,9 @@ from .kernels import build_options
 from .ops import CL_TYPE
 from .plan import (_REQD_MACRO, Force, _SG_MODE_MACRO, UnsupportedOnDevice, _ceil_div, _choose_sg_size,
                    _choose_wg, _groups, _pow2_floor, _shuffle_mode, llvmpipe_loop_limited)
-from .plan_rowops import (FAMILIES, LLVMPIPE_TRIP_BUDGET, RowForce, RowPass, RowPlan, RowProblem, _resident_blocks,
-                          _trip_groups, acc_dtype_of, out_dtype_of, require_fp64, row_sg_mode)
+from .plan_rowops import (CPU_OWN_EXP_IMPLEMENTATIONS, FAMILIES, LLVMPIPE_TRIP_BUDGET, RowForce, RowPass, RowPlan,
+                          RowProblem, _resident_blocks, _trip_groups, acc_dtype_of, out_dtype_of, require_fp64,
+                          row_sg_mode)
 
 
 # Scans: consecutive elements a lane scans per tile. GPUs: 16 bytes of input, one vector load
@@ -295,6 +296,16 @@ def _walk_passes(caps: DeviceCaps, problem: RowProblem, wg: int, defines) -> tup
                  for first in range(0, k, seg or k))
 
 
+def scan_own_exp(caps: DeviceCaps, op: str, acc: str, items: int) -> bool:
+    """row_scan.cl CPU_OWN_EXP: logcumsumexp's float32 lanes of a CPU plan take cpu_vec.h's
+    cpu_exp and cpu_log (operators, ITEMS-wide vectors) in place of the exp and log built-ins on
+    the implementations of plan_rowops.CPU_OWN_EXP_IMPLEMENTATIONS (PoCL 3.0 from pip calls them
+    out of line, one element at a time). Not CUDA (cpu_vec.h's OpenCL vectors), not float64
+    (cpu_exp / cpu_log are float's), not ITEMS 1 (no vector)."""
+    return (op == "logcumsumexp" and acc == "float32" and items > 1 and caps.backend == "opencl"
+            and caps.device_type == "cpu" and caps.implementation in CPU_OWN_EXP_IMPLEMENTATIONS)
+
+
 def _scan_defines(caps: DeviceCaps, op: str, acc: str, in_dtype: str, out_dtype: str, wg: int, mode: str,
                   sg_size: int | None, reqd: str, lanes: int, items: int, split: int, phase: int,
                   **more) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
@@ -306,6 +317,8 @@ def _scan_defines(caps: DeviceCaps, op: str, acc: str, in_dtype: str, out_dtype:
          "IN_BOOL": int(in_dtype == "bool"),
          "LANES": lanes, "SG_MODE": _SG_MODE_MACRO[mode], "SG_SIZE": sg_size or 0, "REQD_SG": _REQD_MACRO[reqd],
          "ITEMS": items, "SPLIT": split, "PHASE": phase, **FAMILIES[op][2], **more}
+    if scan_own_exp(caps, op, acc, items):
+        d["CPU_OWN_EXP"] = 1
     pairs = tuple(sorted((name, str(value)) for name, value in d.items()))
     return pairs, build_options(pairs, caps.cl_std if mode != "local" else None)
 

@@ -8,8 +8,9 @@ import re
 
 import numpy as np
 import pytest
-from test_plan import ALL_CAPS, PROFILES, required_macros
+from test_plan import ALL_CAPS, LLVMPIPE, PROFILES, required_macros
 
+from clreduce.backends.cuda import probe as cuda_probe
 from clreduce.kernels import read_source
 from clreduce.plan import UnsupportedOnDevice, llvmpipe_loop_limited
 from clreduce.plan_rowops import (FAMILIES, LOCAL_CAP, SCAN_OPS, STATS_ONLY, RowForce, RowProblem, local_budget, plan_row,
@@ -261,6 +262,31 @@ def test_cpu_passes_take_their_own_exp_on_pocl(name, op, dtype, want):
         p = plan_row(ALL_CAPS[name], RowProblem(op, rows, k, dtype))
         assert all(dict(ps.defines).get("CPU_PASSES") == "1" for ps in p.passes), p.defines
         assert all((dict(ps.defines).get("CPU_OWN_EXP") == "1") == want for ps in p.passes), p.defines
+
+
+# (device, dtype) -> row_scan.cl CPU_OWN_EXP: logcumsumexp's float32 lanes take cpu_vec.h's
+# cpu_exp and cpu_log on PoCL (pip's PoCL calls exp and log out of line), every pass of a split
+# row included; Intel's runtime, rusticl, GPUs, CUDA and float64 keep the built-ins
+@pytest.mark.parametrize("name,dtype,want", [
+    (PASSES_CPU, "float32", True),
+    (PASSES_CPU, "float16", True),     # float accumulators
+    ("pip PoCL (znver3)", "float32", True),   # ITEMS 8: 32-byte vectors
+    (PASSES_CPU, "float64", False),    # cpu_exp / cpu_log are float's
+    (PASSES_INTEL, "float32", False),
+    ("llvmpipe (synthetic rusticl)", "float32", False),
+    ("Mali-G610 (Rockchip RK3588, libmali g13p0)", "float32", False),
+    ("NVIDIA H100 (CUDA)", "float32", False),
+])
+def test_logcumsumexp_lanes_take_their_own_exp_and_log_on_pocl(name, dtype, want):
+    more = {"NVIDIA H100 (CUDA)": cuda_probe.caps_from_properties(cuda_probe.H100_SXM_PROPERTIES),
+            "llvmpipe (synthetic rusticl)": LLVMPIPE, "pip PoCL (znver3)": _POCL_ZNVER3}  # not in ALL_CAPS
+    caps = more.get(name) or ALL_CAPS[name]
+    for rows, k in ((10**5, 128), (1, 4194304)):  # whole rows; split rows (PHASE 1, carries, PHASE 0)
+        p = plan_row(caps, RowProblem("logcumsumexp", rows, k, dtype))
+        assert all((dict(ps.defines).get("CPU_OWN_EXP") == "1") == want for ps in p.passes), p.passes
+    # cumsum / cumprod have no exp or log
+    for op in ("cumsum", "cumprod"):
+        assert "CPU_OWN_EXP" not in dict(plan_row(caps, RowProblem(op, 100, 128, "float32")).defines)
 
 
 # (device, op, rows, K, dtype) -> groups of the launch: one trip a work-item (a group for every
