@@ -1003,6 +1003,52 @@ def test_logcumsumexp_matches_logaddexp_accumulate(cl_device):
     np.testing.assert_allclose(got16.astype(np.float64), want16, rtol=2e-3, atol=2e-3)
 
 
+def _lse_adversarial_rows(k: int) -> np.ndarray:
+    """float32 rows of k that take each turn of a linear-domain lane (row_scan.cl LSE_LINEAR,
+    and its CPU_OWN_EXP vectors on PoCL): offsets near the float range, -inf runs inside and
+    between lanes, NaN and +inf first in a lane and inside it, steep rises (exp(x - max) below
+    the normals: the LSE_TINY fallback) and falls (the lane far below its prefix), spikes, ties,
+    subnormal inputs."""
+    rng = _rng("lcse-adv", k)
+    base = rng.standard_normal(k).astype(np.float32)
+    i = np.arange(k, dtype=np.float32)
+    rows = [
+        base + np.float32(3e38),          # lanes and prefix at the top of the range
+        base - np.float32(1e30),          # far below 0: r + log(v) with |r| huge
+        base * np.float32(1e4),           # terms of one lane 1e4 apart
+        i * np.float32(11.0) - np.float32(5e3),   # steep rise: a lane's first terms underflow
+        -i * np.float32(11.0),            # steep fall: each lane far below its prefix
+        np.where(i % 9 < 4, -np.inf, base).astype(np.float32),   # -inf runs inside lanes
+        np.where((i // 16) % 2 == 1, -np.inf, base).astype(np.float32),   # whole lanes of -inf
+        np.where(i % 8 == 0, np.float32(90.0), base - np.float32(95.0)).astype(np.float32),  # exp(-95): subnormal terms
+        np.full(k, np.float32(2.5)),      # ties: every term the lane's max
+        np.full(k, np.float32(1e-40)),    # subnormal inputs
+    ]
+    for at, value in ((k // 3, np.nan), (0, np.nan), (k // 2, np.inf), (k // 5 * 4 + 1, -np.inf)):
+        r = base.copy()
+        r[at % k] = value
+        rows.append(r)
+    r = base.copy()
+    r[k // 4] = np.inf   # +inf, then NaN: NaN (k 1: NaN alone)
+    r[k // 2] = np.nan
+    rows.append(r)
+    return np.stack(rows)
+
+
+@pytest.mark.parametrize("k", [1, 5, 8, 16, 37, 128, 1000, 4099, 40000])
+def test_logcumsumexp_adversarial_rows(cl_device, k):
+    """Every output against float64 np.logaddexp.accumulate: NaN, +inf and -inf exactly where
+    numpy has them, finite values within 2e-5 (rtol and atol, as the other logcumsumexp tests).
+    40000 is split over work-groups on CPUs (PHASE 1, the carries' scan, PHASE 0)."""
+    x = _lse_adversarial_rows(k)
+    with np.errstate(invalid="ignore", over="ignore"):
+        want = np.logaddexp.accumulate(x.astype(np.float64), axis=1)
+    got = rowops.logcumsumexp(x, axis=1, device=cl_device)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=f"NaN positions, K={k}")
+    want = np.where(np.abs(want) > np.finfo(np.float32).max, want, want.astype(np.float32))
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5, err_msg=f"K={k}")
+
+
 def test_scans_any_axis_and_pyopencl(cl_device, cl_queue):
     import pyopencl.array as cla
 
@@ -1059,6 +1105,20 @@ def test_logcumsumexp_long_rows_keep_their_increments(cl_device, cl_queue, reque
     for force in _sample(variants, 2, 1729, request):
         np.testing.assert_allclose(rowops.logcumsumexp(x, axis=1, device=cl_device, force=force), want, rtol=1e-6,
                                    atol=0, err_msg=f"K=2**16 {force}")
+
+
+def test_logcumsumexp_long_rows_of_small_increments(cl_device):
+    """A row of 4 * 10**6 values of N(0, 1): late in it each tile adds log1p(exp(-12)) ~ 6e-6 to
+    a carry of ~16, so the increment's own rounding adds up over 250000-500000 tiles. Max error
+    relative to max(|value|, 1): 1.1-1.6e-7 on the four CPU runtimes (2026-11-29); a log1p
+    taken as log(1 + y) (PoCL's CPU_OWN_EXP carry without Goldberg's correction) gave
+    6.8-7.7e-7. The bound is 3.5e-7."""
+    x = _rng("lcse-small-inc").standard_normal((1, 4 * 10**6)).astype(np.float32)
+    want = np.logaddexp.accumulate(x.astype(np.float64), axis=1)
+    got = rowops.logcumsumexp(x, axis=1, device=cl_device).astype(np.float64)
+    err = np.abs(got - want) / np.maximum(np.abs(want), 1.0)
+    worst = int(np.argmax(err))
+    assert err[0, worst] <= 3.5e-7, f"element {worst}: {got[0, worst]!r}, want {want[0, worst]!r}"
 
 
 @pytest.mark.parametrize("call, error", [
