@@ -147,6 +147,15 @@
 #define LSE_EXP1(x) (cpu_exp((CPU_V(float))(x)).s0)
 #define LSE_LOG1(x) (cpu_log((CPU_V(float))(x)).s0)
 #endif
+/* what comes before a lane: the carry and the team's exclusive prefix. A lane alone (LANES 1,
+ * the CPU plans) has IDENT for its prefix, and with CPU_OWN_EXP the carry is taken as it is:
+ * logaddexp(carry, -inf) is the carry, but pip's PoCL cannot see that through its out-of-line
+ * isnan, isinf, fabs, exp and log1p, and called them every tile */
+#if CPU_OWN_EXP && LANES == 1
+#define LANE_PRE(carry, excl) (carry)
+#else
+#define LANE_PRE(carry, excl) OP(carry, excl)
+#endif
 
 /* ---- the op ------------------------------------------------------------------------------ */
 #if SCAN == SCAN_SUM
@@ -1191,7 +1200,7 @@ void scan_rows(__global const IN_T *restrict in, const ulong in_offset,
             bad |= SCAN_BAD(excl);
 #endif
 #if PHASE == 0 && LSE_LINEAR
-            lse_lane_write(OP(carry, excl), lse_m, lse_s, v);
+            lse_lane_write(LANE_PRE(carry, excl), lse_m, lse_s, v);
             store_items(v, q, first, len);
 #elif PHASE == 0
             add_prefix(OP(carry, excl), v);

@@ -1047,6 +1047,14 @@ def test_logcumsumexp_adversarial_rows(cl_device, k):
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=f"NaN positions, K={k}")
     want = np.where(np.abs(want) > np.finfo(np.float32).max, want, want.astype(np.float32))
     np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5, err_msg=f"K={k}")
+    # float16 in and out (float accumulators; PoCL loads the halves as bits): the rows clipped
+    # to the half range, infinities kept
+    x16 = np.where(np.isinf(x), x, np.clip(x, -6e4, 6e4)).astype(np.float16)
+    with np.errstate(invalid="ignore", over="ignore"):
+        want16 = np.logaddexp.accumulate(x16.astype(np.float64), axis=1).astype(np.float16).astype(np.float64)
+    got16 = rowops.logcumsumexp(x16, axis=1, device=cl_device)
+    assert got16.dtype == np.float16
+    np.testing.assert_allclose(got16.astype(np.float64), want16, rtol=2e-3, atol=2e-3, err_msg=f"float16 K={k}")
 
 
 def test_scans_any_axis_and_pyopencl(cl_device, cl_queue):
