@@ -483,14 +483,37 @@ inline ACC_T team_prefix(const ACC_T t, ACC_T *total, LOCAL_PTR ACC_T *scratch, 
  * float32 cumsum to ~45 % of copy (each warp access touched 32 sectors for 4 bytes each). */
 #if IN_HALF
 #define SCAN_RAW_T float
-#define SCAN_VLOAD(p, d) VLOAD_HALF_ARRAY(ITEMS, p, d)
 #else
 #define SCAN_RAW_T IN_T
+#endif
+#if CPU_OWN_EXP && IN_HALF
+/* CPU_OWN_EXP: the accesses written with operators too (vloadn, vload_halfn and vstoren are
+ * calls on pip's PoCL, cpu_vec.h): half as bits widened exactly, floats element by element,
+ * which the compiler merges into one vector access */
+#define SCAN_VLOAD(p, d) do {                                                                 \
+        const CPU_V(float) h_ = cpu_half_bits_to_float(CPU_VLOAD(ushort, (__global const ushort *)(p))); \
+        CAT(CPU_STORE_, ITEMS)(h_, (d));                                                      \
+    } while (0)
+#elif CPU_OWN_EXP
+#define SCAN_VLOAD(p, d) do {                                                                 \
+        UNROLL_LOOP for (uint j_ = 0; j_ < ITEMS; ++j_) {                                     \
+            (d)[j_] = (p)[j_];                                                                \
+        }                                                                                     \
+    } while (0)
+#elif IN_HALF
+#define SCAN_VLOAD(p, d) VLOAD_HALF_ARRAY(ITEMS, p, d)
+#else
 #define SCAN_VLOAD(p, d) VLOAD_ARRAY(ITEMS, p, d)
 #endif
 /* The look-back stores through VSTORE_WIDE: with VSTORE_ARRAY nvcc split its first run's
  * 16-byte store into four (st.global.f32 x4, st.global.v2.u16 x4 in its PTX) */
-#if OUT_HALF && PHASE == 2
+#if CPU_OWN_EXP && !OUT_HALF
+#define SCAN_VSTORE(d, q) do {                                                                \
+        UNROLL_LOOP for (uint j_ = 0; j_ < ITEMS; ++j_) {                                     \
+            (q)[j_] = (d)[j_];                                                                \
+        }                                                                                     \
+    } while (0)
+#elif OUT_HALF && PHASE == 2
 #define SCAN_VSTORE(d, q) VSTORE_HALF_WIDE(ITEMS, d, q)
 #elif PHASE == 2
 #define SCAN_VSTORE(d, q) VSTORE_WIDE(ITEMS, d, q)
