@@ -1,13 +1,14 @@
 /* cpu_vec.h: the vector vocabulary of the CPU-only code (reduce_rows.cl's reduce_rows_cpu,
- * reduce_state.cl's reduce_rows_state_cpu, softmax.cl's and row_norm.cl's CPU_PASSES walks):
+ * reduce_state.cl's reduce_rows_state_cpu, softmax.cl's and row_norm.cl's CPU_PASSES walks,
+ * row_scan.cl's CPU_OWN_EXP logcumsumexp lanes):
  * loads of VEC elements as one OpenCL vector, the conversion to the accumulator's vector type,
  * built-ins spelled with operators, and compensated sums lane by lane.
  *
  * The files `#include "cpu_vec.h"` inside their CPU-only blocks; clreduce/kernels.py
  * splices this text in where the include stands (as row_common.h), so the source hash sees
  * it and the wheel needs no include path. Those blocks are compiled only for CPU plans
- * (CPU_BLOCKS 1 / ENTRY 3 / CPU_PASSES 1), which CUDA never gets, so OpenCL vector types are
- * allowed here.
+ * (CPU_BLOCKS 1 / ENTRY 3 / CPU_PASSES 1 / CPU_OWN_EXP 1), which CUDA never gets, so OpenCL
+ * vector types are allowed here.
  *
  * Why operators and not built-ins: PoCL 3.0 from pip calls its built-ins (vloadN, isnan,
  * max, fmax, min) as out-of-line functions, spilling every vector register around each call
