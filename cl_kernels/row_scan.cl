@@ -140,6 +140,9 @@
  * registers around each of the two calls an element. The few scalar exp and log a lane and
  * tile takes (the total, the prefix's weight) go through the same vector functions, one lane
  * of a vector used. CPU plans only (CUDA never sets it): OpenCL vector types here. */
+#if defined(VEC) || defined(RAW_T)
+#error "row_scan.cl sets cpu_vec.h's VEC (ITEMS) and RAW_T itself"
+#endif
 #define VEC ITEMS
 #define RAW_T ACC_T
 #include "cpu_vec.h"

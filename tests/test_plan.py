@@ -52,9 +52,14 @@ SHAPES = [(4096, 768), (1, 10**6), (10**6, 4), (7, 3), (442368, 128), (3, 1), (1
 _REQUIRED_RE = re.compile(r"^#ifndef\s+(\w+)\s*\n#error", re.MULTILINE)
 
 
+_DEFINED_RE = re.compile(r"^\s*#\s*define\s+(\w+)", re.MULTILINE)
+
+
 def required_macros(kernel_file: str) -> set[str]:
-    """Macros the kernel refuses to build without (``#ifndef X`` + ``#error``)."""
-    return set(_REQUIRED_RE.findall(read_source(kernel_file)))
+    """Macros the kernel refuses to build without (``#ifndef X`` + ``#error``), less those the
+    file defines itself for a header it includes (row_scan.cl's VEC, ITEMS, for cpu_vec.h)."""
+    source = read_source(kernel_file)
+    return set(_REQUIRED_RE.findall(source)) - set(_DEFINED_RE.findall(source))
 
 
 def _sg_mode_macro(plan_: LaunchPlan) -> int:
