@@ -296,11 +296,19 @@ def _walk_passes(caps: DeviceCaps, problem: RowProblem, wg: int, defines) -> tup
                  for first in range(0, k, seg or k))
 
 
+# row_scan.cl CPU_OWN_EXP (scan_own_exp) on softmax's list (PoCL) and on rusticl's llvmpipe,
+# whose logcumsumexp lanes ran 1.5-1.8x as fast with the flag forced on (float32, whole rows
+# 0.24-0.51 -> 0.55-0.86 GB/s, 1 x 4000000 0.35-0.39 -> 0.46-0.59;
+# benchmarks/logcumsumexp_pocl_vec_2026-11-29/ab_rusticl_forced.txt). Intel's runtime keeps
+# its built-ins: it vectorises exp and log across work-items itself (13-35 % slower forced).
+CPU_OWN_EXP_IMPLEMENTATIONS = CPU_OWN_EXP_IMPLEMENTATIONS + ("rusticl",)
+
+
 def scan_own_exp(caps: DeviceCaps, op: str, acc: str, items: int) -> bool:
     """row_scan.cl CPU_OWN_EXP: logcumsumexp's float32 lanes of a CPU plan take cpu_vec.h's
     cpu_exp and cpu_log (operators, ITEMS-wide vectors) in place of the exp and log built-ins on
-    the implementations of plan_rowops.CPU_OWN_EXP_IMPLEMENTATIONS (PoCL 3.0 from pip calls them
-    out of line, one element at a time). Not CUDA (cpu_vec.h's OpenCL vectors), not float64
+    the implementations of CPU_OWN_EXP_IMPLEMENTATIONS above (PoCL 3.0 from pip calls them
+    out of line, one element at a time; llvmpipe gains as much). Not CUDA (cpu_vec.h's OpenCL vectors), not float64
     (cpu_exp / cpu_log are float's), not ITEMS 1 (no vector)."""
     return (op == "logcumsumexp" and acc == "float32" and items > 1 and caps.backend == "opencl"
             and caps.device_type == "cpu" and caps.implementation in CPU_OWN_EXP_IMPLEMENTATIONS)

@@ -265,19 +265,20 @@ def test_cpu_passes_take_their_own_exp_on_pocl(name, op, dtype, want):
 
 
 # (device, dtype) -> row_scan.cl CPU_OWN_EXP: logcumsumexp's float32 lanes take cpu_vec.h's
-# cpu_exp and cpu_log on PoCL (pip's PoCL calls exp and log out of line), every pass of a split
-# row included; Intel's runtime, rusticl, GPUs, CUDA and float64 keep the built-ins
+# cpu_exp and cpu_log on PoCL (pip's PoCL calls exp and log out of line) and on rusticl's
+# llvmpipe, every pass of a split row included; Intel's runtime, GPUs, CUDA and float64 keep
+# the built-ins
 @pytest.mark.parametrize("name,dtype,want", [
     (PASSES_CPU, "float32", True),
     (PASSES_CPU, "float16", True),     # float accumulators
     ("pip PoCL (znver3)", "float32", True),   # ITEMS 8: 32-byte vectors
     (PASSES_CPU, "float64", False),    # cpu_exp / cpu_log are float's
     (PASSES_INTEL, "float32", False),
-    ("llvmpipe (synthetic rusticl)", "float32", False),
+    ("llvmpipe (synthetic rusticl)", "float32", True),
     ("Mali-G610 (Rockchip RK3588, libmali g13p0)", "float32", False),
     ("NVIDIA H100 (CUDA)", "float32", False),
 ])
-def test_logcumsumexp_lanes_take_their_own_exp_and_log_on_pocl(name, dtype, want):
+def test_logcumsumexp_lanes_take_their_own_exp_and_log_on_pocl_and_llvmpipe(name, dtype, want):
     more = {"NVIDIA H100 (CUDA)": cuda_probe.caps_from_properties(cuda_probe.H100_SXM_PROPERTIES),
             "llvmpipe (synthetic rusticl)": LLVMPIPE, "pip PoCL (znver3)": _POCL_ZNVER3}  # not in ALL_CAPS
     caps = more.get(name) or ALL_CAPS[name]
