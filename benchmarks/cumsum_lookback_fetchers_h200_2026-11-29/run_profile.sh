@@ -7,7 +7,7 @@ done
 echo "t=$((SECONDS-t0))"
 for dt in float32 float16; do
   for cfg in "0 0 0 -1" "128 0.5 4 -1" "128 0.75 4 -1" "0 0 0 40" "64 0.5 8 -1" "0 0 0 -1"; do
-    timeout 60 python3 benchmarks/cumsum_lookback_fetchers_h200_2026-11-29/lbsweep.py $dt $cfg 2>&1 | tail -1
+    timeout 60 python3 benchmarks/cumsum_lookback_ahead_h200_2026-11-29/lbsweep.py $dt $cfg 2>&1 | tail -1
   done
   echo "t=$((SECONDS-t0))"
 done
