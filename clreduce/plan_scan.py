@@ -52,8 +52,8 @@ LOOKBACK_ACC_BYTES = 128
 LOOKBACK_FLOAT = {4: (128, 0.4375), 2: (256, 0.5)}
 # The look-back with blocks that stay (row_scan.cl LB_AHEAD, sm_80+ for cp.async): one launch
 # of as many blocks as the SMs hold, each taking tile after tile; while a block waits for a
-# tile's prefix its second sub-group copies the next tile into shared memory and publishes
-# that tile's total (and each run's). The tile is read from shared memory once more, for its
+# tile's prefix its other sub-groups (all but the first, since 2026-11-29) copy the next tile
+# into shared memory and publish that tile's total (and each run's). The tile is read from shared memory once more, for its
 # running values, and never held in registers.
 # A block per tile holds its tile in registers with nothing in flight while it waits (a row
 # of one tile, nothing to wait for, ran at 96 % of copy; a row of 2**28 at 75 %).
