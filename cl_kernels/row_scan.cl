@@ -598,6 +598,26 @@ COLD_INLINE lse_lane_t lse_lane_chain(const ACC_T pre, lse_lane_t lane) {
     add_prefix(pre, lane.v);
     return lane;
 }
+/* d's running values after pre, by the chain */
+inline void lse_lane_chain_into(const ACC_T pre, ACC_T *d) {
+    lse_lane_t lane;
+    UNROLL_LOOP for (uint j = 0; j < ITEMS; ++j) {
+        lane.v[j] = d[j];
+    }
+    lane = lse_lane_chain(pre, lane);
+    UNROLL_LOOP for (uint j = 0; j < ITEMS; ++j) {
+        d[j] = lane.v[j];
+    }
+}
+/* the lane's total where its max is not finite: the chain's last value after IDENT, the fold
+ * of OP over d (OP(IDENT, x) is x); d untouched */
+inline ACC_T lse_lane_fold(const ACC_T *d) {
+    lse_lane_t lane;
+    UNROLL_LOOP for (uint j = 0; j < ITEMS; ++j) {
+        lane.v[j] = d[j];
+    }
+    return lse_lane_chain(IDENT, lane).v[ITEMS - 1];
+}
 #if CPU_OWN_EXP
 /* the lane's total, its max (*lm) and running sums (s); d untouched */
 inline ACC_T lse_lane_sums(const ACC_T *d, ACC_T *s, ACC_T *lm) {
@@ -607,11 +627,7 @@ inline ACC_T lse_lane_sums(const ACC_T *d, ACC_T *s, ACC_T *lm) {
     }
     *lm = m;
     if (!LSE_FINITE(m)) {
-        ACC_T run = IDENT;
-        UNROLL_LOOP for (uint j = 0; j < ITEMS; ++j) {
-            run = OP(run, d[j]);
-        }
-        return run;
+        return lse_lane_fold(d);
     }
     const CPU_V(float) e = cpu_exp(CPU_VLOAD(float, d) - m);
     CAT(CPU_STORE_, VEC)(e, s);
@@ -637,8 +653,7 @@ inline void lse_lane_write(const ACC_T pre, const ACC_T lm, ACC_T *s, ACC_T *d) 
         slow = CPU_HSUM(tiny) != 0;   /* halves by halves, in registers (cpu_vec.h) */
     }
     if (slow) {
-        (void)scan_items(d);
-        add_prefix(pre, d);
+        lse_lane_chain_into(pre, d);
     } else {
         UNROLL_LOOP for (uint j = 0; j < ITEMS; ++j) {
             d[j] = s[j];
@@ -654,12 +669,7 @@ inline ACC_T lse_lane_sums(const ACC_T *d, ACC_T *s, ACC_T *lm) {
     }
     *lm = m;
     if (!isfinite(m)) {
-        /* the chain's last value after IDENT: the fold of OP over d (OP(IDENT, x) is x) */
-        lse_lane_t lane;
-        UNROLL_LOOP for (uint j = 0; j < ITEMS; ++j) {
-            lane.v[j] = d[j];
-        }
-        return lse_lane_chain(IDENT, lane).v[ITEMS - 1];
+        return lse_lane_fold(d);
     }
     ACC_T sum = (ACC_T)0;
     UNROLL_LOOP for (uint j = 0; j < ITEMS; ++j) {
@@ -681,14 +691,7 @@ inline void lse_lane_write(const ACC_T pre, const ACC_T lm, ACC_T *s, ACC_T *d) 
         }
     }
     if (slow) {
-        lse_lane_t lane;
-        UNROLL_LOOP for (uint j = 0; j < ITEMS; ++j) {
-            lane.v[j] = d[j];
-        }
-        lane = lse_lane_chain(pre, lane);
-        UNROLL_LOOP for (uint j = 0; j < ITEMS; ++j) {
-            d[j] = lane.v[j];
-        }
+        lse_lane_chain_into(pre, d);
     } else {
         UNROLL_LOOP for (uint j = 0; j < ITEMS; ++j) {
             d[j] = s[j];
