@@ -53,8 +53,8 @@ LOOKBACK_FLOAT = {4: (128, 0.4375), 2: (256, 0.5)}
 # The look-back with blocks that stay (row_scan.cl LB_AHEAD, sm_80+ for cp.async): one launch
 # of as many blocks as the SMs hold, each taking tile after tile; while a block waits for a
 # tile's prefix its other sub-groups (all but the first, since 2026-11-29) copy the next tile
-# into shared memory and publish that tile's total (and each run's). The tile is read from shared memory once more, for its
-# running values, and never held in registers.
+# into shared memory and publish that tile's total (and each run's). The tile is read from
+# shared memory once more, for its running values, and never held in registers.
 # A block per tile holds its tile in registers with nothing in flight while it waits (a row
 # of one tile, nothing to wait for, ran at 96 % of copy; a row of 2**28 at 75 %).
 # (threads per block, share of an SM's threads, runs of 16 bytes per thread) by input
@@ -301,17 +301,17 @@ def _walk_passes(caps: DeviceCaps, problem: RowProblem, wg: int, defines) -> tup
 # 0.24-0.51 -> 0.55-0.86 GB/s, 1 x 4000000 0.35-0.39 -> 0.46-0.59;
 # benchmarks/logcumsumexp_pocl_vec_2026-11-29/ab_rusticl_forced.txt). Intel's runtime keeps
 # its built-ins: it vectorises exp and log across work-items itself (13-35 % slower forced).
-CPU_OWN_EXP_IMPLEMENTATIONS = CPU_OWN_EXP_IMPLEMENTATIONS + ("rusticl",)
+SCAN_OWN_EXP_IMPLEMENTATIONS = CPU_OWN_EXP_IMPLEMENTATIONS + ("rusticl",)
 
 
 def scan_own_exp(caps: DeviceCaps, op: str, acc: str, items: int) -> bool:
     """row_scan.cl CPU_OWN_EXP: logcumsumexp's float32 lanes of a CPU plan take cpu_vec.h's
     cpu_exp and cpu_log (operators, ITEMS-wide vectors) in place of the exp and log built-ins on
-    the implementations of CPU_OWN_EXP_IMPLEMENTATIONS above (PoCL 3.0 from pip calls them
-    out of line, one element at a time; llvmpipe gains as much). Not CUDA (cpu_vec.h's OpenCL vectors), not float64
-    (cpu_exp / cpu_log are float's), not ITEMS 1 (no vector)."""
+    the implementations of SCAN_OWN_EXP_IMPLEMENTATIONS above (PoCL 3.0 from pip calls them
+    out of line, one element at a time; llvmpipe gains as much). Not CUDA (cpu_vec.h's OpenCL
+    vectors), not float64 (cpu_exp / cpu_log are float's), not ITEMS 1 (no vector)."""
     return (op == "logcumsumexp" and acc == "float32" and items > 1 and caps.backend == "opencl"
-            and caps.device_type == "cpu" and caps.implementation in CPU_OWN_EXP_IMPLEMENTATIONS)
+            and caps.device_type == "cpu" and caps.implementation in SCAN_OWN_EXP_IMPLEMENTATIONS)
 
 
 def _scan_defines(caps: DeviceCaps, op: str, acc: str, in_dtype: str, out_dtype: str, wg: int, mode: str,
