@@ -701,6 +701,70 @@ inline void lse_lane_write(const ACC_T pre, const ACC_T lm, ACC_T *s, ACC_T *d) 
 #endif /* CPU_OWN_EXP */
 #endif
 
+/* ---- the prefix of the lanes' run totals ----------------------------------------------------
+ * run_prefix is team_prefix but for logcumsumexp's teams of sub-group lanes, where it sums in
+ * the linear domain: around the team's largest total mx, each lane's exp(t - mx), their
+ * exclusive prefix and total as sums, then mx + log of each. One exp and two log a lane where
+ * the butterfly of logaddexp took ten, half the lanes idle at each (the upper half folds twice):
+ * on an H200 the float32 look-back issued 384 instructions a lane and element, and ~1/3 of them
+ * were its team prefixes. Where the linear sums cannot stand for the chain (a NaN or +inf, every
+ * total -inf, a finite total whose exp(t - mx) is below LSE_TINY: the sums would lose it) the
+ * whole sub-group takes the logaddexp butterfly, so the collectives stay uniform: by
+ * sub_group_any where there is one, else a butterfly max of the lanes' votes over the
+ * sub-group (OpenCL's shuffle modes do not require cl_khr_subgroups). */
+#if LSE_LINEAR && LANES > 1 && SG_MODE != SG_LOCAL
+#define LSE_TEAM_LINEAR 1
+#else
+#define LSE_TEAM_LINEAR 0
+#endif
+#if LSE_TEAM_LINEAR
+#if HAS_SUB_GROUP_VOTE || SG_MODE == SG_BUILTIN
+#define lse_sub_group_any(p) sub_group_any(p)
+#else
+inline bool lse_sub_group_any(const bool p) {
+    ACC_T vote = p ? (ACC_T)1 : (ACC_T)0;
+    for (uint m = 1; m < SG_SIZE; m <<= 1) {
+        const ACC_T other = shuffle_xor(vote, m);
+        vote = other > vote ? other : vote;
+    }
+    return vote != (ACC_T)0;
+}
+#endif
+inline ACC_T run_prefix(const ACC_T t, ACC_T *total, LOCAL_PTR ACC_T *scratch, const uint lid, const uint lane) {
+#if SG_MODE == SG_BUILTIN
+    const ACC_T mx = sub_group_reduce_max(t);   /* NaN unspecified: a NaN lane votes below */
+#else
+    ACC_T mx = t;
+    for (uint m = 1; m < LANES; m <<= 1) {
+        const ACC_T other = shuffle_xor(mx, m);
+        mx = other > mx ? other : mx;
+    }
+#endif
+    const ACC_T e = exp(t - mx);
+    const bool chain = t != t || t == (ACC_T)INFINITY || mx == (ACC_T)(-INFINITY) ||
+                       (t != (ACC_T)(-INFINITY) && e < LSE_TINY);
+    if (lse_sub_group_any(chain)) {
+        return team_prefix(t, total, scratch, lid, lane);
+    }
+#if SG_MODE == SG_BUILTIN
+    const ACC_T before = sub_group_scan_exclusive_add(e);
+    const ACC_T sum = sub_group_reduce_add(e);
+#else
+    /* team_prefix's butterfly with + (commutative: both lanes of a pair get the same bits) */
+    ACC_T sum = e, before = (ACC_T)0;
+    for (uint m = 1; m < LANES; m <<= 1) {
+        const ACC_T other = shuffle_xor(sum, m);
+        before = (lane & m) ? before + other : before;
+        sum += other;
+    }
+#endif
+    *total = mx + log(sum);      /* sum >= 1: mx's own term */
+    return mx + log(before);     /* before 0 (lane 0, or only -inf before it): -inf, IDENT */
+}
+#else
+#define run_prefix team_prefix
+#endif
+
 #if PHASE == 2 || PHASE == 3
 /* ---- the decoupled look-back ---------------------------------------------------------------- */
 #define LB_SEGS (ROUNDS * (WG_SIZE / SG_SIZE))  /* sub-group-wide runs of a tile, in row order */
@@ -856,7 +920,7 @@ inline void lb_fetch_ahead(__global const IN_T *in, const ulong row_len, const u
         sum = OP(sum, run);
     }
     ACC_T total;
-    (void)team_prefix(sum, &total, parts, lid, lane);
+    (void)run_prefix(sum, &total, parts, lid, lane);
 #if LB_FETCHERS > 1
     if (lane == 0) {
         parts[fetcher] = total;
@@ -968,7 +1032,7 @@ inline void lookback_scan(__global const IN_T *restrict in, __global OUT_T *rest
 #endif
 #endif
             ACC_T total;
-            excl[r] = team_prefix(run, &total, seg, lid, lane);
+            excl[r] = run_prefix(run, &total, seg, lid, lane);
             if (lane == 0) {
                 seg[r * (WG_SIZE / SG_SIZE) + sub] = total;
             }
@@ -978,10 +1042,12 @@ inline void lookback_scan(__global const IN_T *restrict in, __global OUT_T *rest
         if (sub == 0) {
             /* the runs' exclusive prefixes and the tile's total */
             ACC_T total;
-            const ACC_T seg_excl = team_prefix(lane < LB_SEGS ? seg[lane] : IDENT, &total, seg, lid, lane);
+            const ACC_T seg_excl = run_prefix(lane < LB_SEGS ? seg[lane] : IDENT, &total, seg, lid, lane);
+#if SCAN != SCAN_LOGADDEXP
             if (lane < LB_SEGS) {
                 seg[lane] = seg_excl;
             }
+#endif
 #if LB_AHEAD
             total = total_ahead;   /* the total published when the tile was fetched */
 #else
@@ -1004,7 +1070,7 @@ inline void lookback_scan(__global const IN_T *restrict in, __global OUT_T *rest
                     }
                     POLL_PAUSE();
                 }
-                before = team_prefix(mine, &group_sum, seg, lid, lane);
+                before = run_prefix(mine, &group_sum, seg, lid, lane);
                 if (lane == 0) {
                     lb_publish(slots, values, n_tiles + gid, group_sum);
                 }
@@ -1034,7 +1100,7 @@ inline void lookback_scan(__global const IN_T *restrict in, __global OUT_T *rest
                 POLL_PAUSE();
             }
             if (!last) {
-                before = team_prefix(mine, &group_sum, seg, lid, lane);
+                before = run_prefix(mine, &group_sum, seg, lid, lane);
             }
             const ACC_T value = (int)lane == known ? group_pre : group_tot;
             ACC_T prefix = sub_group_broadcast(value, (uint)known);
@@ -1044,9 +1110,20 @@ inline void lookback_scan(__global const IN_T *restrict in, __global OUT_T *rest
             if (last && lane == 0) {
                 lb_publish(slots, values, n_tiles + n_groups + gid, OP(prefix, group_sum));
             }
+#if SCAN == SCAN_LOGADDEXP
+            /* logcumsumexp: the tile's prefix folded into its runs' prefixes once here, not
+             * into each lane's every round (two logaddexp a round of the write became one:
+             * +5 % float32 on an H200). cumsum keeps its add a round: the fold, on the
+             * look-back's own path, cost it 1-2 %. */
+            const ACC_T tile_pre = OP(prefix, sub_group_broadcast(before, in_group));
+            if (lane < LB_SEGS) {
+                seg[lane] = OP(tile_pre, seg_excl);
+            }
+#else
             if (lane == in_group) {
                 *tile_prefix = OP(prefix, before);
             }
+#endif
         }
 #if LB_AHEAD
         else if (sub <= LB_FETCHERS) {
@@ -1058,7 +1135,13 @@ inline void lookback_scan(__global const IN_T *restrict in, __global OUT_T *rest
 #endif
         barrier(CLK_LOCAL_MEM_FENCE);
 
+#if SCAN == SCAN_LOGADDEXP
+        (void)tile_prefix;
+#define LB_RUN_PRE(r) OP(seg[(r) * (WG_SIZE / SG_SIZE) + sub], excl[r])
+#else
         const ACC_T tile_pre = *tile_prefix;
+#define LB_RUN_PRE(r) OP(OP(tile_pre, seg[(r) * (WG_SIZE / SG_SIZE) + sub]), excl[r])
+#endif
 #if LB_AHEAD && LSE_LINEAR
         /* a round of logcumsumexp's write is ~420 SASS instructions (an exp and a log an
          * element): unrolled ROUNDS times it made the kernel too big for the instruction
@@ -1084,10 +1167,10 @@ inline void lookback_scan(__global const IN_T *restrict in, __global OUT_T *rest
             {
                 ACC_T lse_s[ITEMS], lse_m;
                 (void)lse_lane_sums(v_r, lse_s, &lse_m);
-                lse_lane_write(OP(OP(tile_pre, seg[r * (WG_SIZE / SG_SIZE) + sub]), excl[r]), lse_m, lse_s, v_r);
+                lse_lane_write(LB_RUN_PRE(r), lse_m, lse_s, v_r);
             }
 #else
-            add_prefix(OP(OP(tile_pre, seg[r * (WG_SIZE / SG_SIZE) + sub]), excl[r]), v_r);
+            add_prefix(LB_RUN_PRE(r), v_r);
 #endif
 #if SCAN_RESCUE
             /* every output checked: the look-back's sums take many orders (group prefixes,
@@ -1103,6 +1186,7 @@ inline void lookback_scan(__global const IN_T *restrict in, __global OUT_T *rest
     }
 }
 #undef LB_FIRST
+#undef LB_RUN_PRE
 #endif
 
 __kernel SG_ATTR KERNEL_WG_SIZE(WG_SIZE)
@@ -1224,7 +1308,7 @@ void scan_rows(__global const IN_T *restrict in, const ulong in_offset,
             const ACC_T run = scan_items(v);
 #endif
             ACC_T total;
-            const ACC_T excl = team_prefix(run, &total, scratch, lid, lane);
+            const ACC_T excl = run_prefix(run, &total, scratch, lid, lane);
 #if SCAN_RESCUE && PHASE == 0
             bad |= SCAN_BAD(excl);
 #endif

@@ -1023,6 +1023,11 @@ def _lse_adversarial_rows(k: int) -> np.ndarray:
         np.where(i % 8 == 0, np.float32(90.0), base - np.float32(95.0)).astype(np.float32),  # exp(-95): subnormal terms
         np.full(k, np.float32(2.5)),      # ties: every term the lane's max
         np.full(k, np.float32(1e-40)),    # subnormal inputs
+        i * np.float32(0.3),              # a rise of ~38 over a tile of 32 lanes of 4: their
+        #                                   run totals summed in the linear domain (LSE_TEAM_LINEAR)
+        #                                   down to exp(-38), above LSE_TINY
+        (i % 128) * np.float32(0.36) - np.float32(20.0),   # ~46 over such a tile: its first
+        #                                   lanes below LSE_TINY, the team's logaddexp fallback
     ]
     for at, value in ((k // 3, np.nan), (0, np.nan), (k // 2, np.inf), (k // 5 * 4 + 1, -np.inf)):
         r = base.copy()
@@ -1055,6 +1060,28 @@ def test_logcumsumexp_adversarial_rows(cl_device, k):
     got16 = rowops.logcumsumexp(x16, axis=1, device=cl_device)
     assert got16.dtype == np.float16
     np.testing.assert_allclose(got16.astype(np.float64), want16, rtol=2e-3, atol=2e-3, err_msg=f"float16 K={k}")
+
+
+@pytest.mark.parametrize("k", [37, 4099])
+def test_logcumsumexp_adversarial_rows_in_teams(cl_device, cl_queue, k, request):
+    """The adversarial rows through forced plans whose teams have lanes in sub-groups (CPU plans
+    take one lane a row): their run totals go through run_prefix, linear-domain sums or, where a
+    row's totals are non-finite or far apart, the team's logaddexp butterfly (LSE_TEAM_LINEAR).
+    On Intel's CPU runtime those are its shuffle variants, sub-groups of 4-64 (sampled; all with
+    --slow); devices without such plans skip."""
+    caps = opencl_rowops.runnable_caps(cl_queue)
+    x = _lse_adversarial_rows(k)
+    teams = [f for f in row_variants(caps, RowProblem("logcumsumexp", x.shape[0], k, "float32"))
+             if f.lanes is not None and f.lanes > 1 and f.sg_mode not in (None, "local")]
+    if not teams:
+        pytest.skip("no forced plan with lanes in sub-groups here")
+    with np.errstate(invalid="ignore", over="ignore"):
+        want = np.logaddexp.accumulate(x.astype(np.float64), axis=1)
+    want = np.where(np.abs(want) > np.finfo(np.float32).max, want, want.astype(np.float32))
+    for force in _sample(teams, 3, zlib.crc32(f"lse-teams{k}".encode()), request):
+        got = rowops.logcumsumexp(x, axis=1, device=cl_device, force=force)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=f"NaN positions, K={k} {force}")
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5, err_msg=f"K={k} {force}")
 
 
 def test_scans_any_axis_and_pyopencl(cl_device, cl_queue):
