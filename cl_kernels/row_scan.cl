@@ -618,14 +618,21 @@ inline ACC_T lse_lane_fold(const ACC_T *d) {
     }
     return lse_lane_chain(IDENT, lane).v[ITEMS - 1];
 }
-#if CPU_OWN_EXP
-/* the lane's total, its max (*lm) and running sums (s); d untouched */
-inline ACC_T lse_lane_sums(const ACC_T *d, ACC_T *s, ACC_T *lm) {
+#ifndef LSE_FINITE
+#define LSE_FINITE(x) isfinite(x)   /* CPU_OWN_EXP's is written with operators (pip's PoCL) */
+#endif
+/* the lane's largest element, around which lse_lane_sums takes its terms */
+inline ACC_T lse_lane_max(const ACC_T *d) {
     ACC_T m = d[0];
     UNROLL_LOOP for (uint j = 1; j < ITEMS; ++j) {
         m = d[j] > m ? d[j] : m;
     }
-    *lm = m;
+    return m;
+}
+#if CPU_OWN_EXP
+/* the lane's total, its max (*lm) and running sums (s); d untouched */
+inline ACC_T lse_lane_sums(const ACC_T *d, ACC_T *s, ACC_T *lm) {
+    const ACC_T m = *lm = lse_lane_max(d);
     if (!LSE_FINITE(m)) {
         return lse_lane_fold(d);
     }
@@ -663,12 +670,8 @@ inline void lse_lane_write(const ACC_T pre, const ACC_T lm, ACC_T *s, ACC_T *d) 
 #else
 /* the lane's total, its max (*lm) and running sums (s); d untouched */
 inline ACC_T lse_lane_sums(const ACC_T *d, ACC_T *s, ACC_T *lm) {
-    ACC_T m = d[0];
-    UNROLL_LOOP for (uint j = 1; j < ITEMS; ++j) {
-        m = d[j] > m ? d[j] : m;
-    }
-    *lm = m;
-    if (!isfinite(m)) {
+    const ACC_T m = *lm = lse_lane_max(d);
+    if (!LSE_FINITE(m)) {
         return lse_lane_fold(d);
     }
     ACC_T sum = (ACC_T)0;
