@@ -152,3 +152,59 @@ def test_tune_finds_a_right_winner_and_stores_it(cl_device, tune_dir):
     assert any("tune file:" in line for line in lines)
     stored = tuning.TuneCache(opencl.caps_of(cl_device)).winner(problem)
     assert stored == (result["force"] if any(dataclasses.astuple(result["force"])) else None)
+
+
+def _timed_by(monkeypatch, fn):
+    """The tuner's OpenCL timings replaced: fn(prepared, call number) -> seconds."""
+    from clreduce import tuner
+
+    calls = []
+
+    def seconds(self, prepared):
+        calls.append(prepared)
+        return fn(prepared, len(calls))
+
+    monkeypatch.setattr(tuner._OpenCLRunner, "seconds", seconds)
+    return calls
+
+
+def test_a_search_win_from_the_warm_up_alone_is_not_kept(cl_device, tune_dir, monkeypatch):
+    """The default is timed first; here only its first timings are slow (a cold device) and
+    every plan is as fast as any other after that. The search crowns some other candidate;
+    the default and that candidate timed again side by side tie, so nothing is stored."""
+    from clreduce import tuner
+    from clreduce.backends import opencl
+
+    _timed_by(monkeypatch, lambda prepared, n: 2e-3 if n <= 2 else 1e-3)
+    problem = Problem(rows=256, row_len=100, dtype="float32", op="mean")
+    lines = []
+    (result,) = tuner.tune(cl_device, [problem], runs=1, log=lines.append, stream=None)
+    warm_gbps = 256 * 100 * 4 / 1e-3 / 1e9
+    assert result["confirmed"] == {"kept": False, "search_gbps": pytest.approx(warm_gbps)}
+    assert result["default_gbps"] == pytest.approx(warm_gbps)   # the rounds', not the cold 0.5x
+    assert result["force"] == tuner.Force() and result["gbps"] == result["default_gbps"]
+    assert result["plan"] == result["default_plan"]
+    assert any("not kept" in line for line in lines)
+    assert tuning.TuneCache(opencl.caps_of(cl_device)).winner(problem) is None
+
+
+def test_a_winner_that_stays_faster_beside_the_default_is_kept(cl_device, tune_dir, monkeypatch):
+    """Plans other than the default run in half its time, in the search and in the rounds
+    beside it: the winner is kept, stored, and reported at the rounds' 2x."""
+    from clreduce import tuner
+    from clreduce.backends import opencl
+
+    problem = Problem(rows=256, row_len=100, dtype="float32", op="mean")
+    import pyopencl as cl
+
+    ctx = cl.Context([cl_device])   # held: Intel's runtime fails a queue whose context was collected
+    queue = cl.CommandQueue(ctx)
+    default_text = tuner._describe(tuner._OpenCLRunner(queue, np.ones(256 * 100, np.float32))
+                                   .prepare(problem, None)[0].plan)
+    _timed_by(monkeypatch, lambda prepared, n: 2e-3 if tuner._describe(prepared.plan) == default_text else 1e-3)
+    (result,) = tuner.tune(cl_device, [problem], runs=1, log=lambda *a: None, stream=None)
+    if result["confirmed"] is None:
+        pytest.skip("the planner's plan is the only one this device can build")
+    assert result["confirmed"]["kept"] and result["force"] != tuner.Force()
+    assert result["gbps"] == pytest.approx(2 * result["default_gbps"])
+    assert tuning.TuneCache(opencl.caps_of(cl_device)).winner(problem) == result["force"]
