@@ -474,6 +474,11 @@ def cmd_bench(args) -> int:
             raise CliError(f"--shapes: {exc}", status=2) from None
         if not shapes or any(len(s) != 2 for s in shapes):
             raise CliError("--shapes takes ROWS,K pairs separated by ';'", status=2)
+    if args.plot:
+        try:
+            import matplotlib  # noqa: F401 - checked before the runs, not after minutes of them
+        except ImportError:
+            raise CliError("--plot needs matplotlib: pip install 'clreduce[plot]'", status=2) from None
     report = bench.run(devices=devices, op=args.op, max_bytes=args.max_mb << 20, repeat=args.runs,
                        json_path=args.json, peers=peers, calls=args.calls, shapes=shapes)
     print()

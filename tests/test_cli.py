@@ -361,3 +361,17 @@ def test_probe_human_output_shows_implementation_and_hardware(probed):
     for entry in probed:
         caps = entry["caps"]
         assert f"implementation {caps['implementation']} " in out and f"hardware {caps['vendor']} " in out
+
+
+def test_bench_plot_without_matplotlib_is_refused_before_the_runs(tmp_path):
+    """--plot needs matplotlib: without it, exit status 2 and the install hint at once, before
+    any device is timed (it used to end minutes of runs with a traceback)."""
+    fake = tmp_path / "site" / "matplotlib"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('matplotlib hidden by the test')\n", encoding="utf-8")
+    env = clean_env(PYTHONPATH=os.pathsep.join([str(tmp_path / "site"), str(ROOT)]))
+    proc = cli("bench", "--max-mb", "1", "--runs", "1", "--calls", "0", "--plot", tmp_path / "g.png",
+               env=env, check=False, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert "pip install 'clreduce[plot]'" in proc.stderr
+    assert "|" not in proc.stdout and not (tmp_path / "g.png").exists()   # no table: nothing was timed
