@@ -189,8 +189,14 @@ inline void exp_scale_run(ACC_T *d, const ACC_T shift, const ACC_T inv) {
 #endif
 #if ACC_BYTES == 8 || !CPU_OWN_EXP
 #define CPU_EXP(v) exp(v)
+#define CPU_ROW_LOG(x) log(x)
+#define CPU_ROW_SHIFT(m) finite_or_zero(m)
 #else
 #define CPU_EXP(v) cpu_exp(v)
+/* log_softmax's one log and finite test a row, with operators too: pip's PoCL called log and
+ * isfinite out of line for every row */
+#define CPU_ROW_LOG(x) (cpu_log((CPU_V(float))(x)).s0)
+#define CPU_ROW_SHIFT(m) ((m) - (m) == (ACC_T)0 ? (m) : (ACC_T)0)
 #endif
 
 /* The max of `len` elements at p, by compare and select: a NaN is dropped (as SELECT_MAX) and
@@ -280,8 +286,8 @@ inline void cpu_write(__global const IN_T *p, __global OUT_T *q, const ulong len
 inline void cpu_pass_row(__global const IN_T *p, __global OUT_T *q, const ulong len) {
     const ACC_T m = cpu_max(p, len);
 #if LOG
-    const ACC_T shift = finite_or_zero(m);
-    cpu_write(p, q, len, shift, log(cpu_exp_sum(p, q, len, shift, 0)), 0, 0);
+    const ACC_T shift = CPU_ROW_SHIFT(m);
+    cpu_write(p, q, len, shift, CPU_ROW_LOG(cpu_exp_sum(p, q, len, shift, 0)), 0, 0);
 #else
     /* one reciprocal per row, as the register rows. float16: the terms are not stored and
      * scaled later (rounded to half twice), the write takes each exp again */
