@@ -102,30 +102,8 @@
 #ifndef ROW_WIDE_STORES
 #define ROW_WIDE_STORES (NORM == NORM_RMS)
 #endif
-/* CPU_OWN_MATH (planner: CPU_PASSES plans on PoCL; default 0): the per-row tests and rsqrt
- * written with operators. pip's PoCL 3.0 calls isfinite, isinf, isnan, fabs, fmax and rsqrt
- * out of line; a row's statistics take several of them (the rescue and scaling tests, the
- * variance clamp, the compensated fold of its lanes), and on rows of 32-64 floats they were a
- * third of the call (rms_norm 250000 x 32 5.4-6.0 -> 3.9-4.5 ms). Shadowed here, ahead of
- * row_common.h, so its helpers take them too. The forms agree with the built-ins on every
- * input (inf - inf and NaN - NaN are NaN); fabs keeps the sign of -0, and every use compares
- * it or scales a bound by it; rsqrt is 1 / sqrt (sqrt correctly rounded: under 1.5 ulp,
- * OpenCL allows rsqrt 2). Arguments are named more than once: side-effect free at every use.
- * CPU plans only: CUDA and GPUs keep the built-ins. */
-#ifndef CPU_OWN_MATH
-#define CPU_OWN_MATH 0
-#endif
-#if CPU_OWN_MATH
-#if !defined(CPU_PASSES) || !CPU_PASSES
-#error "CPU_OWN_MATH: CPU_PASSES plans only"
-#endif
-#define isfinite(x) ((x) - (x) == 0)
-#define isinf(x) ((x) == (x) && (x) - (x) != 0)
-#define isnan(x) ((x) != (x))
-#define fabs(x) ((x) < 0 ? -(x) : (x))
-#define fmax(a, b) ((a) > (b) ? (a) : (b))   /* one use: the variance clamp, NaN tested before */
-#define rsqrt(x) (1 / sqrt(x))
-#endif
+/* CPU_OWN_MATH (PoCL): ahead of row_common.h, whose helpers take it too */
+#include "cpu_own_math.h"
 #include "row_common.h"
 
 /* TEAM_FIRST_X0: layer_norm and moments rows in registers, whole (PHASE 0): lane 0's first

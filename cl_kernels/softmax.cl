@@ -40,6 +40,8 @@
 #define ROW_WALKS (CACHE != 0)
 /* 16-byte stores on CUDA: float16 648720 x 128 went from 2592-2610 to 2745-2766 GB/s on an H100 */
 #define ROW_WIDE_STORES 1
+/* CPU_OWN_MATH (PoCL): ahead of row_common.h, whose helpers take it too */
+#include "cpu_own_math.h"
 #include "row_common.h"
 
 /* exp of a row's terms. Where the results are rounded to float16, the dialect's HALF_EXP (on
@@ -190,13 +192,11 @@ inline void exp_scale_run(ACC_T *d, const ACC_T shift, const ACC_T inv) {
 #if ACC_BYTES == 8 || !CPU_OWN_EXP
 #define CPU_EXP(v) exp(v)
 #define CPU_ROW_LOG(x) log(x)
-#define CPU_ROW_SHIFT(m) finite_or_zero(m)
 #else
 #define CPU_EXP(v) cpu_exp(v)
-/* log_softmax's one log and finite test a row, with operators too: pip's PoCL called log and
- * isfinite out of line for every row */
+/* log_softmax's one log a row, with operators too: pip's PoCL called log out of line for
+ * every row (its finite test: CPU_OWN_MATH) */
 #define CPU_ROW_LOG(x) (cpu_log((CPU_V(float))(x)).s0)
-#define CPU_ROW_SHIFT(m) ((m) - (m) == (ACC_T)0 ? (m) : (ACC_T)0)
 #endif
 
 /* The max of `len` elements at p, by compare and select: a NaN is dropped (as SELECT_MAX) and
@@ -286,7 +286,7 @@ inline void cpu_write(__global const IN_T *p, __global OUT_T *q, const ulong len
 inline void cpu_pass_row(__global const IN_T *p, __global OUT_T *q, const ulong len) {
     const ACC_T m = cpu_max(p, len);
 #if LOG
-    const ACC_T shift = CPU_ROW_SHIFT(m);
+    const ACC_T shift = finite_or_zero(m);
     cpu_write(p, q, len, shift, CPU_ROW_LOG(cpu_exp_sum(p, q, len, shift, 0)), 0, 0);
 #else
     /* one reciprocal per row, as the register rows. float16: the terms are not stored and

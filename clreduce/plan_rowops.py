@@ -647,8 +647,8 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
             defines["CPU_PASSES"] = 1
             if kernel_file == "softmax.cl" and acc_bytes == 4 and caps.implementation in CPU_OWN_EXP_IMPLEMENTATIONS:
                 defines["CPU_OWN_EXP"] = 1
-            if kernel_file == "row_norm.cl" and caps.implementation in CPU_OWN_EXP_IMPLEMENTATIONS:
-                defines["CPU_OWN_MATH"] = 1  # row_norm.cl: isfinite, rsqrt, ... by operators
+            if caps.implementation in CPU_OWN_EXP_IMPLEMENTATIONS:
+                defines["CPU_OWN_MATH"] = 1  # cpu_own_math.h: isfinite, rsqrt, ... by operators
         if kernel_file in CUDA_WALK_RUNS and cuda_walk_back(caps, problem, cache, split, lanes):
             defines["WALK_BACK"] = 1
             # CUDA only, VEC-wide runs (row_common.h's #error); WALK_BACK alone where a test forces

@@ -264,19 +264,21 @@ def test_cpu_passes_take_their_own_exp_on_pocl(name, op, dtype, want):
         assert all((dict(ps.defines).get("CPU_OWN_EXP") == "1") == want for ps in p.passes), p.defines
 
 
-# (device, op, dtype) -> row_norm.cl CPU_OWN_MATH: the norms' CPU_PASSES walks take isfinite,
-# rsqrt and the rest by operators on PoCL (pip's PoCL calls them out of line), float64 too;
-# Intel's runtime, GPUs and CUDA keep the built-ins; softmax has no such define
+# (device, op, dtype) -> CPU_OWN_MATH (cpu_own_math.h): the norms' and softmax's CPU_PASSES
+# walks take isfinite, rsqrt and the rest by operators on PoCL (pip's PoCL calls them out of
+# line), float64 too; Intel's runtime, GPUs and CUDA keep the built-ins
 @pytest.mark.parametrize("name,op,dtype,want", [
     (PASSES_CPU, "rms_norm", "float32", True),
     (PASSES_CPU, "layer_norm", "float16", True),
     (PASSES_CPU, "moments", "float64", True),
-    (PASSES_CPU, "softmax", "float32", False),
+    (PASSES_CPU, "softmax", "float32", True),
+    (PASSES_CPU, "log_softmax", "float64", True),
+    (PASSES_INTEL, "softmax", "float32", False),
     (PASSES_INTEL, "layer_norm", "float32", False),
     ("Mali-G610 (Rockchip RK3588, libmali g13p0)", "rms_norm", "float32", False),
     ("NVIDIA H100 (CUDA)", "layer_norm", "float32", False),
 ])
-def test_norm_walks_take_operator_math_on_pocl(name, op, dtype, want):
+def test_cpu_passes_take_operator_math_on_pocl(name, op, dtype, want):
     caps = cuda_probe.caps_from_properties(cuda_probe.H100_SXM_PROPERTIES) if "CUDA" in name else ALL_CAPS[name]
     for rows, k in ((10**5, 128), (1, 4194304)):  # whole rows; split rows (every pass)
         p = plan_row(caps, RowProblem(op, rows, k, dtype))
