@@ -25,6 +25,8 @@
 #define ROW_WRITES (PHASE != 1)
 #define ROW_WALKS (CACHE != 0)
 #define ROW_VEC_STORES (QUANT == 0)
+/* CPU_OWN_MATH (PoCL): ahead of row_common.h, whose helpers take it too */
+#include "cpu_own_math.h"
 #include "row_common.h"
 
 #if QUANT
@@ -33,6 +35,97 @@ inline int quantize(const ACC_T y) {
     return isfinite(y) ? (int)clamp(rint(y), (ACC_T)-127, (ACC_T)127) : 0;
 }
 #endif
+
+/* ---- CPU_PASSES (planner: PoCL; never CUDA) -------------------------------------------------
+ * One work-item a task, which walks it twice in OpenCL vectors written with operators
+ * (cpu_vec.h): max |x|, then the write (the second walk finds the row in the core's caches).
+ * pip's PoCL 3.0 calls fabs, fmax, rint, clamp, isfinite and vloadn / vstoren out of line, and
+ * the walks through them (WALK_RUNS, or element by element for absmax_scale) ran 1.9-4.4 GB/s
+ * where torch with 2 threads ran 11-17 (absmax_scale, float32, this repository's 2-core host).
+ * A split row's chunks (PHASE 1) give their max |x| as partials; PHASE 2 folds them and writes
+ * its chunk the same way. */
+#ifndef CPU_PASSES
+#define CPU_PASSES 0
+#endif
+#if CPU_PASSES
+#if LANES != 1 || CACHE != CACHE_NONE || VEC < 2
+#error "CPU_PASSES needs LANES 1, CACHE 2 and VEC > 1"
+#endif
+#if IN_HALF
+#define RAW_T float  /* cpu_vec.h's loaded type: float16 loads give floats */
+#else
+#define RAW_T IN_T
+#endif
+#define CPU_HALF_BITS 1  /* float16 loaded as bits (Debian's PoCL: see cpu_vec.h) */
+#include "cpu_vec.h"
+
+/* max |x| of `len` elements at p; NaN where one is (comb's rule). The running maxima drop a
+ * NaN (its comparison is false), so the |x| are also added up: a sum of values >= 0 is NaN
+ * only where one of them is. */
+inline ACC_T cpu_absmax(__global const IN_T *p, const ulong len) {
+    const ulong runs = len / VEC;
+    CPU_ACCV mv = (CPU_ACCV)0, nv = (CPU_ACCV)0;
+    for (ulong r = 0; r < runs; ++r) {
+        const CPU_ACCV a = CPU_ABS(CPU_LOAD_ACC(p + r * VEC));
+        mv = a > mv ? a : mv;
+        nv += a;
+    }
+    ACC_T m = CPU_HMAX(mv), n = CPU_HSUM(nv);
+    for (ulong i = runs * VEC; i < len; ++i) {
+        const ACC_T a = fabs(LOAD(p, i));
+        m = a > m ? a : m;
+        n += a;
+    }
+    return n != n ? (ACC_T)NAN : m;
+}
+
+#if QUANT
+/* quantize() of a vector of quotients x / s: clamped to [-127, 127] first (rint is monotonic
+ * and the bounds are integers, so clamp(rint(y)) == rint(clamp(y))), then rounded half to even
+ * by adding and taking off 1.5 * 2^23 (2^52 for doubles), whose ulp is 1; not finite -> 0 */
+#if ACC_BYTES == 8
+#define CPU_ROUND_MAGIC 0x1.8p52
+#else
+#define CPU_ROUND_MAGIC 0x1.8p23f
+#endif
+inline CPU_ACCV cpu_quantize(const CPU_ACCV y) {
+    const CPU_ACCV c = y < (ACC_T)-127 ? (CPU_ACCV)(-127) : (y > (ACC_T)127 ? (CPU_ACCV)127 : y);
+    const CPU_ACCV r = (c + CPU_ROUND_MAGIC) - CPU_ROUND_MAGIC;
+    return y - y == (ACC_T)0 ? r : (CPU_ACCV)0;
+}
+#endif
+
+/* the task's write: quantize(x / (amax / 127)) or amax == 0 ? 0 : x / amax (RESULT below) */
+inline void cpu_scale_write(__global const IN_T *p, __global OUT_T *q, const ulong len, const ACC_T amax) {
+    const ulong runs = len / VEC;
+#if QUANT
+    const ACC_T s = amax / (ACC_T)127;
+    for (ulong r = 0; r < runs; ++r) {
+        CPU_STORE(cpu_quantize(CPU_LOAD_ACC(p + r * VEC) / s), q + r * VEC);
+    }
+    for (ulong i = runs * VEC; i < len; ++i) {
+        STORE(quantize(LOAD(p, i) / s), q, i);
+    }
+#else
+    if (amax == (ACC_T)0) {
+        /* a row of zeros: +0 written. The zeros come from the row (x * 0 + 0, every x being
+         * +-0), not a constant: Debian's PoCL (pthread-skylake) compiled a vstore_half8 of the
+         * constant into a store that needs 16-byte alignment, and a float16 row starting 2006
+         * bytes in killed the process */
+        for (ulong r = 0; r < runs; ++r) {
+            CPU_STORE(CPU_LOAD_ACC(p + r * VEC) * (ACC_T)0 + (ACC_T)0, q + r * VEC);
+        }
+    } else {
+        for (ulong r = 0; r < runs; ++r) {
+            CPU_STORE(CPU_LOAD_ACC(p + r * VEC) / amax, q + r * VEC);
+        }
+    }
+    for (ulong i = runs * VEC; i < len; ++i) {
+        STORE(amax == (ACC_T)0 ? (ACC_T)0 : LOAD(p, i) / amax, q, i);
+    }
+#endif
+}
+#endif /* CPU_PASSES */
 
 #if WALK_RUNS && !HAS_VEC_MATH
 #error "row_scale.cl's runs are written in vector built-ins: WALK_RUNS needs the OpenCL dialect"
@@ -89,7 +182,9 @@ void scale_rows(__global const IN_T *restrict in, const ulong in_offset,
         TASK_START(base);
 
         ACC_T amax = 0;
-#if PHASE == 2
+#if CPU_PASSES && PHASE != 2
+        amax = cpu_absmax(p, t.len);
+#elif PHASE == 2
         for (uint j = lane; j < SPLIT; j += LANES) {
             amax = comb(amax, PARTIAL(t.row, j, 0), K_MAX);
         }
@@ -144,6 +239,8 @@ void scale_rows(__global const IN_T *restrict in, const ulong in_offset,
         }
 #elif CACHE == CACHE_LOCAL
         CACHE_WALK(i, x, STORE(RESULT(x), q, i));
+#elif CPU_PASSES
+        cpu_scale_write(p, q, t.len, amax);
 #elif WALK_RUNS && QUANT
         LANE_WALK_RUNS(w, p, 1, q, d, run_quantize(d, s), i, x, x = RESULT(x));
 #elif WALK_RUNS

@@ -177,6 +177,8 @@ CPU_ROW_OPS = {"intel": ("absmax_scale",)}
 # K = 64; llvmpipe absmax_scale 97-99 / 158-190 at K = 32, though its other scale rows walked
 # ran 1.5-1.7x faster: so llvmpipe walks them from the row lengths below.
 CPU_WALKED_SCALE_OPS = ("absmax_scale", "quantize_int8")
+# ... and on these implementations they take row_scale.cl's CPU_PASSES walks (_cpu_scale_passes)
+CPU_SCALE_PASSES_IMPLEMENTATIONS = ("pocl",)
 # llvmpipe (which takes no CPU register runs) walks a scale row of at least this many
 # elements (ab_walk_kept.txt, register plan / walk, ms a call): quantize_int8 K = 32, 64, 128
 # 236-269 / 157-168, 227-267 / 160-164, 256-262 / 159-162; absmax_scale K = 64 and 128
@@ -520,11 +522,13 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
         sg_size, reqd = _choose_sg_size(caps, force.sg_size)
     wg = _choose_wg(caps, Force(wg_size=force.wg_size), sg_size)
     wg, wide_budget = _cuda_register_wg(caps, problem, force, wg, acc_bytes)
-    cpu_rows = _cpu_register_rows(caps, problem, force, acc_bytes)
-    long_passes = not cpu_rows and _cpu_long_passes(caps, problem, force)
+    scale_passes = _cpu_scale_passes(caps, problem, force)
+    cpu_rows = not scale_passes and _cpu_register_rows(caps, problem, force, acc_bytes)
+    long_passes = not cpu_rows and (_cpu_long_passes(caps, problem, force) or scale_passes)
     if cpu_rows or long_passes:
         sg_mode, sg_size, reqd = "local", None, "none"
-        wg = min(CPU_ROW_WG if cpu_rows else 1, _pow2_floor(caps.max_work_group_size))
+        short = cpu_rows or (scale_passes and k * np.dtype(problem.dtype).itemsize <= CPU_ONE_TRIP_ROW_BYTES)
+        wg = min(CPU_ROW_WG if short else 1, _pow2_floor(caps.max_work_group_size))
 
     # CPUs: a work-group runs on one core; a team stays inside one sub-group (or is one
     # work-item without sub-groups), as in plan.py. GPUs spread long rows over the group.
@@ -948,6 +952,18 @@ def _cpu_long_passes(caps: DeviceCaps, problem: RowProblem, force: RowForce) -> 
     return FAMILIES[problem.op][0] in CPU_PASSES_FAMILIES and force == RowForce()
 
 
+def _cpu_scale_passes(caps: DeviceCaps, problem: RowProblem, force: RowForce) -> bool:
+    """absmax_scale and quantize_int8 rows on CPU_SCALE_PASSES_IMPLEMENTATIONS, nothing forced:
+    row_scale.cl's CPU_PASSES, one work-item a row (rows of up to CPU_ONE_TRIP_ROW_BYTES in
+    groups of CPU_ROW_WG, one trip each; longer rows one a group, few of them split in chunks of
+    at most CPU_PASSES_CHUNK), two walks in vectors written with operators. pip's PoCL had run
+    the vector built-ins of the walks (or absmax_scale's element walk) out of line
+    (benchmarks/scale_cpu_passes_2026-11-29/)."""
+    return (caps.device_type == "cpu" and caps.backend == "opencl" and not llvmpipe_loop_limited(caps)
+            and caps.implementation in CPU_SCALE_PASSES_IMPLEMENTATIONS and problem.op in CPU_WALKED_SCALE_OPS
+            and force == RowForce())
+
+
 def _cpu_one_trip(problem: RowProblem, cpu_passes: bool, split: int) -> bool:
     """CPU_PASSES rows of at most CPU_ONE_TRIP_ROW_BYTES, whole: a group for every CPU_ROW_WG
     rows, so each work-item takes one row, where the grid stride of plan.py's 32 groups a core
@@ -1001,7 +1017,8 @@ def _walk_vec(caps: DeviceCaps, problem: RowProblem, force: RowForce) -> int:
         return force.vec
     if FAMILIES[problem.op][0] not in WALK_FAMILIES or llvmpipe_loop_limited(caps):
         return 1
-    if caps.device_type == "cpu" and caps.implementation != "intel" and problem.op == "absmax_scale":
+    if (caps.device_type == "cpu" and caps.implementation != "intel" and problem.op == "absmax_scale"
+            and not _cpu_scale_passes(caps, problem, force)):
         # PoCL (a row per work-item, groups of 256 vectorised across work-items) was no faster
         # with runs: 1.0-1.7x the element walk's time in 6 interleaved A/Bs on a loaded 2-core
         # VM, where Intel's runtime took 0.57-1.13x (benchmarks/rowops_cpu_walk_2026-11-23).

@@ -836,6 +836,32 @@ def test_absmax_scale_float16_near_max(cl_device):
     _close(y, x.astype(np.float64) / np.array([[65504.0], [60000.0]]), "float16", TOL, "half absmax")
 
 
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("k", [7, 1003, 40000])
+def test_scale_rows_of_zeros_at_odd_offsets(cl_device, dtype, k):
+    """Rows of zeros (+0 and -0) among others, each row starting at an odd element offset
+    (k odd): absmax_scale writes +0 there, quantize_int8 0, both scales 0. On Debian's PoCL a
+    float16 zero row written from a constant vector killed the process (row_scale.cl
+    CPU_PASSES, an aligned store at 2006 bytes); 40000 splits rows on the CPU plans."""
+    if dtype not in _dtypes(cl_device):
+        pytest.skip("no fp64 on this device")
+    rng = _rng("zero-rows", k, dtype)
+    x = (rng.standard_normal((5, k)) * 30).astype(dtype)
+    x[1] = 0
+    x[3] = -0.0
+    x[3, ::2] = 0.0
+    y, amax = rowops.absmax_scale(x, device=cl_device)
+    ref = np.abs(x.astype(np.float64)).max(-1)
+    np.testing.assert_array_equal(amax, ref.astype(dtype))
+    assert not np.signbit(y[[1, 3]]).any() and (y[[1, 3]] == 0).all()
+    tol = 1e-3 if dtype == "float16" else 1e-6
+    np.testing.assert_allclose(y[[0, 2, 4]].astype(np.float64), x[[0, 2, 4]].astype(np.float64) / ref[[0, 2, 4], None],
+                               rtol=tol, atol=tol)
+    q, scales = rowops.quantize_int8(x, device=cl_device)
+    assert (q[[1, 3]] == 0).all() and (scales[[1, 3]] == 0).all()
+    assert np.abs(q[[0, 2, 4]]).max(-1).tolist() == [127, 127, 127]
+
+
 # ---- empty and bad input ---------------------------------------------------------------------------
 def test_empty_inputs(cl_device):
     for shape in ((0, 5), (3, 0)):
