@@ -285,6 +285,34 @@ def test_cpu_passes_take_operator_math_on_pocl(name, op, dtype, want):
         assert all((dict(ps.defines).get("CPU_OWN_MATH") == "1") == want for ps in p.passes), p.passes
 
 
+# (device, op, rows, k, dtype) -> row_scale.cl CPU_PASSES on PoCL, nothing forced: a work-item a
+# row, short rows in groups of CPU_ROW_WG one trip each, long rows one a group (split where
+# there are few), VEC > 1; Intel's runtime, llvmpipe, GPUs and forced plans keep theirs
+@pytest.mark.parametrize("name,op,rows,k,dtype,want", [
+    (PASSES_CPU, "absmax_scale", 250000, 32, "float32", (16, 1)),
+    (PASSES_CPU, "quantize_int8", 8000, 1000, "float16", (16, 1)),
+    (PASSES_CPU, "absmax_scale", 122, 65536, "float64", (1, None)),
+    (PASSES_CPU, "quantize_int8", 1, 4194304, "float32", (1, None)),
+    (PASSES_INTEL, "absmax_scale", 62500, 128, "float32", None),
+    (PASSES_INTEL, "quantize_int8", 62500, 128, "float32", None),
+    ("llvmpipe (synthetic rusticl)", "quantize_int8", 62500, 128, "float32", None),
+    ("Mali-G610 (Rockchip RK3588, libmali g13p0)", "absmax_scale", 62500, 128, "float32", None),
+])
+def test_scale_rows_walked_in_vectors_on_pocl(name, op, rows, k, dtype, want):
+    caps = LLVMPIPE if name.startswith("llvmpipe") else ALL_CAPS[name]
+    p = plan_row(caps, RowProblem(op, rows, k, dtype))
+    passes = [dict(ps.defines).get("CPU_PASSES") == "1" for ps in p.passes]
+    assert all(passes) if want else not any(passes), p.passes
+    if want:
+        wg, split = want
+        assert (p.cache, p.lanes, p.wg_size) == ("none", 1, wg) and p.vec > 1
+        assert p.split == 1 if split == 1 else p.split > 1 or rows >= 2 * 2, p.split
+        assert all(dict(ps.defines).get("CPU_OWN_MATH") == "1" for ps in p.passes)
+        # a forced plan keeps its own variant
+        forced = plan_row(caps, RowProblem(op, rows, k, dtype), RowForce(cache="none"))
+        assert not any(dict(ps.defines).get("CPU_PASSES") == "1" for ps in forced.passes)
+
+
 # (device, dtype) -> row_scan.cl CPU_OWN_EXP: logcumsumexp's float32 lanes take cpu_vec.h's
 # cpu_exp and cpu_log on PoCL (pip's PoCL calls exp and log out of line) and on rusticl's
 # llvmpipe, every pass of a split row included; Intel's runtime, GPUs, CUDA and float64 keep
