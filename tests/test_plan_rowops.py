@@ -285,14 +285,14 @@ def test_cpu_passes_take_operator_math_on_pocl(name, op, dtype, want):
         assert all((dict(ps.defines).get("CPU_OWN_MATH") == "1") == want for ps in p.passes), p.passes
 
 
-# (device, op, rows, k, dtype) -> row_scale.cl CPU_PASSES on PoCL, nothing forced: a work-item a
+# (device, op, rows, k, dtype) -> (work-group size, split) of row_scale.cl CPU_PASSES on PoCL, nothing forced: a work-item a
 # row, short rows in groups of CPU_ROW_WG one trip each, long rows one a group (split where
 # there are few), VEC > 1; Intel's runtime, llvmpipe, GPUs and forced plans keep theirs
 @pytest.mark.parametrize("name,op,rows,k,dtype,want", [
-    (PASSES_CPU, "absmax_scale", 250000, 32, "float32", (16, 1)),
-    (PASSES_CPU, "quantize_int8", 8000, 1000, "float16", (16, 1)),
-    (PASSES_CPU, "absmax_scale", 122, 65536, "float64", (1, None)),
-    (PASSES_CPU, "quantize_int8", 1, 4194304, "float32", (1, None)),
+    (PASSES_CPU, "absmax_scale", 250000, 32, "float32", (16, False)),
+    (PASSES_CPU, "quantize_int8", 8000, 1000, "float16", (16, False)),
+    (PASSES_CPU, "absmax_scale", 122, 65536, "float64", (1, False)),
+    (PASSES_CPU, "quantize_int8", 1, 4194304, "float32", (1, True)),
     (PASSES_INTEL, "absmax_scale", 62500, 128, "float32", None),
     (PASSES_INTEL, "quantize_int8", 62500, 128, "float32", None),
     ("llvmpipe (synthetic rusticl)", "quantize_int8", 62500, 128, "float32", None),
@@ -306,7 +306,7 @@ def test_scale_rows_walked_in_vectors_on_pocl(name, op, rows, k, dtype, want):
     if want:
         wg, split = want
         assert (p.cache, p.lanes, p.wg_size) == ("none", 1, wg) and p.vec > 1
-        assert p.split == 1 if split == 1 else p.split > 1 or rows >= 2 * 2, p.split
+        assert (p.split > 1) == split, p.split
         assert all(dict(ps.defines).get("CPU_OWN_MATH") == "1" for ps in p.passes)
         # a forced plan keeps its own variant
         forced = plan_row(caps, RowProblem(op, rows, k, dtype), RowForce(cache="none"))
