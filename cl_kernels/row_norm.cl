@@ -446,15 +446,9 @@ inline merge_t merge_chunks(__global const ACC_T *partials, const ulong row, con
 #if LANES != 1 || CACHE != CACHE_NONE || VEC < 2 || IN_HALF != OUT_HALF || FLAT_WRITE || PARAM_RUNS
 #error "CPU_PASSES needs LANES 1, CACHE 2, VEC > 1, the input's dtype out, no FLAT_WRITE or PARAM_RUNS"
 #endif
-#if IN_HALF
-#define RAW_T float  /* cpu_vec.h's loaded type: float16 loads give floats */
-#else
-#define RAW_T IN_T
-#endif
 /* vector loads and stores spelled with operators: PoCL 3.0 from pip calls vloadn / vstoren
- * out of line; float16 loaded as bits (Debian's PoCL: see cpu_vec.h) */
-#define CPU_HALF_BITS 1
-#include "cpu_vec.h"
+ * out of line */
+#include "cpu_passes.h"
 /* The sums of d = x - shift and of d * d over `len` elements at p into the compensated sums
  * (s1, c1) and (s2, c2), as moments_add gives them element by element: each vector lane
  * Neumaier-compensated, then the lanes folded, then the tail. A sum the

@@ -51,13 +51,7 @@ inline int quantize(const ACC_T y) {
 #if LANES != 1 || CACHE != CACHE_NONE || VEC < 2
 #error "CPU_PASSES needs LANES 1, CACHE 2 and VEC > 1"
 #endif
-#if IN_HALF
-#define RAW_T float  /* cpu_vec.h's loaded type: float16 loads give floats */
-#else
-#define RAW_T IN_T
-#endif
-#define CPU_HALF_BITS 1  /* float16 loaded as bits (Debian's PoCL: see cpu_vec.h) */
-#include "cpu_vec.h"
+#include "cpu_passes.h"
 
 /* max |x| of `len` elements at p; NaN where one is (comb's rule). The running maxima drop a
  * NaN (its comparison is false), so the |x| are also added up: a sum of values >= 0 is NaN

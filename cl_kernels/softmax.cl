@@ -172,16 +172,10 @@ inline void exp_scale_run(ACC_T *d, const ACC_T shift, const ACC_T inv) {
 #if LANES != 1 || CACHE != CACHE_NONE || IN_HALF != OUT_HALF || VEC < 2
 #error "CPU_PASSES needs LANES 1, CACHE 2, VEC > 1 and the output's dtype the input's"
 #endif
-#if IN_HALF
-#define RAW_T float  /* cpu_vec.h's loaded type: float16 loads give floats */
-#else
-#define RAW_T IN_T   /* the output's too (softmax keeps the dtype) */
-#endif
 /* vector loads spelled with operators: PoCL 3.0 from pip calls vloadn / vstoren out of line
- * (cpu_vec.h); the same row walks with vload8 / vstore8 took 1.3-1.6x as long there. float16
- * loaded as bits (Debian's PoCL: see cpu_vec.h) */
-#define CPU_HALF_BITS 1
-#include "cpu_vec.h"
+ * (cpu_vec.h); the same row walks with vload8 / vstore8 took 1.3-1.6x as long there. RAW_T
+ * is the output's type too (softmax keeps the dtype). */
+#include "cpu_passes.h"
 
 /* CPU_OWN_EXP (planner: PoCL; default 0): the exp of float vectors is cpu_vec.h's cpu_exp,
  * written with operators, in place of the built-in, which PoCL 3.0 from pip calls out of line,
