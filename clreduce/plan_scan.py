@@ -27,6 +27,13 @@ from .plan_rowops import (CPU_OWN_EXP_IMPLEMENTATIONS, FAMILIES, LLVMPIPE_TRIP_B
 # half-used: float32 cumsum at 57 % of an H100's copy where float16's 16-byte runs gave 93 %).
 # CPUs: 64 bytes of accumulators.
 SCAN_ITEMS_BYTES = 16
+# row_scan.cl SCAN_PREFETCH: CUDA row scans (PHASE 0 and 1, teams of lanes) whose task runs at
+# least this many tiles load the next tile while they scan one. H200, public call, GB/s, two
+# alternating rounds (benchmarks/scan_prefetch_h200_2026-11-29/): cumsum float32 4096 x 65536
+# (512 tiles) 3223-3255 -> 3427-3453 (81 % of copy), logcumsumexp 1470-1479 -> 1606; float16
+# level; rows of 4096 (16-32 tiles) level to -1.5 %; a row of one tile (442368 x 128) lost
+# 11-13 % and rows of 16 9-14 % (a padding tile's test a trip), hence the threshold.
+SCAN_PREFETCH_MIN_TILES = 64
 SCAN_ITEMS_CPU_BYTES = 64
 # Split a scanned row over work-groups only when it is this long (three launches and two
 # extra reads of partials must pay off), into chunks of at least SCAN_SPLIT_MIN_CHUNK.
@@ -221,8 +228,10 @@ def plan_scan(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = No
         and not llvmpipe_loop_limited(caps) else {}
 
     def defines_for(in_dtype, out_dtype, mode, size, req, n_lanes, sp, phase, **more):
+        prefetch = caps.backend == "cuda" and n_lanes > 1 and chunk >= SCAN_PREFETCH_MIN_TILES * n_lanes * items
         return _scan_defines(caps, problem.op, acc, in_dtype, out_dtype, wg, mode, size, req, n_lanes, items, sp,
-                             phase, **(big_in_walk if phase == 0 else {}), **more)
+                             phase, **(big_in_walk if phase == 0 else {}), **({"SCAN_PREFETCH": 1} if prefetch else {}),
+                             **more)
 
     def launch(pairs_options, reads, writes, rows, row_len, chunk_len, n_lanes, sp, max_tasks_per_team=None):
         tasks, teams_ = rows * sp, wg // n_lanes

@@ -570,3 +570,22 @@ def test_forced_row_vectors_past_the_device_limit_are_refused():
         plan_row(_POCL_ZNVER3, RowProblem("softmax", 64, 1024, "float32"), RowForce(cache="none", vec=16))
     # 8 float32 elements (32 bytes) fit
     assert plan_row(_POCL_ZNVER3, RowProblem("softmax", 64, 1024, "float32"), RowForce(cache="none", vec=8)).vec == 8
+
+
+# (caps, op, rows, k, dtype) -> row_scan.cl SCAN_PREFETCH: CUDA row scans whose task runs at
+# least SCAN_PREFETCH_MIN_TILES tiles load the next tile while they scan (a warp a row of 65536:
+# 512 tiles); rows of a few tiles, the look-back and OpenCL plans do not
+@pytest.mark.parametrize("name,op,rows,k,dtype,want", [
+    ("NVIDIA H200 (CUDA)", "cumsum", 4096, 65536, "float32", True),
+    ("NVIDIA H200 (CUDA)", "logcumsumexp", 4096, 65536, "float16", True),
+    ("NVIDIA H100 (CUDA)", "cumprod", 4096, 65536, "float32", True),
+    ("NVIDIA H200 (CUDA)", "cumsum", 65536, 4096, "float32", False),    # 32 tiles a row
+    ("NVIDIA H200 (CUDA)", "cumsum", 442368, 128, "float32", False),    # one tile a row
+    ("NVIDIA H200 (CUDA)", "cumsum", 1, 268435456, "float32", False),   # the look-back
+    (PASSES_INTEL, "cumsum", 4096, 65536, "float32", False),
+])
+def test_long_cuda_row_scans_load_the_next_tile_ahead(name, op, rows, k, dtype, want):
+    props = {"NVIDIA H200 (CUDA)": cuda_probe.H200_PROPERTIES, "NVIDIA H100 (CUDA)": cuda_probe.H100_SXM_PROPERTIES}
+    caps = cuda_probe.caps_from_properties(props[name]) if name in props else ALL_CAPS[name]
+    p = plan_row(caps, RowProblem(op, rows, k, dtype))
+    assert any(dict(ps.defines).get("SCAN_PREFETCH") == "1" for ps in p.passes) == want, p.passes

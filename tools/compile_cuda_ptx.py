@@ -112,7 +112,9 @@ def coverage_keys(name: str, defines) -> tuple:
 # Row ops (softmax.cl, row_norm.cl, row_scale.cl, row_scan.cl): shapes that reach every
 # cache, lane class and split, and the planner's forced variants on two of them.
 # (1, 1_000_000): one split row, which CUDA writes flat (row_norm.cl FLAT_WRITE, PHASE 3)
-ROW_SHAPES = [(1, 1), (1000, 7), (4096, 32), (4096, 128), (512, 1000), (64, 4097), (4, 200_000), (1, 1_000_000)]
+# (64, 65536): a warp a row of 512 tiles, which CUDA scans with the next tile loading (SCAN_PREFETCH)
+ROW_SHAPES = [(1, 1), (1000, 7), (4096, 32), (4096, 128), (512, 1000), (64, 4097), (64, 65536), (4, 200_000),
+              (1, 1_000_000)]
 _ROW_TYPE_KEYS = ("IN_T", "OUT_T", "ACC_T", "LOG", "NORM", "HAS_WEIGHT", "HAS_BIAS", "PARAM_HALF", "QUANT", "SCAN")
 
 
@@ -122,7 +124,8 @@ def row_coverage_keys(name: str, defines) -> tuple:
     d = dict(defines)
     types = tuple((k, d.get(k)) for k in _ROW_TYPE_KEYS)
     path = (d.get("CACHE"), d.get("SG_MODE"), _lanes_class(int(d["LANES"])), d.get("PHASE"), d.get("SPLIT") == "1",
-            d.get("ITEMS"), d.get("WG_SIZE") == "32", d.get("WALK_RUNS"), d.get("FLAT_WRITE"), d.get("ROW_WIDE_STORES"))
+            d.get("ITEMS"), d.get("WG_SIZE") == "32", d.get("WALK_RUNS"), d.get("FLAT_WRITE"), d.get("ROW_WIDE_STORES"),
+            d.get("SCAN_PREFETCH"))
     params = (d.get("CACHE"), d.get("PARAM_RUNS"), d.get("PARAM_HALF"), d.get("HAS_WEIGHT"), d.get("HAS_BIAS"),
               d.get("IN_T"))
     return ((name, "types", types), (name, "path", path, d.get("ACC_T"), d.get("SCAN")), (name, "params", params))
