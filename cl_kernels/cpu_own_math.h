@@ -5,11 +5,12 @@
  * sums; softmax: the fold of its sum, log_softmax's shift), and on rows of 32-64 floats they
  * were a third of the call (benchmarks/norm_cpu_own_math_2026-11-29/). Included ahead of
  * row_common.h, so its helpers take them too.
- * The forms agree with the built-ins on every input (inf - inf and NaN - NaN are NaN); fabs
- * keeps the sign of -0, and every use compares it or scales a bound by it; fmax's one use
- * (row_norm.cl's variance clamp) tests NaN first; rsqrt is 1 / sqrt (sqrt correctly rounded:
- * under 1.5 ulp, OpenCL allows rsqrt 2). Arguments are named more than once: side-effect free
- * at every use. CPU plans only: CUDA and GPUs keep the built-ins. */
+ * The forms agree with the built-ins on every input, so any use in the including files (live
+ * or not on a CPU_PASSES plan) means what it meant: inf - inf and NaN - NaN are NaN; fabs of
+ * -0 is 0 - -0 = +0; fmax drops one NaN operand, as the built-in does; rsqrt is 1 / sqrt
+ * (sqrt correctly rounded: under 1.5 ulp, OpenCL allows rsqrt 2). Arguments are named more
+ * than once: side-effect free at every use. CPU plans only: CUDA and GPUs keep the
+ * built-ins. */
 #ifndef CPU_OWN_MATH_H
 #define CPU_OWN_MATH_H
 #ifndef CPU_OWN_MATH
@@ -22,8 +23,8 @@
 #define isfinite(x) ((x) - (x) == 0)
 #define isinf(x) ((x) == (x) && (x) - (x) != 0)
 #define isnan(x) ((x) != (x))
-#define fabs(x) ((x) < 0 ? -(x) : (x))
-#define fmax(a, b) ((a) > (b) ? (a) : (b))
+#define fabs(x) ((x) <= 0 ? 0 - (x) : (x))
+#define fmax(a, b) ((a) > (b) || (b) != (b) ? (a) : (b))
 #define rsqrt(x) (1 / sqrt(x))
 #endif
 #endif

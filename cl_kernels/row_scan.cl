@@ -153,9 +153,12 @@
 #define VEC ITEMS
 #define RAW_T ACC_T
 #include "cpu_vec.h"
+/* the lanes' and the carry's finite test (inf - inf and NaN - NaN are NaN) */
 #define LSE_FINITE(x) ((x) - (x) == (ACC_T)0)
 #define LSE_EXP1(x) (cpu_exp((CPU_V(float))(x)).s0)
 #define LSE_LOG1(x) (cpu_log((CPU_V(float))(x)).s0)
+#else
+#define LSE_FINITE(x) isfinite(x)
 #endif
 /* what comes before a lane: the carry and the team's exclusive prefix. A lane alone (LANES 1,
  * the CPU plans) has IDENT for its prefix, and with CPU_OWN_EXP the carry is taken as it is:
@@ -200,19 +203,17 @@ inline ACC_T logaddexp(const ACC_T a, const ACC_T b) {
  * log1p(y) = log(u) * y / (u - 1), u = 1 + y rounded (Goldberg, "What every computer scientist
  * should know about floating-point arithmetic", 1991, Theorem 4: the rounding of u cancels), y
  * itself where u rounds to 1; within a few ulp of the increment, as the built-in. */
-#define CARRY_FINITE(x) LSE_FINITE(x)
 inline ACC_T carry_log1p_exp(const ACC_T t) {
     const ACC_T y = LSE_EXP1(t);
     const ACC_T u = (ACC_T)1 + y;
     return u == (ACC_T)1 ? y : LSE_LOG1(u) * (y / (u - (ACC_T)1));
 }
 #else
-#define CARRY_FINITE(x) isfinite(x)
 #define carry_log1p_exp(t) log1p(exp(t))
 #endif
 inline void logaddexp_carry(ACC_T *hi, ACC_T *lo, const ACC_T b) {
     const ACC_T a = *hi;
-    if (!CARRY_FINITE(a) || !CARRY_FINITE(b)) {
+    if (!LSE_FINITE(a) || !LSE_FINITE(b)) {
         *hi = logaddexp(a, b);
         *lo = (ACC_T)0;
         return;
@@ -625,9 +626,6 @@ inline ACC_T lse_lane_fold(const ACC_T *d) {
     }
     return lse_lane_chain(IDENT, lane).v[ITEMS - 1];
 }
-#ifndef LSE_FINITE
-#define LSE_FINITE(x) isfinite(x)   /* CPU_OWN_EXP's is written with operators (pip's PoCL) */
-#endif
 /* the lane's largest element, around which lse_lane_sums takes its terms */
 inline ACC_T lse_lane_max(const ACC_T *d) {
     ACC_T m = d[0];
