@@ -237,10 +237,10 @@ def tune_problem(queue, problem: Problem, runs: int = 5, progress=None, *, backe
     if best_force != Force() and default_gbps is not None:
         searched = best_gbps
         default_gbps, best_gbps = trial.confirm(best_force)
-        confirmed = best_gbps > default_gbps * MIN_GAIN
-        if not confirmed:  # the search's gain was the warm-up's or the noise's
+        kept = best_gbps > default_gbps * MIN_GAIN
+        if not kept:  # the search's gain was the warm-up's or the noise's
             best_force, best_gbps, best_plan = Force(), default_gbps, default_plan
-        confirmed = {"kept": confirmed, "search_gbps": searched}
+        confirmed = {"kept": kept, "search_gbps": searched}
     return {"problem": problem, "force": best_force, "gbps": best_gbps, "plan": best_plan,
             "default_gbps": default_gbps, "default_plan": default_plan, "skipped": trial.skipped,
             "confirmed": confirmed}
