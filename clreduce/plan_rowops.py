@@ -205,6 +205,14 @@ CUDA_UNCACHED_OPS = ("softmax", "log_softmax", "rms_norm", "layer_norm")
 # rms_norm 16384 x 16384: 256 2418, 512 2947; 8192 x 32768: 1024 2918, 512 2670. softmax's
 # walk (an online max and an exp per element) wants 8 runs a thread, the norms' 4.
 CUDA_UNCACHED_RUNS = {"softmax": 8, "log_softmax": 8, "rms_norm": 4, "layer_norm": 4}
+# ... but float16 softmax rows no wider than 512 threads. The H200 (50 MB L2) ran float16 4096 x
+# 65536 (8192 runs a row, so 1024 threads by the rule above) 23 % faster in blocks of 512: 528
+# rows in flight pass the L2, so the write walks back and streams (cuda_walk_back,
+# STREAM_WRITE), where 1024's 264 rows (34 MB) walk forward. Public call on torch tensors,
+# GB/s, two rounds: softmax 2385-2391 -> 2927-2961, log_softmax 2424-2440 -> 2953-2998 (torch
+# eager 2190-2231 / 2580-2587); 1024 threads walking back: level with forward; 256: 2503-2574
+# (benchmarks/softmax_f16_long_rows_h200_2026-11-29/). Not re-measured on the H100.
+CUDA_UNCACHED_HALF_SOFTMAX_WG = 512
 # CUDA, float32 softmax rows too long for a block of 256 to cache in registers: a block of up
 # to 1024 caches them (NPER 32 a thread), read once. Same runs: float32 softmax 16384 x 16384
 # 1779 -> 2959 GB/s (512 threads; read twice by 1024: 1779, by 512: 2406; torch 2575),
@@ -720,7 +728,8 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
 # 1 x 2^28 float16 rms_norm 1431-1444 / 1506, layer_norm 1426-1443 / 1492, float32 rms_norm
 # 1443-1456 / 1531, layer_norm 1440-1445 / 1528; 64 x 4194304 float32 rms_norm 1916-1923 /
 # 1544, layer_norm 1914-1920 / 1514 (a 16 MB weight; torch.compile's flat kernel: 1523,
-# 1562), float16 level (1896-1900 / 1893).
+# 1562), float16 level (1896-1900 / 1893). The H200 agrees (benchmarks/softmax_f16_long_rows_
+# h200_2026-11-29/): float32 1 x 2^28 +5 %, float16 level, 64 x 4194304 flat 12-30 % behind.
 FLAT_WRITE_OPS = ("rms_norm", "layer_norm")
 CUDA_FLAT_WRITE_MAX_ROWS = 1
 
@@ -825,12 +834,16 @@ def _team_scratch(lanes: int, wg: int, sg_mode: str, sg_size: int | None, acc_by
 
 def _cuda_uncached_wg(caps: DeviceCaps, problem: RowProblem, force: RowForce, split: int, vec: int) -> int | None:
     """Whole rows read twice from memory on CUDA: the block (= team) width that leaves each
-    thread CUDA_UNCACHED_RUNS runs of the row, 512 or 1024 (CUDA_UNCACHED_WG); None keeps the
+    thread CUDA_UNCACHED_RUNS runs of the row, 512 or 1024 (CUDA_UNCACHED_WG; float16 softmax
+    and log_softmax at most CUDA_UNCACHED_HALF_SOFTMAX_WG); None keeps the
     planner's group (256), as does a forced launch shape."""
     if not (caps.backend == "cuda" and split == 1 and problem.op in CUDA_UNCACHED_OPS
             and force.wg_size is None and force.lanes is None):
         return None
-    wide = min(CUDA_UNCACHED_WG, _pow2_floor(caps.max_work_group_size),
+    widest = CUDA_UNCACHED_WG
+    if problem.dtype == "float16" and problem.op in ("softmax", "log_softmax"):
+        widest = CUDA_UNCACHED_HALF_SOFTMAX_WG
+    wide = min(widest, _pow2_floor(caps.max_work_group_size),
                _pow2_floor(max(1, problem.row_len // vec // CUDA_UNCACHED_RUNS[problem.op])))
     return wide if wide > 256 else None
 

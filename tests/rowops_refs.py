@@ -214,6 +214,7 @@ def check_backward_write_walk(monkeypatch, plans_owner, run) -> None:
         _close(run("layer_norm", x, force), ref_layer_norm(x), "float32", NORM_TOL, what)
         xh = x.astype(np.float16)
         _close(run("softmax", xh, force), ref_softmax(xh), "float16", TOL, what)
+        _close(run("log_softmax", xh, force), ref_log_softmax(xh), "float16", LOG_TOL, what)
     assert any(chosen), "no plan took the backward walk: the test checked nothing"
 
 

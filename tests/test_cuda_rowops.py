@@ -906,7 +906,26 @@ WALK_BACK_CASES = [
     ("softmax", "float32", (8192, 32_768), False),      # cached in registers: read once
     ("rms_norm", "float32", (250, 65_536), False),      # split rows: the second walk is another launch
     ("moments", "float32", (4096, 65_536), False),      # one read, no write walk
+    ("softmax", "float16", (4096, 65_536), True),       # blocks of 512 (not 1024): 528 rows of 128 KB
+    ("log_softmax", "float16", (4096, 65_536), True),
 ]
+
+
+# (op, dtype, shape) -> block width of whole rows read twice from memory on an H200
+# (plan_rowops._cuda_uncached_wg: CUDA_UNCACHED_RUNS runs a thread, CUDA_UNCACHED_WG at most)
+UNCACHED_WG_CASES = [
+    ("softmax", "float16", (4096, 65_536), 512),        # 8192 runs: float16 softmax stops at 512
+    ("log_softmax", "float16", (2048, 131_072), 512),
+    ("softmax", "float32", (4096, 65_536), 1024),       # 16384 runs: 1024
+    ("rms_norm", "float16", (4096, 65_536), 1024),      # the norms: 1024 (4 runs a thread)
+    ("softmax", "float16", (16_384, 16_384), 512),      # cached in registers (a wider budget): not this rule
+]
+
+
+@pytest.mark.parametrize("op,dtype,shape,wg", UNCACHED_WG_CASES)
+def test_uncached_rows_block_width(op, dtype, shape, wg):
+    p = plan_row(H200, RowProblem(op, *shape, dtype))
+    assert (p.wg_size, p.lanes) == (wg, wg)
 
 
 @pytest.mark.parametrize("op,dtype,shape,back", WALK_BACK_CASES)
