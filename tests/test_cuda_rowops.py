@@ -776,8 +776,8 @@ REGISTER_CAP_CASES = [
     ("layer_norm", "float32", (442_368, 128), (16, 8, None)),   # float32: nvcc's own register count
     ("layer_norm", "float16", (8192, 1000), (32, 32, None)),    # one warp a row (64 lanes would need a
                                                                 #   barrier per reduce); NPER 32: no cap
-    ("softmax", "float16", (4096, 65_536), (1024, 1, None)),    # rows read from memory: no cap (a block
-                                                                #   of 1024 a row: CUDA_UNCACHED_WG)
+    ("softmax", "float16", (4096, 65_536), (512, 1, None)),     # rows read from memory: no cap (a block
+                                                                #   of 512 a row: CUDA_UNCACHED_HALF_SOFTMAX_WG)
 ]
 
 
@@ -963,7 +963,7 @@ WIDE_REGISTER_CASES = [
     ("softmax", "float16", (16_384, 16_384), ("registers", 512, 32)),   # 2209-2250 -> 2918-2988
     ("log_softmax", "float16", (8192, 32_768), ("registers", 512, 64)), # 1024 x 32 ran level: 512 x 64
     ("softmax", "float16", (8192, 32_768), ("registers", 512, 64)),     # 2321-2382 -> 2725-2733
-    ("softmax", "float16", (4096, 65_536), ("none", 1024, 1)),          # past 512 x 64: read twice
+    ("softmax", "float16", (4096, 65_536), ("none", 512, 1)),           # past 512 x 64: read twice, by 512
     ("softmax", "float16", (264, 16_384), ("none", 256, 1)),            # fewer rows than a wave of 512s
     ("rms_norm", "float32", (8192, 32_768), ("registers", 1024, 32)),   # 2786-2822 -> 2957-2966
     ("layer_norm", "float32", (16_384, 16_384), ("registers", 512, 32)),  # 2545-2578 -> 2922-2932
