@@ -137,6 +137,15 @@
 #ifndef CPU_OWN_EXP
 #define CPU_OWN_EXP 0
 #endif
+/* SCAN_OWN_ACCESS (planner: PoCL CPU plans; default 0): a lane's ITEMS-wide loads and stores
+ * of float and integer elements written as element loops (the form CPU_OWN_EXP uses), which
+ * the compiler merges into vector accesses, in place of vloadn / vstoren. PoCL 3.0 from pip
+ * calls those out of line, and Debian's PoCL 3.1 paid as much: float32 cumsum of 8000 rows of
+ * 1000 took 7.0 (pip) and 9.3 ms (Debian) a call against 4.8-5.3 and 4.3-4.5 with the loops
+ * (plan_scan.SCAN_OWN_ACCESS_IMPLEMENTATIONS). */
+#ifndef SCAN_OWN_ACCESS
+#define SCAN_OWN_ACCESS 0
+#endif
 #if CPU_OWN_EXP && !(SCAN == SCAN_LOGADDEXP && ACC_BYTES == 4 && ITEMS > 1)
 #error "CPU_OWN_EXP: float logaddexp lanes of ITEMS > 1 (cpu_vec.h's vectors; CPU plans only)"
 #endif
@@ -505,7 +514,7 @@ inline ACC_T team_prefix(const ACC_T t, ACC_T *total, LOCAL_PTR ACC_T *scratch, 
         const CPU_V(float) h_ = cpu_half_bits_to_float(CPU_VLOAD(ushort, (__global const ushort *)(p))); \
         CAT(CPU_STORE_, ITEMS)(h_, (d));                                                      \
     } while (0)
-#elif CPU_OWN_EXP
+#elif CPU_OWN_EXP || (SCAN_OWN_ACCESS && !IN_HALF)
 #define SCAN_VLOAD(p, d) do {                                                                 \
         UNROLL_LOOP for (uint j_ = 0; j_ < ITEMS; ++j_) {                                     \
             (d)[j_] = (p)[j_];                                                                \
@@ -518,7 +527,7 @@ inline ACC_T team_prefix(const ACC_T t, ACC_T *total, LOCAL_PTR ACC_T *scratch, 
 #endif
 /* The look-back stores through VSTORE_WIDE: with VSTORE_ARRAY nvcc split its first run's
  * 16-byte store into four (st.global.f32 x4, st.global.v2.u16 x4 in its PTX) */
-#if CPU_OWN_EXP && !OUT_HALF
+#if (CPU_OWN_EXP || SCAN_OWN_ACCESS) && !OUT_HALF
 #define SCAN_VSTORE(d, q) do {                                                                \
         UNROLL_LOOP for (uint j_ = 0; j_ < ITEMS; ++j_) {                                     \
             (q)[j_] = (d)[j_];                                                                \

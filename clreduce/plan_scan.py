@@ -41,6 +41,23 @@ SCAN_SPLIT_MIN_ROW = 1 << 15
 SCAN_SPLIT_MIN_CHUNK = 1 << 13
 # CPUs: a work-group runs on one core; small groups of one-work-item rows spread over cores.
 SCAN_CPU_WG = 16
+# ... and rows of up to this many elements take one trip a work-item (a group for every
+# SCAN_CPU_WG rows), where plan.py's 32 groups a core and a grid stride gave each work-item
+# rows 1024 apart. Device arrays, float32 cumsum along the rows, ms a call, stride / one trip,
+# two alternating rounds (benchmarks/scan_cpu_own_access_2026-11-29/one_trip.txt): 250000 x 32
+# pip's PoCL 15.0-15.1 / 4.9-5.4, Debian's 15.5 / 3.9-4.2, Intel 19.2 / 8.2; 125000 x 64
+# 5.6-6.3 / 4.7-4.8, 5.6-5.8 / 3.7-4.0, 13.9-14.2 / 8.0; rows of 1000 4-10 % faster, of 4096
+# level.
+SCAN_CPU_ONE_TRIP_LEN = 1024
+# row_scan.cl SCAN_OWN_ACCESS on these CPU runtimes: a lane's float and integer loads and stores
+# as element loops, not vloadn / vstoren (calls on PoCL). cumsum along the rows of device
+# arrays, ms a call, vload / loops, two alternating rounds on a 2-core AMD EPYC with AVX-512
+# (benchmarks/scan_cpu_own_access_2026-11-29/ab.txt): float32 250000 x 32 / 8000 x 1000 /
+# 122 x 65536, pip's PoCL 20.1 / 7.0 / 6.7-8.0 -> 14.7 / 4.8-5.3 / 4.9, Debian's 18.3-18.5 /
+# 9.2-9.3 / 9.3-9.4 -> 15.2-15.3 / 4.3-4.5 / 3.5; int32 (int64 sums) pip 25.6 / 11.1 / 11.1 ->
+# 18.0-18.3 / 8.0 / 7.9. Intel's runtime lost with the loops (20 -> 25 ms). float16 keeps
+# vload_halfn / vstore_halfn.
+SCAN_OWN_ACCESS_IMPLEMENTATIONS = ("pocl",)
 # The decoupled look-back (CUDA only: it needs blocks that wait on earlier blocks to make
 # progress, which OpenCL does not promise). Where the planner would split a few long rows,
 # reduce-then-scan reads the input twice (an H100's float16 cumsum of one 2**28 row: 43 % of
@@ -236,7 +253,10 @@ def plan_scan(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = No
     def launch(pairs_options, reads, writes, rows, row_len, chunk_len, n_lanes, sp, max_tasks_per_team=None):
         tasks, teams_ = rows * sp, wg // n_lanes
         trips = _ceil_div(chunk_len, n_lanes * items) * scan_tile_trips(items, n_lanes) + 2
-        groups = _trip_groups(caps, _groups(caps, _ceil_div(tasks, teams_)), tasks, teams_, trips,
+        needed = _ceil_div(tasks, teams_)
+        one_trip = (caps.device_type == "cpu" and n_lanes == 1 and sp == 1 and row_len <= SCAN_CPU_ONE_TRIP_LEN
+                    and not llvmpipe_loop_limited(caps))
+        groups = _trip_groups(caps, needed if one_trip else _groups(caps, needed), tasks, teams_, trips,
                               f"{problem.op} of rows of {row_len}")
         if max_tasks_per_team:
             groups = max(groups, _ceil_div(tasks, teams_ * max_tasks_per_team))
@@ -336,6 +356,9 @@ def _scan_defines(caps: DeviceCaps, op: str, acc: str, in_dtype: str, out_dtype:
          "ITEMS": items, "SPLIT": split, "PHASE": phase, **FAMILIES[op][2], **more}
     if scan_own_exp(caps, op, acc, items):
         d["CPU_OWN_EXP"] = 1
+    elif (caps.backend == "opencl" and caps.device_type == "cpu"
+          and caps.implementation in SCAN_OWN_ACCESS_IMPLEMENTATIONS):
+        d["SCAN_OWN_ACCESS"] = 1  # row_scan.cl: element loops for the lanes' accesses
     pairs = tuple(sorted((name, str(value)) for name, value in d.items()))
     return pairs, build_options(pairs, caps.cl_std if mode != "local" else None)
 

@@ -339,6 +339,29 @@ def test_logcumsumexp_lanes_take_their_own_exp_and_log_on_pocl_and_llvmpipe(name
         assert "CPU_OWN_EXP" not in dict(plan_row(caps, RowProblem(op, 100, 128, "float32")).defines)
 
 
+# (device, op, dtype) -> row_scan.cl SCAN_OWN_ACCESS: the lanes' float and integer accesses as
+# element loops on PoCL (vloadn / vstoren are calls there), every pass; not where CPU_OWN_EXP
+# already spells them so, nor on other runtimes
+@pytest.mark.parametrize("name,op,dtype,want", [
+    (PASSES_CPU, "cumsum", "float32", True),
+    ("pip PoCL (znver3)", "cumsum", "int32", True),
+    (PASSES_CPU, "cumprod", "float64", True),
+    (PASSES_CPU, "cumsum", "float16", True),           # the macro is set; the kernel keeps vload_halfn
+    (PASSES_CPU, "logcumsumexp", "float32", False),    # CPU_OWN_EXP instead
+    (PASSES_CPU, "logcumsumexp", "float64", True),     # no CPU_OWN_EXP for float64
+    (PASSES_INTEL, "cumsum", "float32", False),
+    ("llvmpipe (synthetic rusticl)", "cumsum", "float32", False),
+    ("NVIDIA H100 (CUDA)", "cumsum", "float32", False),
+])
+def test_pocl_scans_spell_their_accesses_as_loops(name, op, dtype, want):
+    more = {"NVIDIA H100 (CUDA)": cuda_probe.caps_from_properties(cuda_probe.H100_SXM_PROPERTIES),
+            "llvmpipe (synthetic rusticl)": LLVMPIPE, "pip PoCL (znver3)": _POCL_ZNVER3}
+    caps = more.get(name) or ALL_CAPS[name]
+    for rows, k in ((10**5, 128), (1, 4194304)):  # whole rows; split rows (PHASE 1, carries, PHASE 0, walk)
+        p = plan_row(caps, RowProblem(op, rows, k, dtype))
+        assert all((dict(ps.defines).get("SCAN_OWN_ACCESS") == "1") == want for ps in p.passes), p.passes
+
+
 # (device, op, rows, K, dtype) -> groups of the launch: one trip a work-item (a group for every
 # CPU_ROW_WG rows) where CPU_PASSES walks whole rows of at most CPU_ONE_TRIP_ROW_BYTES, else
 # plan.py's cap of 32 groups a core and a grid stride
@@ -350,6 +373,11 @@ def test_logcumsumexp_lanes_take_their_own_exp_and_log_on_pocl_and_llvmpipe(name
     (PASSES_CPU, "softmax", 1, 4_194_304, "float32", None),      # split rows
     (PASSES_INTEL, "softmax", 250_000, 32, "float32", 15_625),   # Intel's rows of 32 too
     (PASSES_INTEL, "moments", 62_500, 128, "float32", 3_907),
+    # scans (plan_scan.SCAN_CPU_ONE_TRIP_LEN): one-lane rows of up to 1024 elements
+    (PASSES_CPU, "cumsum", 250_000, 32, "float32", 15_625),     # pip PoCL 15-16 -> 5 ms
+    (PASSES_INTEL, "cumsum", 125_000, 64, "int32", 7_813),      # Intel 14-15 -> 8 (64 -> 7.8)
+    (PASSES_CPU, "logcumsumexp", 8_000, 1000, "float32", 500),
+    (PASSES_CPU, "cumprod", 2_000, 4096, "float32", None),       # rows of 4096: level, the stride kept
 ])
 def test_cpu_short_walked_rows_take_one_trip(name, op, rows, k, dtype, groups):
     caps = ALL_CAPS[name]
