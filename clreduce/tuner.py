@@ -152,6 +152,7 @@ class _Trial:
         self.runner, self.problem, self.runs = runner, problem, runs
         self.ref = _reference(problem, x)
         self.seen: dict[tuple, tuple[float | None, str]] = {}
+        self.plans: dict[tuple | None, object] = {}   # the plan each candidate that ran was given
         self.skipped: list[str] = []
 
     def gbps(self, force: Force | None) -> tuple[float | None, str]:
@@ -177,8 +178,14 @@ class _Trial:
                 self.runner.seconds(prepared)  # warm-up
                 seconds = statistics.median(self.runner.seconds(prepared) for _ in range(self.runs))
                 outcome = (self.runner.nbytes / seconds / 1e9, _describe(prepared.plan))
+                self.plans[key] = prepared.plan
         self.seen[key] = outcome
         return outcome
+
+    def plans_the_default(self, force: Force) -> bool:
+        """Whether ``force`` ran as the very plan the planner gives unforced."""
+        mine, default = self.plans.get(dataclasses.astuple(force)), self.plans.get(None)
+        return mine is not None and mine == default
 
     def confirm(self, force: Force, rounds: int = 3) -> tuple[float, float]:
         """GB/s of the default and of ``force``, timed in alternating rounds (each the median
@@ -234,6 +241,10 @@ def tune_problem(queue, problem: Problem, runs: int = 5, progress=None, *, backe
                 progress(done, total, best_gbps, best_plan)
         best_force = stage_best
     confirmed = None
+    if best_force != Force() and trial.plans_the_default(best_force):
+        # forcing what the planner chose anyway: the default plan, timed again (its lead over
+        # the first timing was a warm-up's or the noise's), so no winner to store
+        best_force, default_gbps, best_plan = Force(), best_gbps, default_plan
     if best_force != Force() and default_gbps is not None:
         searched = best_gbps
         default_gbps, best_gbps = trial.confirm(best_force)
