@@ -1206,7 +1206,22 @@ inline void lookback_scan(__global const IN_T *restrict in, __global OUT_T *rest
 #undef LB_RUN_PRE
 #endif
 
-__kernel SG_ATTR KERNEL_WG_SIZE(WG_SIZE)
+/* INTEL_VEC_LEN_1 (planner: Intel's CPU runtime, one-lane scans; default 0): the kernel asks
+ * (cl_intel_vec_len_hint) not to be vectorised across work-items. That runtime ran a group's
+ * work-items in SIMD lanes, one row each, so every element of a lane's tile became a gather
+ * and a scatter: float32 cumsum took ~8 ms a call on 32 MB whatever the row length, 2.5 ms
+ * with the hint (plan_scan.INTEL_SCAN_VEC_LEN_1). The runtime refuses the hint beside
+ * intel_reqd_sub_group_size and under CL_CONFIG_CPU_VECTORIZER_MODE=4/8/16: the planner then
+ * leaves it out. */
+#ifndef INTEL_VEC_LEN_1
+#define INTEL_VEC_LEN_1 0
+#endif
+#if INTEL_VEC_LEN_1
+#define SCAN_VEC_LEN_HINT __attribute__((intel_vec_len_hint(1)))
+#else
+#define SCAN_VEC_LEN_HINT
+#endif
+__kernel SG_ATTR KERNEL_WG_SIZE(WG_SIZE) SCAN_VEC_LEN_HINT
 void scan_rows(__global const IN_T *restrict in, const ulong in_offset,
                __global OUT_T *restrict out, const ulong out_offset,
                const ulong n_rows, const ulong row_len, const ulong chunk_len,

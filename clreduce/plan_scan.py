@@ -10,6 +10,8 @@ of the row). Split out of :mod:`clreduce.plan_rowops`, whose row types and helpe
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from .caps import DeviceCaps
@@ -58,6 +60,16 @@ SCAN_CPU_ONE_TRIP_LEN = 1024
 # 18.0-18.3 / 8.0 / 7.9. Intel's runtime lost with the loops (20 -> 25 ms). float16 keeps
 # vload_halfn / vstore_halfn.
 SCAN_OWN_ACCESS_IMPLEMENTATIONS = ("pocl",)
+# Intel's CPU runtime: one-lane sums and products ask not to be vectorised across work-items
+# (row_scan.cl INTEL_VEC_LEN_1, where the extension is listed) and take no sub-group mode. It
+# had put a group's work-items in SIMD lanes, a row each, every element a gather and a scatter:
+# ~8 ms a call on 32 MB of rows of any length. Device arrays, ms a call, main / hint, two
+# alternating rounds (benchmarks/scan_cpu_own_access_2026-11-29/intel_hint.txt), 250000 x 32 /
+# 8000 x 1000 / 122 x 65536: float32 cumsum 8.3 / 8.4 / 7.9-8.1 -> 2.5-2.6 / 2.4-2.5 / 2.4-2.7,
+# float64 8.7 / 9.1 / 8.2-8.3 -> 4.2 / 3.9-4.4 / 4.0-4.2, int32 (int64 sums) 8.4 / 8.9 / 8.2-8.3
+# -> 3.1-3.3 / 3.4-3.5 / 3.5, float32 cumprod 8.3 / 8.4 / 7.9 -> 2.3-2.4 / 2.1 / 2.1. logcumsumexp
+# lost with the hint (its exp and log a lane: 50-70 -> 83-105 ms) and keeps the vectoriser.
+INTEL_SCAN_VEC_LEN_1 = ("cumsum", "cumprod")
 # The decoupled look-back (CUDA only: it needs blocks that wait on earlier blocks to make
 # progress, which OpenCL does not promise). Where the planner would split a few long rows,
 # reduce-then-scan reads the input twice (an H100's float16 cumsum of one 2**28 row: 43 % of
@@ -176,6 +188,8 @@ def plan_scan(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = No
             raise ValueError(f"lanes={lanes} must be a power of two <= the work-group size {wg}")
     else:
         lanes = 1 if cpu else max(1, min(wg, _pow2_floor(_ceil_div(k, items))))
+    if lanes == 1 and _intel_scalar_scan(caps, problem.op, force):
+        sg_mode, sg_size, reqd = "local", None, "none"  # a lane alone: no collective to take
     if sg_mode == "builtin" and problem.op == "cumsum" and force.lanes is None and lanes > sg_size:
         lanes = sg_size  # the built-in scan spans one sub-group: a row per sub-group, more tiles
     if sg_mode == "builtin" and not (problem.op == "cumsum" and lanes == sg_size):
@@ -359,8 +373,32 @@ def _scan_defines(caps: DeviceCaps, op: str, acc: str, in_dtype: str, out_dtype:
     elif (caps.backend == "opencl" and caps.device_type == "cpu"
           and caps.implementation in SCAN_OWN_ACCESS_IMPLEMENTATIONS):
         d["SCAN_OWN_ACCESS"] = 1  # row_scan.cl: element loops for the lanes' accesses
+    if lanes == 1 and reqd == "none" and _intel_scalar_scan(caps, op, None):
+        # row_scan.cl: no vectorising across work-items. Not beside a required sub-group size:
+        # the runtime refuses the pair ("Conflicting CL_CONFIG_CPU_VECTORIZER_MODE,
+        # intel_vec_len_hint and intel_reqd_sub_group_size"), which forced sub-group plans ask for
+        d["INTEL_VEC_LEN_1"] = 1
     pairs = tuple(sorted((name, str(value)) for name, value in d.items()))
     return pairs, build_options(pairs, caps.cl_std if mode != "local" else None)
+
+
+def _intel_scalar_scan(caps: DeviceCaps, op: str, force: RowForce | None) -> bool:
+    """Intel's CPU runtime, a sum or product (INTEL_SCAN_VEC_LEN_1) whose one-lane scan may ask
+    not to be vectorised across work-items (row_scan.cl INTEL_VEC_LEN_1): the extension listed,
+    no sub-group forced (``force`` None: the defines' check, which sees the plan's mode), no
+    vectoriser width set by the caller. Such a plan takes no sub-group mode: a lane alone has no
+    collective, and a required sub-group size had also set the vectoriser's width."""
+    return (caps.backend == "opencl" and caps.device_type == "cpu" and caps.implementation == "intel"
+            and op in INTEL_SCAN_VEC_LEN_1 and caps.has("cl_intel_vec_len_hint")
+            and (force is None or (force.sg_mode is None and force.sg_size is None))
+            and not _intel_vectorizer_width_set())
+
+
+def _intel_vectorizer_width_set() -> bool:
+    """Whether the caller set Intel's CL_CONFIG_CPU_VECTORIZER_MODE to a width (4, 8, 16): its
+    CPU runtime then refuses a kernel with intel_vec_len_hint (the build fails); 0 (its
+    heuristic) and 1 (no vectoriser) build."""
+    return os.environ.get("CL_CONFIG_CPU_VECTORIZER_MODE", "").strip() not in ("", "0", "1")
 
 
 def _lookback_ok(caps: DeviceCaps) -> bool:

@@ -362,6 +362,40 @@ def test_pocl_scans_spell_their_accesses_as_loops(name, op, dtype, want):
         assert all((dict(ps.defines).get("SCAN_OWN_ACCESS") == "1") == want for ps in p.passes), p.passes
 
 
+# (device, op, dtype) -> row_scan.cl INTEL_VEC_LEN_1: Intel's CPU runtime (where it lists
+# cl_intel_vec_len_hint) keeps its vectoriser off one-lane sums and products, every pass;
+# logcumsumexp (its exp and log gain from it) and other runtimes keep theirs
+@pytest.mark.parametrize("name,op,dtype,hint,want", [
+    (PASSES_INTEL, "cumsum", "float32", True, True),
+    (PASSES_INTEL, "cumprod", "float64", True, True),
+    (PASSES_INTEL, "cumsum", "int8", True, True),
+    (PASSES_INTEL, "logcumsumexp", "float32", True, False),
+    (PASSES_INTEL, "cumsum", "float32", False, False),      # the extension not listed
+    (PASSES_CPU, "cumsum", "float32", True, False),         # PoCL
+])
+def test_intel_scans_ask_not_to_be_vectorised_across_work_items(name, op, dtype, hint, want):
+    caps = ALL_CAPS[name]
+    exts = tuple(e for e in caps.extensions if e != "cl_intel_vec_len_hint")
+    caps = dataclasses.replace(caps, extensions=exts + (("cl_intel_vec_len_hint",) if hint else ()))
+    for rows, k in ((10**5, 128), (1, 4194304)):  # whole rows; split rows
+        p = plan_row(caps, RowProblem(op, rows, k, dtype))
+        assert all((dict(ps.defines).get("INTEL_VEC_LEN_1") == "1") == want for ps in p.passes), p.passes
+
+
+def test_intel_scans_keep_the_vectoriser_where_the_hint_would_not_build(monkeypatch):
+    """Intel's runtime refuses intel_vec_len_hint beside intel_reqd_sub_group_size (forced
+    sub-group plans) and under CL_CONFIG_CPU_VECTORIZER_MODE=4/8/16 (the caller's width)."""
+    caps = ALL_CAPS[PASSES_INTEL]
+    caps = dataclasses.replace(caps, extensions=caps.extensions + ("cl_intel_vec_len_hint",))
+    problem = RowProblem("cumsum", 1000, 128, "float32")
+    assert dict(plan_row(caps, problem).defines).get("INTEL_VEC_LEN_1") == "1"
+    forced = plan_row(caps, problem, RowForce(sg_mode="shuffle", sg_size=caps.subgroup_sizes[0]))
+    assert "INTEL_VEC_LEN_1" not in dict(forced.defines)
+    for mode, hint in (("8", False), ("16", False), ("1", True), ("0", True)):
+        monkeypatch.setenv("CL_CONFIG_CPU_VECTORIZER_MODE", mode)
+        assert (dict(plan_row(caps, problem).defines).get("INTEL_VEC_LEN_1") == "1") == hint, mode
+
+
 # (device, op, rows, K, dtype) -> groups of the launch: one trip a work-item (a group for every
 # CPU_ROW_WG rows) where CPU_PASSES walks whole rows of at most CPU_ONE_TRIP_ROW_BYTES, else
 # plan.py's cap of 32 groups a core and a grid stride
