@@ -313,6 +313,13 @@ def test_scale_rows_walked_in_vectors_on_pocl(name, op, rows, k, dtype, want):
         assert not any(dict(ps.defines).get("CPU_PASSES") == "1" for ps in forced.passes)
 
 
+def _scan_test_caps(name: str):
+    """A profile of ALL_CAPS by name, or one of the scan tests' devices that it lacks."""
+    more = {"NVIDIA H100 (CUDA)": lambda: cuda_probe.caps_from_properties(cuda_probe.H100_SXM_PROPERTIES),
+            "llvmpipe (synthetic rusticl)": lambda: LLVMPIPE, "pip PoCL (znver3)": lambda: _POCL_ZNVER3}
+    return more[name]() if name in more else ALL_CAPS[name]
+
+
 # (device, dtype) -> row_scan.cl CPU_OWN_EXP: logcumsumexp's float32 lanes take cpu_vec.h's
 # cpu_exp and cpu_log on PoCL (pip's PoCL calls exp and log out of line) and on rusticl's
 # llvmpipe, every pass of a split row included; Intel's runtime, GPUs, CUDA and float64 keep
@@ -328,9 +335,7 @@ def test_scale_rows_walked_in_vectors_on_pocl(name, op, rows, k, dtype, want):
     ("NVIDIA H100 (CUDA)", "float32", False),
 ])
 def test_logcumsumexp_lanes_take_their_own_exp_and_log_on_pocl_and_llvmpipe(name, dtype, want):
-    more = {"NVIDIA H100 (CUDA)": cuda_probe.caps_from_properties(cuda_probe.H100_SXM_PROPERTIES),
-            "llvmpipe (synthetic rusticl)": LLVMPIPE, "pip PoCL (znver3)": _POCL_ZNVER3}  # not in ALL_CAPS
-    caps = more.get(name) or ALL_CAPS[name]
+    caps = _scan_test_caps(name)
     for rows, k in ((10**5, 128), (1, 4194304)):  # whole rows; split rows (PHASE 1, carries, PHASE 0)
         p = plan_row(caps, RowProblem("logcumsumexp", rows, k, dtype))
         assert all((dict(ps.defines).get("CPU_OWN_EXP") == "1") == want for ps in p.passes), p.passes
@@ -354,9 +359,7 @@ def test_logcumsumexp_lanes_take_their_own_exp_and_log_on_pocl_and_llvmpipe(name
     ("NVIDIA H100 (CUDA)", "cumsum", "float32", False),
 ])
 def test_pocl_scans_spell_their_accesses_as_loops(name, op, dtype, want):
-    more = {"NVIDIA H100 (CUDA)": cuda_probe.caps_from_properties(cuda_probe.H100_SXM_PROPERTIES),
-            "llvmpipe (synthetic rusticl)": LLVMPIPE, "pip PoCL (znver3)": _POCL_ZNVER3}
-    caps = more.get(name) or ALL_CAPS[name]
+    caps = _scan_test_caps(name)
     for rows, k in ((10**5, 128), (1, 4194304)):  # whole rows; split rows (PHASE 1, carries, PHASE 0, walk)
         p = plan_row(caps, RowProblem(op, rows, k, dtype))
         assert all((dict(ps.defines).get("SCAN_OWN_ACCESS") == "1") == want for ps in p.passes), p.passes
