@@ -497,6 +497,23 @@ inline ACC_T team_prefix(const ACC_T t, ACC_T *total, LOCAL_PTR ACC_T *scratch, 
 
 #define TILE ((ulong)LANES * ITEMS)
 
+/* SCAN_UNROLL (planner: PoCL before 3.1, with SCAN_OWN_ACCESS; default 0): a lane's element
+ * loops (its accesses, its running values, the prefix added) unrolled by pragma. The OpenCL
+ * dialect's UNROLL_LOOP is empty, and PoCL 3.0 from pip (LLVM 14) then kept scan_items as a
+ * loop over an array on the stack: each tile went there as one vector store, came back through
+ * eight scalar adds and stores, and was read again as one vector load, which the store buffer
+ * cannot forward from eight stores (float32 cumsum of 250000 rows of 32: 4.9 ms a call, 2.0
+ * unrolled). Debian's PoCL 3.1 (LLVM 15) ran 5-10 % slower with the pragma; Intel's runtime and
+ * rusticl level (plan_scan.SCAN_UNROLL_POCL_BEFORE). */
+#ifndef SCAN_UNROLL
+#define SCAN_UNROLL 0
+#endif
+#if SCAN_UNROLL
+#define LANE_LOOP _Pragma("unroll")
+#else
+#define LANE_LOOP UNROLL_LOOP
+#endif
+
 /* A lane's ITEMS consecutive elements of a tile: one ITEMS-wide access where they lie wholly
  * in the task at an address aligned for it (VLOAD_ALIGNED; always on OpenCL), else element by
  * element, IDENT past the end. Element accesses, lanes ITEMS elements apart, had held an H100's
@@ -516,7 +533,7 @@ inline ACC_T team_prefix(const ACC_T t, ACC_T *total, LOCAL_PTR ACC_T *scratch, 
     } while (0)
 #elif CPU_OWN_EXP || (SCAN_OWN_ACCESS && !IN_HALF)
 #define SCAN_VLOAD(p, d) do {                                                                 \
-        UNROLL_LOOP for (uint j_ = 0; j_ < ITEMS; ++j_) {                                     \
+        LANE_LOOP   for (uint j_ = 0; j_ < ITEMS; ++j_) {                                     \
             (d)[j_] = (p)[j_];                                                                \
         }                                                                                     \
     } while (0)
@@ -529,7 +546,7 @@ inline ACC_T team_prefix(const ACC_T t, ACC_T *total, LOCAL_PTR ACC_T *scratch, 
  * 16-byte store into four (st.global.f32 x4, st.global.v2.u16 x4 in its PTX) */
 #if (CPU_OWN_EXP || SCAN_OWN_ACCESS) && !OUT_HALF
 #define SCAN_VSTORE(d, q) do {                                                                \
-        UNROLL_LOOP for (uint j_ = 0; j_ < ITEMS; ++j_) {                                     \
+        LANE_LOOP   for (uint j_ = 0; j_ < ITEMS; ++j_) {                                     \
             (q)[j_] = (d)[j_];                                                                \
         }                                                                                     \
     } while (0)
@@ -546,11 +563,11 @@ inline void load_items(__global const IN_T *p, const ulong first, const ulong le
     if (first + ITEMS <= len && VLOAD_ALIGNED(p + first, ITEMS)) {
         SCAN_RAW_T raw[ITEMS];
         SCAN_VLOAD(p + first, raw);
-        UNROLL_LOOP for (uint j = 0; j < ITEMS; ++j) {
+        LANE_LOOP for (uint j = 0; j < ITEMS; ++j) {
             d[j] = IN_VALUE(raw[j]);
         }
     } else {
-        UNROLL_LOOP for (uint j = 0; j < ITEMS; ++j) {
+        LANE_LOOP for (uint j = 0; j < ITEMS; ++j) {
             d[j] = first + j < len ? LOAD(p, first + j) : IDENT;
         }
     }
@@ -560,7 +577,7 @@ inline void store_items(const ACC_T *d, __global OUT_T *q, const ulong first, co
     if (first + ITEMS <= len && VLOAD_ALIGNED(q + first, ITEMS)) {
         SCAN_VSTORE(d, q + first);
     } else {
-        UNROLL_LOOP for (uint j = 0; j < ITEMS; ++j) {
+        LANE_LOOP for (uint j = 0; j < ITEMS; ++j) {
             if (first + j < len) {
                 STORE(d[j], q, first + j);
             }
@@ -572,7 +589,7 @@ inline void store_items(const ACC_T *d, __global OUT_T *q, const ulong first, co
 /* A lane's ITEMS elements become their running values; returns the lane's total. */
 inline ACC_T scan_items(ACC_T *d) {
     ACC_T run = IDENT;
-    UNROLL_LOOP for (uint j = 0; j < ITEMS; ++j) {
+    LANE_LOOP for (uint j = 0; j < ITEMS; ++j) {
         run = OP(run, d[j]);
         d[j] = run;
     }
@@ -580,7 +597,7 @@ inline ACC_T scan_items(ACC_T *d) {
 }
 /* the prefix of everything before the lane, added to each running value */
 inline void add_prefix(const ACC_T pre, ACC_T *d) {
-    UNROLL_LOOP for (uint j = 0; j < ITEMS; ++j) {
+    LANE_LOOP for (uint j = 0; j < ITEMS; ++j) {
         d[j] = OP(pre, d[j]);
     }
 }

@@ -11,6 +11,7 @@ of the row). Split out of :mod:`clreduce.plan_rowops`, whose row types and helpe
 from __future__ import annotations
 
 import os
+import re
 
 import numpy as np
 
@@ -60,6 +61,15 @@ SCAN_CPU_ONE_TRIP_LEN = 1024
 # 18.0-18.3 / 8.0 / 7.9. Intel's runtime lost with the loops (20 -> 25 ms). float16 keeps
 # vload_halfn / vstore_halfn.
 SCAN_OWN_ACCESS_IMPLEMENTATIONS = ("pocl",)
+# ... and with it row_scan.cl SCAN_UNROLL (a lane's loops unrolled by pragma) on PoCL older than
+# this: 3.0 from pip (LLVM 14) kept a lane's running values in a loop over a stack array, a
+# vector store then eight scalar stores then a vector load that cannot be forwarded. Device
+# arrays, ms a call (best of three rounds), main / unrolled, 2-core AMD EPYC with AVX-512
+# (benchmarks/scan_cpu_unroll_2026-11-29/): float32 cumsum 62500 x 128 / 250000 x 32 /
+# 8000 x 1000 / 122 x 65536 4.6 / 4.9 / 4.3 / 4.9 -> 1.9 / 2.0 / 1.9 / 2.2, cumprod 7.0 / 5.2
+# -> 3.8 / 2.1 (rows of 1000 and more level: past the float range, walked). Debian's 3.1
+# (LLVM 15) ran 5-10 % slower with it, Intel's runtime and rusticl level.
+SCAN_UNROLL_POCL_BEFORE = (3, 1)
 # Intel's CPU runtime: one-lane sums and products ask not to be vectorised across work-items
 # (row_scan.cl INTEL_VEC_LEN_1, where the extension is listed) and take no sub-group mode. It
 # had put a group's work-items in SIMD lanes, a row each, every element a gather and a scatter:
@@ -373,6 +383,8 @@ def _scan_defines(caps: DeviceCaps, op: str, acc: str, in_dtype: str, out_dtype:
     elif (caps.backend == "opencl" and caps.device_type == "cpu"
           and caps.implementation in SCAN_OWN_ACCESS_IMPLEMENTATIONS):
         d["SCAN_OWN_ACCESS"] = 1  # row_scan.cl: element loops for the lanes' accesses
+        if _pocl_version(caps) < SCAN_UNROLL_POCL_BEFORE:
+            d["SCAN_UNROLL"] = 1  # row_scan.cl: a lane's loops unrolled by pragma
     if lanes == 1 and reqd == "none" and _intel_scalar_scan(caps, op, None):
         # row_scan.cl: no vectorising across work-items. Not beside a required sub-group size:
         # the runtime refuses the pair ("Conflicting CL_CONFIG_CPU_VECTORIZER_MODE,
@@ -380,6 +392,13 @@ def _scan_defines(caps: DeviceCaps, op: str, acc: str, in_dtype: str, out_dtype:
         d["INTEL_VEC_LEN_1"] = 1
     pairs = tuple(sorted((name, str(value)) for name, value in d.items()))
     return pairs, build_options(pairs, caps.cl_std if mode != "local" else None)
+
+
+def _pocl_version(caps: DeviceCaps) -> tuple[int, int]:
+    """(major, minor) of a PoCL device's driver version ("3.0-rc2", "3.1+debian"); (0, 0) where
+    it does not parse, which counts as older than any release."""
+    m = re.match(r"\s*(\d+)\.(\d+)", caps.driver_version or "")
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
 
 
 def _intel_scalar_scan(caps: DeviceCaps, op: str, force: RowForce | None) -> bool:
