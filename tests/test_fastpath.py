@@ -825,6 +825,37 @@ def test_pool_never_rewrites_a_buffer_a_pending_command_or_an_alias_still_reads(
             assert cl_pool.stats()["reused"] > 0  # the dropped results did serve later calls
 
 
+def test_results_dropped_before_their_kernels_run_are_reused(cl_device, cl_queue):
+    """The host ahead of the device: back-to-back calls on an in-order queue, each result
+    dropped while its kernel still waits, take one pooled buffer again and again. PoCL counts a
+    reference for every pending command, and the pool kept each such result out: 200 softmax
+    calls on 32 MB device arrays took 6.4 GB there. The queue is held back by a user event so
+    every kernel is still pending while the next call takes its buffer."""
+    from clreduce.backends import cl_pool, opencl
+
+    opencl.clear_caches()
+    x = _exact((16384, 128), seed=3)  # 8 MB results: pooled on CPU devices ("large") too
+    dx = cla.to_device(cl_queue, x)
+    for _ in range(2):
+        clreduce.cumsum(dx, axis=1)  # learned: the calls below enqueue and return
+    cl_queue.finish()
+    before = cl_pool.stats()
+    gate = cl.UserEvent(cl_queue.context)
+    cl.enqueue_barrier(cl_queue, wait_for=[gate])
+    try:
+        for _ in range(6):
+            clreduce.cumsum(dx, axis=1)  # dropped at once
+        kept = clreduce.cumsum(dx, axis=1)
+        during = cl_pool.stats()
+    finally:
+        gate.set_status(cl.command_execution_status.COMPLETE)
+    cl_queue.finish()
+    np.testing.assert_array_equal(to_numpy(kept), np.cumsum(x, axis=1))
+    assert during["reused"] - before["reused"] >= 6, (before, during)
+    assert during["slots"] - before["slots"] <= 1, (before, during)
+    opencl.clear_caches()
+
+
 def test_pool_is_bounded_and_cleared(cl_device, cl_queue, monkeypatch):
     from clreduce.backends import cl_pool, opencl
 

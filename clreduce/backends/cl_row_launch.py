@@ -105,18 +105,21 @@ class RowLauncher:
             own.append([kernel, None])
         return own
 
-    def _enqueue(self, queue, buffers: dict, in_offset: int):
+    def _enqueue(self, queue, buffers: dict, in_offset: int, uses: dict | None = None):
         own = self.per_thread.get(get_ident())
         if own is None:
             if len(self.per_thread) >= cl_launch._MAX_THREADS:
                 with self.lock:
                     if self.shared is None:
                         self.shared = self._new_kernels()
-                    return self._bind_and_enqueue(queue, self.shared, buffers, in_offset)
+                    return self._bind_and_enqueue(queue, self.shared, buffers, in_offset, uses)
             own = self.per_thread[get_ident()] = self._new_kernels()
-        return self._bind_and_enqueue(queue, own, buffers, in_offset)
+        return self._bind_and_enqueue(queue, own, buffers, in_offset, uses)
 
-    def _bind_and_enqueue(self, queue, kernels, buffers, in_offset):
+    def _bind_and_enqueue(self, queue, kernels, buffers, in_offset, uses=None):
+        """Enqueue the plan's launches in order; returns the last one's event. ``uses``, where
+        given, collects by buffer name the events of the launches that take it (the pool
+        counts them against the driver's references)."""
         event = None
         for (_, _, global_size, local_size, bound, offset, _), slot in zip(self.steps, kernels):
             kernel = slot[0]
@@ -128,6 +131,9 @@ class RowLauncher:
                 slot[1] = in_offset
             event = cl.enqueue_nd_range_kernel(queue, kernel, global_size, local_size,
                                                wait_for=None if event is None else (event,))
+            if uses is not None:
+                for _, name in bound:
+                    uses.setdefault(name, []).append(event)
             if self.unbind:
                 cl_args.unbind(kernel, (i for i, _ in bound))
         return event
@@ -188,18 +194,19 @@ class RowLauncher:
             buffers = self._bind_params({name: slot.buffer for name, slot in (results | scratch).items()},
                                         queue, weight, bias)
             buffers["input"] = x.base_data
-            event = self._enqueue(queue, buffers, x.offset // self.itemsize)
+            uses: dict = {}
+            event = self._enqueue(queue, buffers, x.offset // self.itemsize, uses)
         except BaseException:
             for slot in (results | scratch).values():
                 cl_pool.discard(slot)
             raise
-        for slot in scratch.values():
-            cl_pool.give_back(slot, queue, event)
+        for name, slot in scratch.items():
+            cl_pool.give_back(slot, queue, event, uses.get(name))
         # the arrays hold their buffers before the pool watches them (a buffer only the pool
         # holds is free to take back)
         arrays = [make(buffers[name], ctx, queue, event) for make, (name, _, _) in zip(self.makers, self.outputs)]
-        for slot in results.values():
-            cl_pool.lend(slot, queue, event)
+        for name, slot in results.items():
+            cl_pool.lend(slot, queue, event, uses.get(name))
         return self._assemble(arrays)
 
     def host(self, x, weight, bias, queue, dest=None):
