@@ -250,7 +250,14 @@ def test_forcing_subgroup_modes_without_subgroups(cl_device, cl_caps):
     x = np.ones((4, 64), np.float32)
     if cl_caps.subgroups:
         pytest.skip(f"{cl_caps.name} has sub-groups (PoCL has none)")
-    for mode in ("builtin", "shuffle", "shuffle_khr", "shuffle_qcom"):
+    modes = ["builtin", "shuffle_khr", "shuffle_qcom"]
+    if cl_caps.ptx_shuffle and cl_caps.subgroup_sizes:
+        # NVIDIA's OpenCL: no sub-group extension, but warp shuffles in inline PTX, which a
+        # forced "shuffle" (any butterfly the device runs) takes
+        assert clreduce.sum(x, axis=1, device=cl_device, force=Force(sg_mode="shuffle")).tolist() == [64.0] * 4
+    else:
+        modes.append("shuffle")
+    for mode in modes:
         with pytest.raises(UnsupportedOnDevice, match=mode):
             clreduce.sum(x, axis=1, device=cl_device, force=Force(sg_mode=mode))
     with pytest.raises(UnsupportedOnDevice):

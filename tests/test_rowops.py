@@ -356,7 +356,9 @@ def test_row_variants_that_fail_to_build_fall_back(cl_device, cl_queue, monkeypa
             checked.add(warning)
             if warning is cl_fallback.SubgroupModeFallbackWarning:
                 with pytest.raises(opencl.KernelBuildError):  # a forced mode is the caller's
-                    opencl_rowops.plan_for(cl_queue, problem, dataclasses.replace(force, sg_mode=plan.sg_mode))
+                    # (NVIDIA's OpenCL: the default plan's own mode, shuffle_ptx, forced)
+                    opencl_rowops.plan_for(cl_queue, problem,
+                                           dataclasses.replace(force or RowForce(), sg_mode=plan.sg_mode))
         refused.add("-D")  # every build fails
         opencl_rowops.clear_caches()
         with pytest.raises(opencl.KernelBuildError), warnings.catch_warnings():
