@@ -497,14 +497,15 @@ inline ACC_T team_prefix(const ACC_T t, ACC_T *total, LOCAL_PTR ACC_T *scratch, 
 
 #define TILE ((ulong)LANES * ITEMS)
 
-/* SCAN_UNROLL (planner: PoCL before 3.1, with SCAN_OWN_ACCESS; default 0): a lane's element
- * loops (its accesses, its running values, the prefix added) unrolled by pragma. The OpenCL
- * dialect's UNROLL_LOOP is empty, and PoCL 3.0 from pip (LLVM 14) then kept scan_items as a
- * loop over an array on the stack: each tile went there as one vector store, came back through
- * eight scalar adds and stores, and was read again as one vector load, which the store buffer
- * cannot forward from eight stores (float32 cumsum of 250000 rows of 32: 4.9 ms a call, 2.0
- * unrolled). Debian's PoCL 3.1 (LLVM 15) ran 5-10 % slower with the pragma; Intel's runtime and
- * rusticl level (plan_scan.SCAN_UNROLL_POCL_BEFORE). */
+/* SCAN_UNROLL (planner: PoCL's sums and products, beside SCAN_OWN_ACCESS; default 0): a
+ * lane's element loops (its accesses, its running values, the prefix added) unrolled by
+ * pragma. The OpenCL dialect's UNROLL_LOOP is empty, and PoCL (3.0 from pip, 3.1 from Debian)
+ * then kept scan_items as a loop over an array on the stack: each tile went there as one
+ * vector store, came back through ITEMS scalar adds and stores, and was read again as one
+ * vector load, which the store buffer cannot forward from ITEMS stores (float32 cumsum of
+ * 250000 rows of 32 on pip's PoCL: 4.9 ms a call, 2.0 unrolled). The planner keeps such lanes
+ * at 8 floats (plan_scan.SCAN_UNROLL_ITEMS_BYTES): Debian's 16, unrolled, ran as one 16-long
+ * chain of adds. Intel's runtime and rusticl ran level with the pragma and keep their loops. */
 #ifndef SCAN_UNROLL
 #define SCAN_UNROLL 0
 #endif

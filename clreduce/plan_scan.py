@@ -11,7 +11,6 @@ of the row). Split out of :mod:`clreduce.plan_rowops`, whose row types and helpe
 from __future__ import annotations
 
 import os
-import re
 
 import numpy as np
 
@@ -61,15 +60,22 @@ SCAN_CPU_ONE_TRIP_LEN = 1024
 # 18.0-18.3 / 8.0 / 7.9. Intel's runtime lost with the loops (20 -> 25 ms). float16 keeps
 # vload_halfn / vstore_halfn.
 SCAN_OWN_ACCESS_IMPLEMENTATIONS = ("pocl",)
-# ... and with it row_scan.cl SCAN_UNROLL (a lane's loops unrolled by pragma) on PoCL older than
-# this: 3.0 from pip (LLVM 14) kept a lane's running values in a loop over a stack array, a
-# vector store then eight scalar stores then a vector load that cannot be forwarded. Device
-# arrays, ms a call (best of three rounds), main / unrolled, 2-core AMD EPYC with AVX-512
-# (benchmarks/scan_cpu_unroll_2026-11-29/): float32 cumsum 62500 x 128 / 250000 x 32 /
-# 8000 x 1000 / 122 x 65536 4.6 / 4.9 / 4.3 / 4.9 -> 1.9 / 2.0 / 1.9 / 2.2, cumprod 7.0 / 5.2
-# -> 3.8 / 2.1 (rows of 1000 and more level: past the float range, walked). Debian's 3.1
-# (LLVM 15) ran 5-10 % slower with it, Intel's runtime and rusticl level.
-SCAN_UNROLL_POCL_BEFORE = (3, 1)
+# ... and with them row_scan.cl SCAN_UNROLL (a lane's loops unrolled by pragma), a lane's runs
+# capped at SCAN_UNROLL_ITEMS_BYTES. PoCL kept a lane's running values in a loop over a stack
+# array: a vector store, ITEMS scalar stores, then a vector load that the store buffer cannot
+# forward. Unrolled, 8 elements a lane stay in registers; 16 (Debian's PoCL, 64-byte vectors)
+# became a 16-long chain of adds through memory, 5-10 % slower than the loop. Device arrays, ms
+# a call (best of two or three alternating rounds), 2-core AMD EPYC with AVX-512
+# (benchmarks/scan_cpu_unroll_2026-11-29/), 62500 x 128 / 250000 x 32 / 8000 x 1000: pip's
+# PoCL 3.0 (already 32-byte runs) float32 cumsum 4.6 / 5.0 / 4.4 -> 1.8 / 2.2 / 1.7, int32 7.5 /
+# 7.9 / 7.4 -> 2.4 / 2.3 / 2.2, float64 8.5 / 8.8 / 8.4 -> 3.6 / 3.0 / 3.4; Debian's PoCL 3.1
+# float32 3.7 / 4.0 / 3.5 -> 1.9 / 3.4 / 1.8 (32-byte runs without the pragma: 4.6 / 4.9 / 4.4),
+# int32 6.4 / 6.4 / 6.2 -> 2.7 / 2.6 / 2.8, float64 6.2 / 6.9 / 6.1 -> 2.7 / 3.0 / 2.8, float16
+# 9.3 / 9.5 / 9.3 -> 3.4 / 3.7 / 3.9. Intel's runtime and rusticl were level with the pragma.
+# Sums and products only: float64 logcumsumexp (an exp and a log an element, no CPU_OWN_EXP)
+# ran 30 % slower so on Debian's PoCL (204 -> 283 ms a call).
+SCAN_UNROLL_ITEMS_BYTES = 32
+SCAN_UNROLL_OPS = ("cumsum", "cumprod")
 # Intel's CPU runtime: one-lane sums and products ask not to be vectorised across work-items
 # (row_scan.cl INTEL_VEC_LEN_1, where the extension is listed) and take no sub-group mode. It
 # had put a group's work-items in SIMD lanes, a row each, every element a gather and a scatter:
@@ -191,6 +197,8 @@ def plan_scan(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = No
     if cpu and force.wg_size is None:
         wg = max(min(wg, SCAN_CPU_WG), sg_size or 1)
     cpu_bytes = min(SCAN_ITEMS_CPU_BYTES, caps.vector_bytes_limit or SCAN_ITEMS_CPU_BYTES)
+    if _scan_unrolled(caps, problem.op, acc):
+        cpu_bytes = min(cpu_bytes, SCAN_UNROLL_ITEMS_BYTES)  # row_scan.cl SCAN_UNROLL's lanes
     items = max(1, min(16, cpu_bytes // acc_bytes if cpu else SCAN_ITEMS_BYTES // np.dtype(problem.dtype).itemsize))
     if force.lanes is not None:
         lanes = force.lanes
@@ -380,11 +388,10 @@ def _scan_defines(caps: DeviceCaps, op: str, acc: str, in_dtype: str, out_dtype:
          "ITEMS": items, "SPLIT": split, "PHASE": phase, **FAMILIES[op][2], **more}
     if scan_own_exp(caps, op, acc, items):
         d["CPU_OWN_EXP"] = 1
-    elif (caps.backend == "opencl" and caps.device_type == "cpu"
-          and caps.implementation in SCAN_OWN_ACCESS_IMPLEMENTATIONS):
+    elif _scan_own_access(caps, op, acc):
         d["SCAN_OWN_ACCESS"] = 1  # row_scan.cl: element loops for the lanes' accesses
-        if _pocl_version(caps) < SCAN_UNROLL_POCL_BEFORE:
-            d["SCAN_UNROLL"] = 1  # row_scan.cl: a lane's loops unrolled by pragma
+    if _scan_unrolled(caps, op, acc):
+        d["SCAN_UNROLL"] = 1  # row_scan.cl: a lane's loops unrolled by pragma
     if lanes == 1 and reqd == "none" and _intel_scalar_scan(caps, op, None):
         # row_scan.cl: no vectorising across work-items. Not beside a required sub-group size:
         # the runtime refuses the pair ("Conflicting CL_CONFIG_CPU_VECTORIZER_MODE,
@@ -394,11 +401,18 @@ def _scan_defines(caps: DeviceCaps, op: str, acc: str, in_dtype: str, out_dtype:
     return pairs, build_options(pairs, caps.cl_std if mode != "local" else None)
 
 
-def _pocl_version(caps: DeviceCaps) -> tuple[int, int]:
-    """(major, minor) of a PoCL device's driver version ("3.0-rc2", "3.1+debian"); (0, 0) where
-    it does not parse, which counts as older than any release."""
-    m = re.match(r"\s*(\d+)\.(\d+)", caps.driver_version or "")
-    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+def _scan_own_access(caps: DeviceCaps, op: str, acc: str) -> bool:
+    """row_scan.cl SCAN_OWN_ACCESS: CPU plans on SCAN_OWN_ACCESS_IMPLEMENTATIONS, but
+    logcumsumexp's float32 lanes, which take CPU_OWN_EXP's vectors (scan_own_exp) instead."""
+    return (caps.backend == "opencl" and caps.device_type == "cpu"
+            and caps.implementation in SCAN_OWN_ACCESS_IMPLEMENTATIONS
+            and not (op == "logcumsumexp" and acc == "float32" and caps.implementation in SCAN_OWN_EXP_IMPLEMENTATIONS))
+
+
+def _scan_unrolled(caps: DeviceCaps, op: str, acc: str) -> bool:
+    """row_scan.cl SCAN_UNROLL, lanes of SCAN_UNROLL_ITEMS_BYTES at most: SCAN_OWN_ACCESS's
+    sums and products (SCAN_UNROLL_OPS)."""
+    return op in SCAN_UNROLL_OPS and _scan_own_access(caps, op, acc)
 
 
 def _intel_scalar_scan(caps: DeviceCaps, op: str, force: RowForce | None) -> bool:

@@ -365,26 +365,29 @@ def test_pocl_scans_spell_their_accesses_as_loops(name, op, dtype, want):
         assert all((dict(ps.defines).get("SCAN_OWN_ACCESS") == "1") == want for ps in p.passes), p.passes
 
 
-# (device, driver version, op, dtype) -> row_scan.cl SCAN_UNROLL: a lane's loops unrolled by
-# pragma where PoCL is older than 3.1 (pip's 3.0 kept them as loops over a stack array: float32
-# cumsum 2.2-2.5x slower), every pass; Debian's 3.1 ran 5-10 % slower with it, so not there
-@pytest.mark.parametrize("name,driver,op,dtype,want", [
-    (PASSES_CPU, "3.0-rc2", "cumsum", "float32", True),        # pip's PoCL
-    (PASSES_CPU, "3.0-rc2", "cumprod", "int64", True),
-    (PASSES_CPU, "3.0-rc2", "cumsum", "float16", True),
-    (PASSES_CPU, "", "cumsum", "float32", True),               # no version: counted as older
-    (PASSES_CPU, "3.1+debian", "cumsum", "float32", False),    # Debian's PoCL
-    (PASSES_CPU, "6.0", "cumprod", "float32", False),
-    (PASSES_CPU, "3.0-rc2", "logcumsumexp", "float32", False),  # CPU_OWN_EXP's vectors instead
-    (PASSES_INTEL, "3.0-rc2", "cumsum", "float32", False),     # not PoCL, whatever its version
-    ("llvmpipe (synthetic rusticl)", "3.0", "cumsum", "float32", False),
-    ("NVIDIA H100 (CUDA)", "3.0", "cumsum", "float32", False),
+# (device, op, dtype) -> row_scan.cl SCAN_UNROLL and the lane's elements: a lane's loops
+# unrolled by pragma on PoCL, in runs of at most 32 bytes (both PoCLs kept them as loops over a
+# stack array: float32 cumsum 2-2.5x slower; Debian's 64-byte runs unrolled became one 16-long
+# chain, slower than the loop), every pass; other runtimes keep their loops and widths
+@pytest.mark.parametrize("name,op,dtype,want,items", [
+    ("pip PoCL (znver3)", "cumsum", "float32", True, 8),
+    (PASSES_CPU, "cumsum", "float32", True, 8),        # 64-byte vectors (Debian's skylake-avx512): 32
+    (PASSES_CPU, "cumprod", "int64", True, 4),
+    (PASSES_CPU, "cumsum", "int32", True, 4),          # int64 sums
+    (PASSES_CPU, "cumsum", "float16", True, 8),        # float accumulators
+    (PASSES_CPU, "logcumsumexp", "float64", False, 8),   # an exp and a log an element: 30 % slower so
+    (PASSES_CPU, "logcumsumexp", "float32", False, 16),  # CPU_OWN_EXP's vectors instead, full width
+    (PASSES_INTEL, "cumsum", "float32", False, 16),
+    ("llvmpipe (synthetic rusticl)", "cumsum", "float32", False, None),
+    ("NVIDIA H100 (CUDA)", "cumsum", "float32", False, None),
 ])
-def test_old_pocl_scans_unroll_their_lanes(name, driver, op, dtype, want):
-    caps = dataclasses.replace(_scan_test_caps(name), driver_version=driver)
+def test_pocl_scans_unroll_their_lanes(name, op, dtype, want, items):
+    caps = _scan_test_caps(name)
     for rows, k in ((10**5, 128), (1, 4194304)):  # whole rows; split rows (PHASE 1, carries, PHASE 0, walk)
         p = plan_row(caps, RowProblem(op, rows, k, dtype))
         assert all((dict(ps.defines).get("SCAN_UNROLL") == "1") == want for ps in p.passes), p.passes
+        if items is not None:
+            assert int(dict(p.passes[0].defines)["ITEMS"]) == items, p.passes[0].defines
 
 
 # (device, op, dtype) -> row_scan.cl INTEL_VEC_LEN_1: Intel's CPU runtime (where it lists
