@@ -23,8 +23,8 @@ and a buffer is written again only when all of these hold:
   ours), and no other command uses it either.
   Without that, PoCL kept every result of back-to-back calls whose kernels had not run yet
   out of the pool: 200 float32 softmax calls on 32 MB device arrays, the results dropped and
-  no ``finish`` between them, took 6.4 GB of memory and 27 ms a call, against 5 ms with one
-  ``finish`` a call (pip's PoCL, 2-core AMD host).
+  no ``finish`` between them, took 6.4 GB of memory and 35 ms a call, against 3.8 ms with
+  one ``finish`` a call (pip's PoCL, 2-core AMD host; benchmarks/pool_pending_cpu_2026-11-29).
 * **our last command on it is done** (its event is complete), or was enqueued on the same
   in-order queue as the new call (that queue runs them in order).
 
