@@ -197,7 +197,7 @@ def plan_scan(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = No
     if cpu and force.wg_size is None:
         wg = max(min(wg, SCAN_CPU_WG), sg_size or 1)
     cpu_bytes = min(SCAN_ITEMS_CPU_BYTES, caps.vector_bytes_limit or SCAN_ITEMS_CPU_BYTES)
-    if _scan_unrolled(caps, problem.op, acc):
+    if _scan_unrolled(caps, problem.op):
         cpu_bytes = min(cpu_bytes, SCAN_UNROLL_ITEMS_BYTES)  # row_scan.cl SCAN_UNROLL's lanes
     items = max(1, min(16, cpu_bytes // acc_bytes if cpu else SCAN_ITEMS_BYTES // np.dtype(problem.dtype).itemsize))
     if force.lanes is not None:
@@ -388,9 +388,9 @@ def _scan_defines(caps: DeviceCaps, op: str, acc: str, in_dtype: str, out_dtype:
          "ITEMS": items, "SPLIT": split, "PHASE": phase, **FAMILIES[op][2], **more}
     if scan_own_exp(caps, op, acc, items):
         d["CPU_OWN_EXP"] = 1
-    elif _scan_own_access(caps, op, acc):
+    elif _scan_own_access(caps):
         d["SCAN_OWN_ACCESS"] = 1  # row_scan.cl: element loops for the lanes' accesses
-    if _scan_unrolled(caps, op, acc):
+    if _scan_unrolled(caps, op):
         d["SCAN_UNROLL"] = 1  # row_scan.cl: a lane's loops unrolled by pragma
     if lanes == 1 and reqd == "none" and _intel_scalar_scan(caps, op, None):
         # row_scan.cl: no vectorising across work-items. Not beside a required sub-group size:
@@ -401,18 +401,17 @@ def _scan_defines(caps: DeviceCaps, op: str, acc: str, in_dtype: str, out_dtype:
     return pairs, build_options(pairs, caps.cl_std if mode != "local" else None)
 
 
-def _scan_own_access(caps: DeviceCaps, op: str, acc: str) -> bool:
-    """row_scan.cl SCAN_OWN_ACCESS: CPU plans on SCAN_OWN_ACCESS_IMPLEMENTATIONS, but
-    logcumsumexp's float32 lanes, which take CPU_OWN_EXP's vectors (scan_own_exp) instead."""
+def _scan_own_access(caps: DeviceCaps) -> bool:
+    """row_scan.cl SCAN_OWN_ACCESS: CPU plans on SCAN_OWN_ACCESS_IMPLEMENTATIONS (where
+    CPU_OWN_EXP does not spell the accesses already: _scan_defines)."""
     return (caps.backend == "opencl" and caps.device_type == "cpu"
-            and caps.implementation in SCAN_OWN_ACCESS_IMPLEMENTATIONS
-            and not (op == "logcumsumexp" and acc == "float32" and caps.implementation in SCAN_OWN_EXP_IMPLEMENTATIONS))
+            and caps.implementation in SCAN_OWN_ACCESS_IMPLEMENTATIONS)
 
 
-def _scan_unrolled(caps: DeviceCaps, op: str, acc: str) -> bool:
+def _scan_unrolled(caps: DeviceCaps, op: str) -> bool:
     """row_scan.cl SCAN_UNROLL, lanes of SCAN_UNROLL_ITEMS_BYTES at most: SCAN_OWN_ACCESS's
-    sums and products (SCAN_UNROLL_OPS)."""
-    return op in SCAN_UNROLL_OPS and _scan_own_access(caps, op, acc)
+    sums and products (SCAN_UNROLL_OPS; none of them takes CPU_OWN_EXP)."""
+    return op in SCAN_UNROLL_OPS and _scan_own_access(caps)
 
 
 def _intel_scalar_scan(caps: DeviceCaps, op: str, force: RowForce | None) -> bool:

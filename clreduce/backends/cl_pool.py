@@ -282,13 +282,12 @@ def discard(slot: _Slot) -> None:
         _forget(slot.nbytes, slot.gen)
 
 
-def give_back(slot: _Slot, queue, event, commands=None) -> None:
-    """A partials buffer whose last command is ``event`` on ``queue``: free again.
-    ``commands``: the events of every command of the call that takes the buffer (default:
-    ``event`` alone)."""
+def give_back(slot: _Slot, queue, event) -> None:
+    """A partials buffer whose last command is ``event`` on ``queue``: free again (partials
+    never leave the pool, so the driver's count of them is never read)."""
     if slot.key is None or slot.gen != _state["gen"]:
         return
-    _note_command(slot, queue, event, commands)
+    slot.queue, slot.event = queue.int_ptr, event
     _free.setdefault(slot.key, deque()).append(slot)
 
 
@@ -302,7 +301,9 @@ def lend(slot: _Slot, queue, event, commands=None) -> None:
     _lent.append(slot)
 
 
-def _note_command(slot: _Slot, queue, event, commands=None) -> None:
+def _note_command(slot: _Slot, queue, event, commands) -> None:
+    """A lent result's last command, and on a driver that counts pending commands the events
+    of ours on it still pending (_driver_refs_ours)."""
     slot.queue, slot.event = queue.int_ptr, event
     slot.counting = _counts_pending_on(queue)
     if slot.counting:  # a buffer reused on an in-order queue before its last call ran

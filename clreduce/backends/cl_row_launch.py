@@ -200,8 +200,8 @@ class RowLauncher:
             for slot in (results | scratch).values():
                 cl_pool.discard(slot)
             raise
-        for name, slot in scratch.items():
-            cl_pool.give_back(slot, queue, event, uses.get(name))
+        for slot in scratch.values():
+            cl_pool.give_back(slot, queue, event)
         # the arrays hold their buffers before the pool watches them (a buffer only the pool
         # holds is free to take back)
         arrays = [make(buffers[name], ctx, queue, event) for make, (name, _, _) in zip(self.makers, self.outputs)]
