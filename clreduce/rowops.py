@@ -324,6 +324,8 @@ def _call(op, x, axis, out, backend, device, queue, force, weight=None, bias=Non
     if key is not None:
         entry = fastpath_rows.lookup(key)
         if entry is not None:
+            if out is None:  # the common call: nothing to write into (~0.3 us of calls saved a call)
+                return entry.launch(x, weight, bias, queue, None)
             return _deliver(op, entry(x, weight, bias, queue, _row_dest(op, out)), out)
     result = _FULL[op](op, x, axis, out, backend, device, queue, force, weight, bias, eps)
     if key is not None:

@@ -425,6 +425,97 @@ def test_cuda_torch_learned_row_call_follows_the_current_stream():
     torch.testing.assert_close(got, want, rtol=0, atol=0)
 
 
+# (op, shape, dtype, kwargs, lean, twin): which torch launcher a learned call takes, and whether its
+# result is made as the input's twin (torch.empty_like) -- the branch each case hits
+TORCH_LEAN_CASES = [
+    ("softmax", (64, 128), "float32", {}, True, True),                   # one output, the input's twin
+    ("log_softmax", (5, 1000), "float16", {}, True, True),
+    ("rms_norm", (64, 128), "float32", {"weight": "w16"}, True, True),   # weight converted per call
+    ("layer_norm", (7, 128), "float16", {"weight": "w16", "bias": "w32"}, True, True),
+    ("cumsum", (9, 128), "int32", {"axis": -1}, True, False),            # int64 rows: new_empty
+    ("cumsum", (3, 128), "float32", {"axis": None}, True, False),        # flattened rows: new_empty
+    ("moments", (9, 128), "float32", {}, False, False),                  # statistics: torch_call
+    ("layer_norm", (3, 100_000), "float16", {}, False, False),           # split rows' partials: torch_call
+]
+
+
+@cuda
+@pytest.mark.parametrize("op,shape,dtype,kwargs,lean,twin", TORCH_LEAN_CASES)
+def test_cuda_torch_lean_calls_make_fresh_results_like_the_full_path(op, shape, dtype, kwargs, lean, twin,
+                                                                    monkeypatch):
+    """A learned torch call whose plan makes only its output takes RowLauncher.torch_lean
+    (row_fast.py), which makes that output with ``torch.empty_like`` where the rows are the
+    input's twin. Its results must be what the full path gives: values bit for bit, shape,
+    dtype and strides, a new tensor each call, never the input's memory, no grad."""
+    import torch
+
+    to_device = _cuda_kind("torch")
+    params = {"w16": to_device(_data(shape[-1], "float16", 21)), "w32": to_device(_data(shape[-1], "float32", 22))}
+    kwargs = {k: params.get(v, v) if isinstance(v, str) else v for k, v in kwargs.items()}
+    f = getattr(clreduce, op)
+    # C order, and the same bytes behind strides that are not C's (size-1 axis, stride 7):
+    # both contiguous to torch; only the first may take empty_like's strides
+    xs = [to_device(_data(shape, dtype, seed=3))]
+    odd = torch.empty_strided((shape[0], 1, shape[1]), (shape[1], 7, 1), dtype=xs[0].dtype, device="cuda")
+    odd.copy_(xs[0].reshape(odd.shape))
+    if kwargs.get("axis") is not None or op != "cumsum":
+        xs.append(odd)
+    for x in xs:
+        assert x.is_contiguous()
+        with monkeypatch.context() as m:
+            m.setenv("CLREDUCE_FAST_PATH", "0")
+            slow = f(x, **kwargs)
+        f(x, **kwargs)  # learned
+        key = fastpath_rows.signature(op, x, kwargs.get("axis", -1), kwargs.get("weight"), kwargs.get("bias"),
+                                      kwargs.get("eps", rowops_eps(op)), None, None, None, None, None)
+        launcher = fastpath_rows.lookup(key).launch
+        assert launcher.__name__ == ("torch_lean" if lean else "torch_call"), (op, shape)
+        assert launcher.__self__.like == (twin and x is xs[0]), (op, shape)
+        with monkeypatch.context() as m:
+            _no_full_path(m)
+            first, second = f(x, **kwargs), f(x, **kwargs)
+        for fast in (first, second):
+            _same(fast, slow)
+            for got, want in zip(fast if isinstance(fast, tuple) else (fast,), slow if isinstance(slow, tuple) else (slow,)):
+                assert got.shape == want.shape and got.dtype == want.dtype and got.stride() == want.stride()
+                assert got.is_contiguous() and not got.requires_grad and got.device == x.device
+                assert got.data_ptr() != x.data_ptr()
+        one = first if not isinstance(first, tuple) else first[0]
+        two = second if not isinstance(second, tuple) else second[0]
+        assert one.data_ptr() != two.data_ptr()  # both alive: two tensors
+
+
+@cuda
+def test_cuda_cupy_lean_calls_make_fresh_results_like_the_full_path(monkeypatch):
+    """cupy's learned calls: the lean call where the plan makes only its output, torch_call's
+    cupy twin where it makes statistics too; results as the full path's, a new array each call."""
+    to_device = _cuda_kind("cupy")
+    w = to_device(_data(128, "float16", 21))
+    for op, kwargs, lean in (("softmax", {}, True), ("rms_norm", {"weight": w}, True), ("moments", {}, False)):
+        x = to_device(_data((64, 128), "float32", seed=4))
+        f = getattr(clreduce, op)
+        with monkeypatch.context() as m:
+            m.setenv("CLREDUCE_FAST_PATH", "0")
+            slow = f(x, **kwargs)
+        f(x, **kwargs)  # learned
+        key = fastpath_rows.signature(op, x, -1, kwargs.get("weight"), None, rowops_eps(op), None, None, None,
+                                      None, None)
+        assert fastpath_rows.lookup(key).launch.__name__ == ("cupy_lean" if lean else "cupy_call"), op
+        with monkeypatch.context() as m:
+            _no_full_path(m)
+            first, second = f(x, **kwargs), f(x, **kwargs)
+        for fast in (first, second):
+            _same(fast, slow)
+        one = first if not isinstance(first, tuple) else first[0]
+        two = second if not isinstance(second, tuple) else second[0]
+        assert len({one.data.ptr, two.data.ptr, x.data.ptr}) == 3
+
+
+def rowops_eps(op):
+    """The default eps each op's signature holds (rms_norm 1e-6, layer_norm 1e-5, else None)."""
+    return {"rms_norm": 1e-6, "layer_norm": 1e-5}.get(op)
+
+
 @cuda
 @pytest.mark.parametrize("kind", ["cupy", "torch"])
 def test_cuda_threads_hammer_learned_row_ops(kind):

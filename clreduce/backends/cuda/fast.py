@@ -113,6 +113,22 @@ class RawLaunch:
         for (fptr, gx, gy, gz, bx, by, bz), params in zip(self.raw, slots.params):
             launch(fptr, gx, gy, gz, bx, by, bz, 0, stream, params, 0)
 
+    def four(self, first: int, second: int, third: int, fourth: int, stream: int):
+        """``self((first, second, third, fourth), stream)`` without the tuple: the row ops'
+        lean call (row_fast.RowLauncher.torch_lean), whose other slots stay 0."""
+        try:
+            slots = self.local.slots
+        except AttributeError:
+            slots = self._slots()
+        buffers = slots.buffers
+        buffers[0] = first
+        buffers[1] = second
+        buffers[2] = third
+        buffers[3] = fourth
+        launch = self.launch_kernel
+        for (fptr, gx, gy, gz, bx, by, bz), params in zip(self.raw, slots.params):
+            launch(fptr, gx, gy, gz, bx, by, bz, 0, stream, params, 0)
+
 
 class Launcher:
     """One learned signature on CUDA (see the module doc). ``steps`` are the backend

@@ -10,6 +10,12 @@ from ``row_args.kernel_args`` (the list the full path binds too): sizes and ``ep
 constants the parameter blocks point at; unused buffers are NULL (the plan's kernels never
 touch them). No DLPack, no CuPy array around a tensor, no argument re-marshalling.
 
+Plans whose only buffer to make is the output (softmax, the norms, most scans) take the lean
+calls, ``cupy_lean`` and ``torch_lean``: the same pointers and launches without the general
+call's statistics, scratch and ``out=`` steps, and, for torch, the output made by
+``torch.empty_like`` where the rows are the input's twin (same shape, dtype and C strides).
+On an H200's host a learned softmax of a tensor went from ~12 to ~10 us of host time a call.
+
 A weight or bias is bound as it is when the kernel reads its dtype: the math type, or
 float16 beside a float16 input (a float16 model's own weights: ``RowProblem.params_half``).
 Any other, or one that is not contiguous, is converted per call on the same stream (never
@@ -35,7 +41,7 @@ class RowLauncher:
     __slots__ = ("plan", "constants", "run", "device_id", "out_dtype", "acc", "rows_shape", "stats_shape",
                  "stats_alloc", "has_output", "partials_bytes", "scratch_bytes", "op", "cupy", "get_device",
                  "ndarray", "alloc", "cupy_stream", "torch", "torch_out", "torch_acc", "stream_of", "param",
-                 "torch_param", "stats_cast", "torch_stats_cast")
+                 "torch_param", "stats_cast", "torch_stats_cast", "like", "empty_like")
 
     def __init__(self, cupy, device_id: int, problem, force, eps: float, rows_shape: tuple, stats_shape: tuple,
                  torch=None, stats_dtype=None):
@@ -86,6 +92,13 @@ class RowLauncher:
             self.torch_param = torch_dtype(torch, self.param)
             self.torch_stats_cast = None if cast is None else torch_dtype(torch, cast)
             self.stream_of = _torch_stream_reader(torch)
+            self.empty_like = torch.empty_like
+        self.like = False  # set by fast_launcher: the rows come out as the input tensor's twin
+
+    @property
+    def lean(self) -> bool:
+        """One output and nothing else to allocate or cast: torch_lean serves the call."""
+        return self.has_output and self.stats_alloc is None and not self.scratch_bytes
 
     def _results(self, out, stats):
         if self.op == "moments":
@@ -116,6 +129,40 @@ class RowLauncher:
         if self.stats_cast is not None:
             stats = stats.astype(self.stats_cast)
         return self._results(out, stats)
+
+    def cupy_lean(self, x, weight, bias, queue, dest=None):
+        """cupy_call for a plan whose only buffer to make is the output (see torch_lean)."""
+        if dest is not None or self.get_device() != self.device_id:
+            return self.cupy_call(x, weight, bias, queue, dest)
+        out = self.ndarray(self.rows_shape, self.out_dtype)
+        param = self.param
+        if weight is not None and (weight.dtype != param or not weight.flags.c_contiguous):
+            weight = self.cupy.ascontiguousarray(weight, dtype=param)
+        if bias is not None and (bias.dtype != param or not bias.flags.c_contiguous):
+            bias = self.cupy.ascontiguousarray(bias, dtype=param)
+        self.run.four(x.data.ptr, out.data.ptr, 0 if weight is None else weight.data.ptr,
+                      0 if bias is None else bias.data.ptr, self.cupy_stream())
+        return out
+
+    def torch_lean(self, t, weight, bias, queue, dest=None):
+        """torch_call for a plan whose only buffer to make is the output (softmax, the norms,
+        scans without partials): the same kernels and pointers, fewer steps -- 12.3 us of host
+        time a call on an H200's host, torch's own softmax 6.3 (.gpu profile of 2026-11-29:
+        new_empty 2.4 us against empty_like's 1.6, a 7-tuple and a slice store per call).
+        ``out=`` and another current device go to torch_call."""
+        if dest is not None or self.get_device() != self.device_id:
+            return self.torch_call(t, weight, bias, queue, dest)
+        # the input's twin where the rows keep its shape, dtype and C strides (fast_launcher
+        # checks them once; the signature holds them fixed); else as torch_call makes it
+        out = self.empty_like(t) if self.like else t.new_empty(self.rows_shape, dtype=self.torch_out)
+        param = self.torch_param
+        if weight is not None and (weight.dtype != param or not weight.is_contiguous()):
+            weight = weight.detach().to(param).contiguous()
+        if bias is not None and (bias.dtype != param or not bias.is_contiguous()):
+            bias = bias.detach().to(param).contiguous()
+        self.run.four(t.data_ptr(), out.data_ptr(), 0 if weight is None else weight.data_ptr(),
+                      0 if bias is None else bias.data_ptr(), self.stream_of(self.device_id))
+        return out
 
     def torch_call(self, t, weight, bias, queue, dest=None):
         """CUDA tensors in, tensors out, on torch's current stream; the rows go into
@@ -157,6 +204,19 @@ def fast_launcher(x, problem, force, eps: float, rows_shape: tuple, stats_shape:
 
         launcher = RowLauncher(cupy, x.device.index, problem, force, eps, rows_shape, stats_shape, torch,
                                stats_dtype)
-        return launcher.torch_call
-    return RowLauncher(cupy, x.device.id, problem, force, eps, rows_shape, stats_shape,
-                       stats_dtype=stats_dtype).cupy_call
+        if not launcher.lean:
+            return launcher.torch_call
+        launcher.like = (launcher.torch_out == x.dtype and rows_shape == tuple(x.shape)
+                         and tuple(x.stride()) == _c_strides(rows_shape))
+        return launcher.torch_lean
+    launcher = RowLauncher(cupy, x.device.id, problem, force, eps, rows_shape, stats_shape, stats_dtype=stats_dtype)
+    return launcher.cupy_lean if launcher.lean else launcher.cupy_call
+
+
+def _c_strides(shape: tuple) -> tuple:
+    """C-order strides in elements, as torch reports them (a tensor made by ``new_empty``)."""
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
