@@ -12,4 +12,9 @@
 #endif
 #define CPU_HALF_BITS 1
 #include "cpu_vec.h"
+/* runs a walk adds plainly in each lane between compensated steps (row_norm.cl's moments,
+ * softmax.cl's exp sums) */
+#ifndef CPU_BLOCK_RUNS
+#define CPU_BLOCK_RUNS 8
+#endif
 #endif

@@ -453,9 +453,6 @@ inline merge_t merge_chunks(__global const ACC_T *partials, const ulong row, con
  * (s1, c1) and (s2, c2), as moments_add gives them element by element: each vector lane
  * Neumaier-compensated, then the lanes folded, then the tail. A sum the
  * caller never reads (rms_norm's of d) is dropped by the compiler. */
-#ifndef CPU_BLOCK_RUNS
-#define CPU_BLOCK_RUNS 8
-#endif
 inline void cpu_moments(__global const IN_T *p, const ulong len, const ACC_T shift, ACC_T *s1, ACC_T *c1,
                         ACC_T *s2, ACC_T *c2) {
     const ulong runs = len / VEC, blocks = runs / CPU_BLOCK_RUNS;
