@@ -84,6 +84,16 @@
 #define CPU_LOAD_8(p) CPU_VLOAD_8(RAW_T, p)
 #define CPU_LOAD_16(p) CPU_VLOAD_16(RAW_T, p)
 #define CPU_LOAD_ACC(p) CPU_TO_ACC(CPU_LOAD(p))
+/* |x| of VEC elements at p. float16 bits lose their sign bit before they are widened: a
+ * compare of a widened half with 0 (CPU_ABS's select) was narrowed back by LLVM to a compare
+ * of halves, which x86 without native float16 ran element by element (pip's PoCL with
+ * CPU_F16C: float16 absmax_scale 1.6x slower than with the integer widening) */
+#if VEC > 1 && IN_HALF && CPU_HALF_BITS
+#define CPU_LOAD_ABS_ACC(p) CPU_TO_ACC(cpu_half_bits_to_float(CPU_VLOAD(ushort, (__global const ushort *)(p)) \
+                                                              & (ushort)0x7fff))
+#else
+#define CPU_LOAD_ABS_ACC(p) CPU_ABS(CPU_LOAD_ACC(p))
+#endif
 
 #if VEC > 1
 /* CPU_HALF_BITS (the including file's choice, default 0): float16 vectors are loaded as their
@@ -94,7 +104,38 @@
 #ifndef CPU_HALF_BITS
 #define CPU_HALF_BITS 0
 #endif
+/* CPU_F16C: where the compiler targets an x86 CPU with F16C (__F16C__: both PoCLs here, pip's
+ * for znver3 and Debian's for skylake-avx512; not Intel's runtime, rusticl or CUDA), a vector
+ * of halves is widened, and a float vector rounded to halves (to nearest even, as vstore_half),
+ * by one instruction each (vcvtph2ps, vcvtps2ph) through clang's builtins, eight lanes at a
+ * time. The same bits as the integer widening below and vstore_half (tests/test_cpu_vec.py
+ * checks every half and rounding ties on each device); the integer widening took ~12
+ * instructions a vector and vstore_halfn was an out-of-line call on pip's PoCL. */
+#if defined(__F16C__) && defined(__x86_64__)
+#define CPU_F16C 1
+typedef short cpu_v8hi __attribute__((__vector_size__(16)));
+typedef float cpu_v8sf __attribute__((__vector_size__(32)));
+inline float8 cpu_f16c_widen8(const ushort8 bits) {
+    return __builtin_astype(__builtin_ia32_vcvtph2ps256(__builtin_astype(bits, cpu_v8hi)), float8);
+}
+inline ushort8 cpu_f16c_round8(const float8 v) {
+    /* immediate 0: round to nearest even, the immediate's mode (not MXCSR's) */
+    return __builtin_astype(__builtin_ia32_vcvtps2ph256(__builtin_astype(v, cpu_v8sf), 0), ushort8);
+}
+#else
+#define CPU_F16C 0
+#endif
+
 inline CPU_V(float) cpu_half_bits_to_float(const CPU_V(ushort) bits) {
+#if CPU_F16C && VEC == 16
+    return (float16)(cpu_f16c_widen8(bits.lo), cpu_f16c_widen8(bits.hi));
+#elif CPU_F16C && VEC == 8
+    return cpu_f16c_widen8(bits);
+#elif CPU_F16C && VEC == 4
+    return cpu_f16c_widen8((ushort8)(bits, (ushort4)0)).lo;
+#elif CPU_F16C
+    return cpu_f16c_widen8((ushort8)(bits, (ushort2)0, (ushort4)0)).lo.lo;
+#else
     const CPU_V(uint) h = CAT(convert_, CPU_V(uint))(bits);
     const CPU_V(uint) mag = h & 0x7fffu;
     /* normal halves: the exponent rebiased from 15 to 127 (112 << 23); inf and NaN: the float's
@@ -105,6 +146,7 @@ inline CPU_V(float) cpu_half_bits_to_float(const CPU_V(ushort) bits) {
     CPU_V(uint) out = mag >= 0x7c00u ? special : normal;
     out = mag < 0x400u ? CAT(as_, CPU_V(uint))(small) : out;
     return CAT(as_, CPU_V(float))(out | ((h & 0x8000u) << 16));
+#endif
 }
 #endif
 
@@ -171,7 +213,20 @@ inline CPU_V(float) cpu_log(const CPU_V(float) x) {
 #define CPU_STORE_4(v, q) (CPU_STORE_2((v).lo, (q)), CPU_STORE_2((v).hi, (q) + 2))
 #define CPU_STORE_8(v, q) (CPU_STORE_4((v).lo, (q)), CPU_STORE_4((v).hi, (q) + 4))
 #define CPU_STORE_16(v, q) (CPU_STORE_8((v).lo, (q)), CPU_STORE_8((v).hi, (q) + 8))
-#if OUT_HALF
+#if OUT_HALF && VEC > 1 && CPU_F16C
+/* rounded to nearest even, once, by vcvtps2ph (CPU_F16C above), stored as the halves' bits */
+#define CPU_STORE(v, q) do { const CPU_ACCV v_ = (v); const CPU_V(ushort) b_ = cpu_f16c_bits(v_);          \
+                             CAT(CPU_STORE_, VEC)(b_, (__global ushort *)(q)); } while (0)
+#if VEC == 16
+#define cpu_f16c_bits(v) ((ushort16)(cpu_f16c_round8((v).lo), cpu_f16c_round8((v).hi)))
+#elif VEC == 8
+#define cpu_f16c_bits(v) cpu_f16c_round8(v)
+#elif VEC == 4
+#define cpu_f16c_bits(v) (cpu_f16c_round8((float8)((v), (float4)0)).lo)
+#else
+#define cpu_f16c_bits(v) (cpu_f16c_round8((float8)((v), (float2)0, (float4)0)).lo.lo)
+#endif
+#elif OUT_HALF
 /* rounded to nearest even, once, as vstore_half does */
 #define CPU_STORE(v, q) do { const CPU_ACCV v_ = (v); CAT(vstore_half, VEC)(v_, 0, (q)); } while (0)
 #else

@@ -60,7 +60,7 @@ inline ACC_T cpu_absmax(__global const IN_T *p, const ulong len) {
     const ulong runs = len / VEC;
     CPU_ACCV mv = (CPU_ACCV)0, nv = (CPU_ACCV)0;
     for (ulong r = 0; r < runs; ++r) {
-        const CPU_ACCV a = CPU_ABS(CPU_LOAD_ACC(p + r * VEC));
+        const CPU_ACCV a = CPU_LOAD_ABS_ACC(p + r * VEC);
         mv = a > mv ? a : mv;
         nv += a;
     }

@@ -153,3 +153,94 @@ def test_cpu_log_is_within_one_ulp(cl_device, cl_queue, vec):
     for v, want in specials.items():
         assert got[x == v][0] == want, (v, got[x == v])
     assert np.isnan(got[np.isnan(x) | (x < 0)]).all()
+
+
+_HALF_KERNEL = """
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+#define VEC %(vec)d
+#define IN_T half
+#define OUT_T half
+#define RAW_T float
+#define ACC_T float
+#define IN_HALF 1
+#define OUT_HALF 1
+#define CPU_HALF_BITS 1
+%(cpu_vec)s
+__kernel void halves(__global const half *h, __global const float *f, __global float *wide,
+                     __global float *wide_abs, __global half *narrow) {
+    const size_t i = get_global_id(0) * VEC;
+    const CPU_V(float) w = CPU_LOAD_ACC(h + i);
+    const CPU_V(float) a = CPU_LOAD_ABS_ACC(h + i);
+    for (int e = 0; e < VEC; ++e) {
+        wide[i + e] = ((const float *)&w)[e];
+        wide_abs[i + e] = ((const float *)&a)[e];
+    }
+    CPU_STORE(CPU_VLOAD(float, f + i), narrow + i);
+}
+"""
+
+
+def _rounding_inputs() -> np.ndarray:
+    """float32 values whose float16 rounding is decided at the last bit: every finite half, the
+    midpoints between neighbours (ties, to even) and the floats on either side of them, the
+    overflow edge (65519.99 -> 65504, 65520 -> inf), subnormal halves' midpoints, specials."""
+    halves = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
+    finite = np.sort(halves[np.isfinite(halves)].astype(np.float64))
+    mids = ((finite[1:] + finite[:-1]) / 2).astype(np.float32)  # 12 bits: exact in float32
+    assert np.array_equal(mids.astype(np.float64), (finite[1:] + finite[:-1]) / 2)
+    rng = np.random.default_rng(20261129)
+    return np.concatenate([
+        finite.astype(np.float32), mids, np.nextafter(mids, np.float32(np.inf)),
+        np.nextafter(mids, np.float32(-np.inf)),
+        np.array([65519.996, 65520.0, -65520.0, 65536.0, 1e30, -1e30, np.inf, -np.inf, np.nan, 0.0, -0.0,
+                  2.0 ** -25, 2.0 ** -26, 3 * 2.0 ** -26, 1e-30], np.float32),
+        rng.standard_normal(1 << 14).astype(np.float32) * np.float32(1000.0),
+    ])
+
+
+@pytest.mark.parametrize("vec", [2, 4, 8, 16])
+def test_cpu_half_loads_and_stores_are_exact(cl_device, cl_queue, vec):
+    """cpu_vec.h's float16 walk access (CPU_HALF_BITS 1, the CPU_PASSES files' choice): every
+    half widened to its float exactly, |x| by CPU_LOAD_ABS_ACC, and floats rounded to halves to
+    nearest even as vstore_half rounds them, bit for bit against numpy. Where the compiler
+    targets F16C (both PoCLs here) this is vcvtph2ps / vcvtps2ph through clang's builtins
+    (CPU_F16C), else the integer widening and vstore_halfn: a wrong rounding immediate, lane
+    order or sign mask fails it."""
+    limit = probe_device(cl_queue.device).vector_bytes_limit
+    if limit is not None and vec * 4 > limit:
+        pytest.skip(f"float{vec} is wider than this device's {limit}-byte vectors")
+    ctx = cl_queue.context
+    src = _HALF_KERNEL % {"vec": vec, "cpu_vec": kernels.kernel_text("cpu_vec.h")}
+    prg = cl.Program(ctx, src).build()
+    h = np.arange(1 << 16, dtype=np.uint16)
+    f = _rounding_inputs()
+    n = max(len(h), len(f))
+    n += -n % vec
+    h = np.concatenate([h, np.zeros(n - len(h), np.uint16)])
+    f = np.concatenate([f, np.zeros(n - len(f), np.float32)])
+    mf = cl.mem_flags
+    hb = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=h)
+    fb = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=f)
+    wb, ab = (cl.Buffer(ctx, mf.WRITE_ONLY, n * 4) for _ in range(2))
+    nb = cl.Buffer(ctx, mf.WRITE_ONLY, n * 2)
+    prg.halves(cl_queue, (n // vec,), None, hb, fb, wb, ab, nb)
+    wide, wide_abs = np.empty(n, np.float32), np.empty(n, np.float32)
+    narrow = np.empty(n, np.uint16)
+    for host, buf in ((wide, wb), (wide_abs, ab), (narrow, nb)):
+        cl.enqueue_copy(cl_queue, host, buf)
+    cl_queue.finish()
+
+    def same_bits(got, want, what):
+        nan = np.isnan(want)
+        assert np.array_equal(np.isnan(got), nan), f"{what}: NaN positions on {cl_device.name!r}"
+        bad = np.flatnonzero(got[~nan].view(np.uint32 if got.dtype == np.float32 else np.uint16)
+                             != want[~nan].view(np.uint32 if want.dtype == np.float32 else np.uint16))
+        assert bad.size == 0, (f"{what}: {bad.size} differ on {cl_device.name!r}, first input "
+                               f"{np.flatnonzero(~nan)[bad[0]]}: {got[~nan][bad[0]]!r} != {want[~nan][bad[0]]!r}")
+
+    halves = h.view(np.float16)
+    same_bits(wide, halves.astype(np.float32), "widened")
+    same_bits(wide_abs, np.abs(halves.astype(np.float32)), "widened |x|")
+    with np.errstate(over="ignore"):
+        same_bits(narrow.view(np.float16), f.astype(np.float16), "rounded to half")
