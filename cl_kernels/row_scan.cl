@@ -166,6 +166,18 @@
 #define LSE_FINITE(x) ((x) - (x) == (ACC_T)0)
 #define LSE_EXP1(x) (cpu_exp((CPU_V(float))(x)).s0)
 #define LSE_LOG1(x) (cpu_log((CPU_V(float))(x)).s0)
+#elif SCAN_OWN_ACCESS && (IN_HALF || OUT_HALF) && ITEMS > 1 && ACC_BYTES == 4
+/* SCAN_OWN_ACCESS's float16 lanes: cpu_vec.h for its F16C conversions (CPU_F16C, where the
+ * compiler targets F16C: both PoCLs here), in place of vload_halfn / vstore_halfn, calls on
+ * pip's PoCL. Without F16C the lanes keep those calls (below). */
+#if defined(VEC) || defined(RAW_T)
+#error "row_scan.cl sets cpu_vec.h's VEC (ITEMS) and RAW_T itself"
+#endif
+#define VEC ITEMS
+#define RAW_T ACC_T
+#include "cpu_vec.h"
+#endif
+#if CPU_OWN_EXP
 #else
 #define LSE_FINITE(x) isfinite(x)
 #endif
@@ -532,6 +544,11 @@ inline ACC_T team_prefix(const ACC_T t, ACC_T *total, LOCAL_PTR ACC_T *scratch, 
         const CPU_V(float) h_ = cpu_half_bits_to_float(CPU_VLOAD(ushort, (__global const ushort *)(p))); \
         CAT(CPU_STORE_, ITEMS)(h_, (d));                                                      \
     } while (0)
+#elif SCAN_OWN_ACCESS && IN_HALF && CPU_F16C
+#define SCAN_VLOAD(p, d) do {                                                                 \
+        const CPU_V(float) h_ = cpu_half_bits_to_float(CPU_VLOAD(ushort, (__global const ushort *)(p))); \
+        CAT(CPU_STORE_, ITEMS)(h_, (d));                                                      \
+    } while (0)
 #elif CPU_OWN_EXP || (SCAN_OWN_ACCESS && !IN_HALF)
 #define SCAN_VLOAD(p, d) do {                                                                 \
         LANE_LOOP   for (uint j_ = 0; j_ < ITEMS; ++j_) {                                     \
@@ -550,6 +567,12 @@ inline ACC_T team_prefix(const ACC_T t, ACC_T *total, LOCAL_PTR ACC_T *scratch, 
         LANE_LOOP   for (uint j_ = 0; j_ < ITEMS; ++j_) {                                     \
             (q)[j_] = (d)[j_];                                                                \
         }                                                                                     \
+    } while (0)
+#elif SCAN_OWN_ACCESS && OUT_HALF && CPU_F16C
+/* rounded to nearest even by vcvtps2ph (cpu_vec.h CPU_F16C), stored as the halves' bits */
+#define SCAN_VSTORE(d, q) do {                                                                \
+        const CPU_V(ushort) b_ = cpu_f16c_bits(CPU_VLOAD(float, (d)));                        \
+        CAT(CPU_STORE_, ITEMS)(b_, (__global ushort *)(q));                                   \
     } while (0)
 #elif OUT_HALF && PHASE == 2
 #define SCAN_VSTORE(d, q) VSTORE_HALF_WIDE(ITEMS, d, q)
