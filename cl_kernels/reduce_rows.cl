@@ -987,6 +987,10 @@ void reduce_cols(__global const IN_T *restrict in, const ulong in_offset,
 
 /* vector loads and isnan spelled with operators (PoCL 3.0 calls its built-ins out of line:
  * cpu_vec.h); max/min/fmax/fmin below are selects for the same reason */
+#if IN_HALF && defined(__F16C__) && (MAP == MAP_NONE || MAP == MAP_SQUARE) && !defined(OP_NANMAX) \
+    && !defined(OP_NANMIN)
+#define CPU_HALF_BITS 1
+#endif
 #include "cpu_vec.h"
 
 /* MAP_1 with every constant of the vector type (a scalar beside a vector condition is not
