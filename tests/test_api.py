@@ -130,6 +130,36 @@ def test_zero_dim_bool_argmax(cl_device):
         assert clreduce.argmin(x, device=cl_device) == np.argmin(x)
 
 
+# K: 7 (no whole vector: the tail alone), 64 (whole vectors only), 1000 (vectors and a tail)
+@pytest.mark.parametrize("k", [7, 64, 1000])
+def test_float16_argmax_argmin_infinities_nans_and_ties(cl_device, k):
+    """float16 argmax / argmin along rows as numpy: +-inf are values (argmin of a row with +inf
+    and numbers is a number's index), the first NaN wins, ties keep the first index, -0 ties
+    +0. On PoCL the CPU walk widens the halves by F16C and tells a NaN by its bits
+    (reduce_state.cl CPU_ARG_HALF_BITS): a NaN test that took inf for NaN fails here."""
+    rng = _rng("f16 arg", k)
+    x = (rng.standard_normal((10, k)) * 100).astype(np.float16)
+    j, later = (k * 2) // 3, k - 1
+    x[0, j] = np.inf                              # argmax: the inf; argmin: a number
+    x[1, j] = -np.inf                             # argmin: the -inf; argmax: a number
+    x[2, j], x[2, later] = np.nan, np.nan          # the first NaN, both ways
+    x[3, :] = 65504.0                             # all tied: index 0
+    x[3, j] = -65504.0
+    x[4, :j] = np.inf                             # +inf tied up to j, then a NaN
+    x[4, later] = np.nan
+    x[5, :] = -0.0                                # -0 and +0 tie
+    x[5, j] = 0.0
+    x[6, 1:] = -np.inf                            # a number first, then -inf
+    x[7, :] = np.inf                              # all +inf: index 0 both ways
+    x[8, j:] = 60000.0                            # a tie of the max from j on
+    x[9, 0] = np.nan                              # a NaN first
+    for op in ("argmax", "argmin"):
+        want = getattr(np, op)(x, axis=-1)
+        got = getattr(clreduce, op)(x, axis=-1, device=cl_device)
+        np.testing.assert_array_equal(got, want, err_msg=f"{op} float16 K={k}")
+        assert getattr(clreduce, op)(x, device=cl_device) == getattr(np, op)(x), f"{op} float16 K={k} flat"
+
+
 def test_input_unchanged_and_not_written(cl_device, make_data):
     for dtype in ("float16", "float32", "int8", "bool"):
         x = make_data(_rng("unchanged", dtype), (16, 33), dtype)
