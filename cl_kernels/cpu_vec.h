@@ -45,6 +45,27 @@
 #error "cpu_vec.h needs CAT(a, b) (paste after expansion)"
 #endif
 
+/* CPU_F16C: where the compiler targets an x86 CPU with F16C (__F16C__: both PoCLs here, pip's
+ * for znver3 and Debian's for skylake-avx512; not Intel's runtime, rusticl or CUDA), a vector
+ * of halves is widened, and a float vector rounded to halves (to nearest even, as vstore_half),
+ * by one instruction each (vcvtph2ps, vcvtps2ph) through clang's builtins, eight lanes at a
+ * time (below). The same bits as the integer widening and vstore_half (tests/test_cpu_vec.py
+ * checks every half and rounding ties on each device); the integer widening took ~12
+ * instructions a vector and vstore_halfn was an out-of-line call on pip's PoCL.
+ * CPU_HALF_F16C (the including file's choice, default 0): float16 loaded as bits
+ * (CPU_HALF_BITS 1) only where CPU_F16C holds, else through vload_halfn as before -- for walks
+ * measured faster so only with the instructions (the reductions' blocks). */
+#if defined(__F16C__) && defined(__x86_64__) && VEC > 1
+#define CPU_F16C 1
+#else
+#define CPU_F16C 0
+#endif
+#if !defined(CPU_HALF_BITS) && defined(CPU_HALF_F16C) && CPU_F16C
+#if CPU_HALF_F16C
+#define CPU_HALF_BITS 1
+#endif
+#endif
+
 #define CPU_ISNAN(x) ((x) != (x))
 #define CPU_MIN_U64(a, b) ((a) < (b) ? (a) : (b))
 #if VEC == 1
@@ -104,15 +125,7 @@
 #ifndef CPU_HALF_BITS
 #define CPU_HALF_BITS 0
 #endif
-/* CPU_F16C: where the compiler targets an x86 CPU with F16C (__F16C__: both PoCLs here, pip's
- * for znver3 and Debian's for skylake-avx512; not Intel's runtime, rusticl or CUDA), a vector
- * of halves is widened, and a float vector rounded to halves (to nearest even, as vstore_half),
- * by one instruction each (vcvtph2ps, vcvtps2ph) through clang's builtins, eight lanes at a
- * time. The same bits as the integer widening below and vstore_half (tests/test_cpu_vec.py
- * checks every half and rounding ties on each device); the integer widening took ~12
- * instructions a vector and vstore_halfn was an out-of-line call on pip's PoCL. */
-#if defined(__F16C__) && defined(__x86_64__)
-#define CPU_F16C 1
+#if CPU_F16C  /* the conversions, eight lanes at a time (CPU_F16C above) */
 typedef short cpu_v8hi __attribute__((__vector_size__(16)));
 typedef float cpu_v8sf __attribute__((__vector_size__(32)));
 inline float8 cpu_f16c_widen8(const ushort8 bits) {
@@ -122,8 +135,6 @@ inline ushort8 cpu_f16c_round8(const float8 v) {
     /* immediate 0: round to nearest even, the immediate's mode (not MXCSR's) */
     return __builtin_astype(__builtin_ia32_vcvtps2ph256(__builtin_astype(v, cpu_v8sf), 0), ushort8);
 }
-#else
-#define CPU_F16C 0
 #endif
 
 inline CPU_V(float) cpu_half_bits_to_float(const CPU_V(ushort) bits) {
@@ -213,7 +224,7 @@ inline CPU_V(float) cpu_log(const CPU_V(float) x) {
 #define CPU_STORE_4(v, q) (CPU_STORE_2((v).lo, (q)), CPU_STORE_2((v).hi, (q) + 2))
 #define CPU_STORE_8(v, q) (CPU_STORE_4((v).lo, (q)), CPU_STORE_4((v).hi, (q) + 4))
 #define CPU_STORE_16(v, q) (CPU_STORE_8((v).lo, (q)), CPU_STORE_8((v).hi, (q) + 8))
-#if OUT_HALF && VEC > 1 && CPU_F16C
+#if OUT_HALF && CPU_F16C
 /* rounded to nearest even, once, by vcvtps2ph (CPU_F16C above), stored as the halves' bits */
 #define CPU_STORE(v, q) do { const CPU_ACCV v_ = (v); const CPU_V(ushort) b_ = cpu_f16c_bits(v_);          \
                              CAT(CPU_STORE_, VEC)(b_, (__global ushort *)(q)); } while (0)

@@ -987,9 +987,11 @@ void reduce_cols(__global const IN_T *restrict in, const ulong in_offset,
 
 /* vector loads and isnan spelled with operators (PoCL 3.0 calls its built-ins out of line:
  * cpu_vec.h); max/min/fmax/fmin below are selects for the same reason */
-#if IN_HALF && defined(__F16C__) && (MAP == MAP_NONE || MAP == MAP_SQUARE) && !defined(OP_NANMAX) \
-    && !defined(OP_NANMIN)
-#define CPU_HALF_BITS 1
+/* float16 by F16C where the compiler has it (cpu_vec.h CPU_HALF_F16C) for maps and combines
+ * that never compare a loaded value with itself or a constant: LLVM narrows such compares of a
+ * widened half back to scalar half compares (row_scale.cl's |x|) */
+#if IN_HALF && (MAP == MAP_NONE || MAP == MAP_SQUARE) && !defined(OP_NANMAX) && !defined(OP_NANMIN)
+#define CPU_HALF_F16C 1
 #endif
 #include "cpu_vec.h"
 

@@ -810,27 +810,22 @@ void reduce_cols(IN_PTR in, const ulong in_offset, OUT_PTR out, const ulong out_
 #error "reduce_rows_state_cpu serves argmax/argmin, var/std and wide sums (OPK 1, 2 or 4)"
 #endif
 
-/* loads and built-ins as vectors, spelled for PoCL 3.0 (cpu_vec.h says why). float16
- * argmax/argmin in vectors of up to 8 where the compiler has F16C: the bits widened by
- * vcvtph2ps (cpu_vec.h CPU_F16C), and a NaN told by its bits -- a NaN test of the widened
- * value is narrowed by LLVM back to scalar half compares (row_scale.cl's |x| fell into it).
- * pip's PoCL (znver3, VEC 8): 2.4-3.1x faster. Debian's PoCL (skylake-avx512, VEC 16) ran
- * 10-20 % slower with it than with its vload_half16 and keeps that. */
-#if OPK == OPK_ARG && IN_HALF && ACC_BYTES == 4 && VEC > 1 && VEC <= 8 && defined(__F16C__) \
-    && defined(__x86_64__)
-#define CPU_HALF_BITS 1
+/* loads and built-ins as vectors, spelled for PoCL 3.0 (cpu_vec.h says why). float16 in
+ * vectors of up to 8 where the compiler has F16C (cpu_vec.h CPU_HALF_F16C): the bits widened
+ * by vcvtph2ps. argmax/argmin then tell a NaN by its bits (CPU_ARG_HALF_BITS) -- a NaN test of
+ * the widened value is narrowed by LLVM back to scalar half compares (row_scale.cl's |x| fell
+ * into it); var/std's Welford walk compares no loaded value. pip's PoCL (znver3, VEC 8):
+ * argmax/argmin 2.4-3.1x faster, var/std 1.4-2.1x. Debian's PoCL (skylake-avx512, VEC 16) ran
+ * argmax 10-20 % slower so, var/std level to 0.6x, and keeps vload_half16. */
+#if ((OPK == OPK_ARG && ACC_BYTES == 4) || OPK == OPK_WELFORD) && IN_HALF && VEC <= 8
+#define CPU_HALF_F16C 1
+#endif
+#include "cpu_vec.h"
+#if OPK == OPK_ARG && IN_HALF && CPU_HALF_BITS
 #define CPU_ARG_HALF_BITS 1
 #else
 #define CPU_ARG_HALF_BITS 0
 #endif
-/* float16 var/std (Welford) in vectors of up to 8 where the compiler has F16C: the bits
- * widened by vcvtph2ps (its walk compares no loaded value). pip's PoCL: 1.4-2.1x faster;
- * Debian's (VEC 16) was level on 62500 x 128 and 8000 x 1000 and 0.6-0.7x on 122 x 65536,
- * and keeps vload_half16 */
-#if OPK == OPK_WELFORD && IN_HALF && VEC > 1 && VEC <= 8 && defined(__F16C__) && defined(__x86_64__)
-#define CPU_HALF_BITS 1
-#endif
-#include "cpu_vec.h"
 
 #if OPK == OPK_ARG
 /* Lane j of the best-value vector keeps the best of elements j, j + VEC, ... and the vector

@@ -149,27 +149,16 @@
 #if CPU_OWN_EXP && !(SCAN == SCAN_LOGADDEXP && ACC_BYTES == 4 && ITEMS > 1)
 #error "CPU_OWN_EXP: float logaddexp lanes of ITEMS > 1 (cpu_vec.h's vectors; CPU plans only)"
 #endif
-#if CPU_OWN_EXP
 /* CPU_OWN_EXP (planner: PoCL; default 0): a lane's ITEMS elements go through cpu_vec.h's
  * cpu_exp and cpu_log as one ITEMS-wide vector, written with operators. PoCL 3.0 from pip calls
  * exp and log (and isfinite, isnan) out of line, one element at a time, spilling the lane's
  * registers around each of the two calls an element. The few scalar exp and log a lane and
  * tile takes (the total, the prefix's weight) go through the same vector functions, one lane
- * of a vector used. CPU plans only (CUDA never sets it): OpenCL vector types here. */
-#if defined(VEC) || defined(RAW_T)
-#error "row_scan.cl sets cpu_vec.h's VEC (ITEMS) and RAW_T itself"
-#endif
-#define VEC ITEMS
-#define RAW_T ACC_T
-#include "cpu_vec.h"
-/* the lanes' and the carry's finite test (inf - inf and NaN - NaN are NaN) */
-#define LSE_FINITE(x) ((x) - (x) == (ACC_T)0)
-#define LSE_EXP1(x) (cpu_exp((CPU_V(float))(x)).s0)
-#define LSE_LOG1(x) (cpu_log((CPU_V(float))(x)).s0)
-#elif SCAN_OWN_ACCESS && (IN_HALF || OUT_HALF) && ITEMS > 1 && ACC_BYTES == 4
-/* SCAN_OWN_ACCESS's float16 lanes: cpu_vec.h for its F16C conversions (CPU_F16C, where the
- * compiler targets F16C: both PoCLs here), in place of vload_halfn / vstore_halfn, calls on
- * pip's PoCL. Without F16C the lanes keep those calls (below). */
+ * of a vector used. SCAN_OWN_ACCESS's float16 lanes take cpu_vec.h too, for its F16C
+ * conversions (CPU_F16C, where the compiler targets F16C: both PoCLs here) in place of
+ * vload_halfn / vstore_halfn, calls on pip's PoCL; without F16C they keep those calls (below).
+ * CPU plans only (CUDA never sets either): OpenCL vector types here. */
+#if CPU_OWN_EXP || (SCAN_OWN_ACCESS && (IN_HALF || OUT_HALF) && ITEMS > 1 && ACC_BYTES == 4)
 #if defined(VEC) || defined(RAW_T)
 #error "row_scan.cl sets cpu_vec.h's VEC (ITEMS) and RAW_T itself"
 #endif
@@ -178,6 +167,10 @@
 #include "cpu_vec.h"
 #endif
 #if CPU_OWN_EXP
+/* the lanes' and the carry's finite test (inf - inf and NaN - NaN are NaN) */
+#define LSE_FINITE(x) ((x) - (x) == (ACC_T)0)
+#define LSE_EXP1(x) (cpu_exp((CPU_V(float))(x)).s0)
+#define LSE_LOG1(x) (cpu_log((CPU_V(float))(x)).s0)
 #else
 #define LSE_FINITE(x) isfinite(x)
 #endif
@@ -536,15 +529,10 @@ inline ACC_T team_prefix(const ACC_T t, ACC_T *total, LOCAL_PTR ACC_T *scratch, 
 #else
 #define SCAN_RAW_T IN_T
 #endif
-#if CPU_OWN_EXP && IN_HALF
-/* CPU_OWN_EXP: the accesses written with operators too (vloadn, vload_halfn and vstoren are
- * calls on pip's PoCL, cpu_vec.h): half as bits widened exactly, floats element by element,
- * which the compiler merges into one vector access */
-#define SCAN_VLOAD(p, d) do {                                                                 \
-        const CPU_V(float) h_ = cpu_half_bits_to_float(CPU_VLOAD(ushort, (__global const ushort *)(p))); \
-        CAT(CPU_STORE_, ITEMS)(h_, (d));                                                      \
-    } while (0)
-#elif SCAN_OWN_ACCESS && IN_HALF && CPU_F16C
+#if IN_HALF && (CPU_OWN_EXP || (SCAN_OWN_ACCESS && CPU_F16C))
+/* CPU_OWN_EXP and SCAN_OWN_ACCESS with F16C: the accesses written with operators too (vloadn,
+ * vload_halfn and vstoren are calls on pip's PoCL, cpu_vec.h): half as bits widened exactly,
+ * floats element by element, which the compiler merges into one vector access */
 #define SCAN_VLOAD(p, d) do {                                                                 \
         const CPU_V(float) h_ = cpu_half_bits_to_float(CPU_VLOAD(ushort, (__global const ushort *)(p))); \
         CAT(CPU_STORE_, ITEMS)(h_, (d));                                                      \
