@@ -857,6 +857,34 @@ inline bool lb_peek(__global uint *slots, __global ACC_T *values, const ulong i,
  * runs of SG_SIZE * ITEMS elements, run r * subs + sub */
 #define LB_FIRST(r) (((ulong)((r) * (WG_SIZE / SG_SIZE) + sub) * SG_SIZE + lane) * ITEMS)
 
+/* LB_TRACE (a diagnostic, CUDA only; default 0): clock64 cycles of each phase of a block,
+ * summed over its tiles by lane 0 of the first sub-group (waits on the look-back) and of the
+ * second (the first fetcher), then written as LB_TRACE_WORDS 64-bit words per block over the
+ * start of the output: the scan's results are wrong with it. Words: 0 tiles, 1 run prefixes
+ * and the first barrier, 2 look-back, 3 second barrier, 4 write (first sub-group); 5-10 the
+ * same for the first fetcher with 6 its ticket, 7 its copy in flight, 8 its sums and publish;
+ * 11 the block's whole loop; 12 the look-back's polls. */
+#ifndef LB_TRACE
+#define LB_TRACE 0
+#endif
+#if LB_TRACE && !LB_AHEAD
+#error "LB_TRACE times LB_AHEAD blocks"
+#endif
+#if LB_TRACE
+#define LB_TRACE_WORDS 16
+inline ulong *lb_trace_words(void) {
+    __shared__ ulong words[LB_TRACE_WORDS];
+    return words;
+}
+#define LB_MARK(name) const ulong name = (ulong)clock64()
+#define LB_ADD(k, since) do { if (lane == 0) { lb_trace_words()[k] += (ulong)clock64() - (since); } } while (0)
+#define LB_COUNT(k) do { if (lane == 0) { lb_trace_words()[k] += 1; } } while (0)
+#else
+#define LB_MARK(name)
+#define LB_ADD(k, since)
+#define LB_COUNT(k)
+#endif
+
 #if LB_AHEAD
 /* A lane's ITEMS elements at `first` of a tile: from the tile's local copy where the whole
  * aligned 16-byte run was copied (lb_fetch_ahead), else from memory. */
@@ -914,10 +942,13 @@ inline void lb_fetch_ahead(__global const IN_T *in, const ulong row_len, const u
                            __global uint *ws, __global uint *slots, __global ACC_T *values, LOCAL_PTR IN_T *copy,
                            LOCAL_PTR ACC_T *run_totals, LOCAL_PTR uint *next, LOCAL_PTR ACC_T *next_total,
                            LOCAL_PTR ACC_T *parts, const uint lid, const uint lane, const uint fetcher) {
+    LB_MARK(lb_t0);
     if (fetcher == 0 && lane == 0) {
         *next = TICKET(ws);
     }
     PART_BARRIER(1, LB_FETCHERS * SG_SIZE);
+    if (fetcher == 0) { LB_ADD(6, lb_t0); }
+    LB_MARK(lb_t1);
     const uint t = *next;
     if (t >= n_tiles) {
         return;   /* every fetcher returns: they read the same ticket */
@@ -933,6 +964,8 @@ inline void lb_fetch_ahead(__global const IN_T *in, const ulong row_len, const u
     }
     STAGE_COMMIT();
     STAGE_WAIT(0);
+    if (fetcher == 0) { LB_ADD(7, lb_t1); }
+    LB_MARK(lb_t2);
     /* each run's total pairwise, two runs a step where the fetcher has two more: sequential
      * adds within each run had cost float16 7 % (one fetcher then: 256 halves a lane) */
     ACC_T sum = IDENT;
@@ -983,6 +1016,7 @@ inline void lb_fetch_ahead(__global const IN_T *in, const ulong row_len, const u
         lb_publish(slots, values, t, total);
         *next_total = total;
     }
+    if (fetcher == 0) { LB_ADD(8, lb_t2); }
 }
 #endif
 
@@ -1005,6 +1039,14 @@ inline void lookback_scan(__global const IN_T *restrict in, __global OUT_T *rest
 
     /* tickets in the order work-groups take them: every lower ticket's group has started */
 #if LB_AHEAD
+#if LB_TRACE
+    if (lid < LB_TRACE_WORDS) {
+        lb_trace_words()[lid] = 0;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    LB_MARK(lb_start);
+    ulong lb_end = 0;
+#endif
     if (sub >= 1 && sub <= LB_FETCHERS) {
         lb_fetch_ahead(in, row_len, tpr, n_tiles, ws, slots, values, copy, run_totals, ticket, tile_total, segs,
                        lid, lane, sub - 1);
@@ -1018,6 +1060,8 @@ inline void lookback_scan(__global const IN_T *restrict in, __global OUT_T *rest
         if (tile >= n_tiles) {
             break;
         }
+        LB_MARK(lb_top);
+        if (sub == 0) { LB_COUNT(0); }
         const ACC_T total_ahead = *tile_total;
         LOCAL_PTR ACC_T *seg = segs + (it & 1u) * LB_SEGS;
 #else
@@ -1086,6 +1130,8 @@ inline void lookback_scan(__global const IN_T *restrict in, __global OUT_T *rest
         barrier(CLK_LOCAL_MEM_FENCE);
 
         if (sub == 0) {
+            LB_ADD(1, lb_top);
+            LB_MARK(lb_look);
             /* the runs' exclusive prefixes and the tile's total */
             ACC_T total;
             const ACC_T seg_excl = run_prefix(lane < LB_SEGS ? seg[lane] : IDENT, &total, seg, lid, lane);
@@ -1114,6 +1160,7 @@ inline void lookback_scan(__global const IN_T *restrict in, __global OUT_T *rest
                     if (!have) {
                         have = lb_peek(slots, values, first_tile + lane, &mine);
                     }
+                    LB_COUNT(12);
                     POLL_PAUSE();
                 }
                 before = run_prefix(mine, &group_sum, seg, lid, lane);
@@ -1143,6 +1190,7 @@ inline void lookback_scan(__global const IN_T *restrict in, __global OUT_T *rest
                 if (known >= 0 && !sub_group_any(!have || ((int)lane > known && !have_total))) {
                     break;
                 }
+                LB_COUNT(12);
                 POLL_PAUSE();
             }
             if (!last) {
@@ -1170,16 +1218,29 @@ inline void lookback_scan(__global const IN_T *restrict in, __global OUT_T *rest
                 *tile_prefix = OP(prefix, before);
             }
 #endif
+            LB_ADD(2, lb_look);
+#if LB_TRACE
+            lb_end = (ulong)clock64();
+#endif
         }
 #if LB_AHEAD
         else if (sub <= LB_FETCHERS) {
+            if (sub == 1) { LB_ADD(5, lb_top); }
             /* every work-item has read the ticket and the total: the block's next tile goes
              * into the other buffer while the first sub-group waits */
             lb_fetch_ahead(in, row_len, tpr, n_tiles, ws, slots, values, copy + ((it + 1u) & 1u) * LB_TILE,
                            run_totals, ticket, tile_total, segs + 2 * LB_SEGS, lid, lane, sub - 1);
+#if LB_TRACE
+            lb_end = (ulong)clock64();
+#endif
         }
 #endif
         barrier(CLK_LOCAL_MEM_FENCE);
+#if LB_TRACE
+        if (sub == 0) { LB_ADD(3, lb_end); }
+        if (sub == 1) { LB_ADD(9, lb_end); }
+        LB_MARK(lb_write);
+#endif
 
 #if SCAN == SCAN_LOGADDEXP
         (void)tile_prefix;
@@ -1229,7 +1290,21 @@ inline void lookback_scan(__global const IN_T *restrict in, __global OUT_T *rest
 #endif
             store_items(v_r, q, LB_FIRST(r), len);
         }
+#if LB_TRACE
+        if (sub == 0) { LB_ADD(4, lb_write); }
+        if (sub == 1) { LB_ADD(10, lb_write); }
+#endif
     }
+#if LB_TRACE
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid == 0) {
+        lb_trace_words()[11] = (ulong)clock64() - lb_start;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid < LB_TRACE_WORDS) {
+        ((__global ulong *)out)[get_group_id(0) * LB_TRACE_WORDS + lid] = lb_trace_words()[lid];
+    }
+#endif
 }
 #undef LB_FIRST
 #undef LB_RUN_PRE

@@ -191,7 +191,26 @@ def variants(quick: bool = False, everything: bool = False) -> dict:
                             key = (name, nvrtc_options(launch.defines))
                             found.setdefault(key, f"{caps.name} {dtype} {op} {rows}x{k} {force}")
         row_variants_found(caps, dtypes, found, seen, everything)
+    diagnostic_variants_found(found)
     return found
+
+
+# Diagnostic builds no plan makes, compiled so that they keep compiling: (op, dtype, rows, k,
+# the macros added to the plan's pass of that PHASE)
+DIAGNOSTIC_BUILDS = (
+    ("cumsum", "float32", 1, 1 << 28, "2", {"LB_TRACE": 1}),   # row_scan.cl: the look-back's phase times
+    ("cumsum", "float16", 1, 1 << 28, "2", {"LB_TRACE": 1}),
+)
+
+
+def diagnostic_variants_found(found: dict) -> None:
+    """Add DIAGNOSTIC_BUILDS, from the H200's plans, to ``found`` (see ``variants``)."""
+    caps = caps_from_properties(H200_PROPERTIES)
+    for op, dtype, rows, k, phase, extra in DIAGNOSTIC_BUILDS:
+        p = plan_row(caps, RowProblem(op, rows, k, dtype))
+        launch = next(launch for launch in p.passes if str(dict(launch.defines).get("PHASE")) == phase)
+        defines = {**dict(launch.defines), **extra}
+        found.setdefault((p.kernel_file, nvrtc_options(defines)), f"{caps.name} {dtype} {op} {rows}x{k} {extra}")
 
 
 def nvcc_command(nvcc: str, arch: str, source: Path, options: tuple[str, ...], out: Path) -> list[str]:
