@@ -210,15 +210,32 @@ inline ACC_T cpu_max(__global const IN_T *p, const ulong len) {
     return m;
 }
 
-/* The exp terms of runs [r0, r1) at p (stored to q where `store`), added plainly in each lane */
-inline CPU_ACCV cpu_exp_block(__global const IN_T *p, __global OUT_T *q, const ulong r0, const ulong r1,
-                              const ACC_T shift, const int store) {
+/* CPU_HALF_TERMS (planner: float16 softmax rows of at most that many elements on PoCL; default
+ * 0): the row's exp terms stay as floats in a private array between the sum and the write, so
+ * each exp is taken once and each result rounded to half once. Without it a float16 row takes
+ * every exp twice (terms stored to the output as halves and scaled there would be rounded
+ * twice). A multiple of VEC: the array holds whole runs (a row's last len % VEC terms are taken
+ * again in the write). */
+#ifndef CPU_HALF_TERMS
+#define CPU_HALF_TERMS 0
+#endif
+#if CPU_HALF_TERMS && (LOG || !OUT_HALF || CPU_HALF_TERMS % VEC)
+#error "CPU_HALF_TERMS: float16 softmax, a multiple of VEC"
+#endif
+
+/* The exp terms of runs [r0, r1) at p (stored to q where `store`; kept as floats in kept[r]
+ * where kept is not 0), added plainly in each lane */
+inline CPU_ACCV cpu_exp_block(__global const IN_T *p, __global OUT_T *q, CPU_ACCV *kept, const ulong r0,
+                              const ulong r1, const ACC_T shift, const int store) {
     CPU_ACCV bv = (CPU_ACCV)0;
     for (ulong r = r0; r < r1; ++r) {
         const CPU_ACCV e = CPU_EXP(CPU_LOAD_ACC(p + r * VEC) - shift);
         bv += e;
         if (store) {
             CPU_STORE(e, q + r * VEC);
+        }
+        if (kept) {
+            kept[r] = e;
         }
     }
     return bv;
@@ -230,16 +247,16 @@ inline CPU_ACCV cpu_exp_block(__global const IN_T *p, __global OUT_T *q, const u
  * are >= 0, so the larger magnitude is the larger value), and the tail compensated too: a row
  * of 4096 keeps the accuracy of the walked rows. A compensated step a run had been 8 of the
  * loop's ~45 instructions a run on pip's PoCL, which runs this walk instruction-bound. */
-inline ACC_T cpu_exp_sum(__global const IN_T *p, __global OUT_T *q, const ulong len, const ACC_T shift,
-                         const int store) {
+inline ACC_T cpu_exp_sum(__global const IN_T *p, __global OUT_T *q, CPU_ACCV *kept, const ulong len,
+                         const ACC_T shift, const int store) {
     const ulong runs = len / VEC, blocks = runs / CPU_BLOCK_RUNS;
     CPU_ACCV sv = (CPU_ACCV)0, cv = (CPU_ACCV)0;
     for (ulong b = 0; b < blocks; ++b) {
-        const CPU_ACCV bv = cpu_exp_block(p, q, b * CPU_BLOCK_RUNS, (b + 1) * CPU_BLOCK_RUNS, shift, store);
+        const CPU_ACCV bv = cpu_exp_block(p, q, kept, b * CPU_BLOCK_RUNS, (b + 1) * CPU_BLOCK_RUNS, shift, store);
         CPU_NSUM_ADD_POS(sv, cv, bv);
     }
     if (blocks * CPU_BLOCK_RUNS < runs) {  /* the runs past the last whole block: a shorter block */
-        const CPU_ACCV bv = cpu_exp_block(p, q, blocks * CPU_BLOCK_RUNS, runs, shift, store);
+        const CPU_ACCV bv = cpu_exp_block(p, q, kept, blocks * CPU_BLOCK_RUNS, runs, shift, store);
         CPU_NSUM_ADD_POS(sv, cv, bv);
     }
     /* each lane's compensated value, the lanes then added plainly (VEC terms, pairwise) */
@@ -298,11 +315,25 @@ inline void cpu_pass_row(__global const IN_T *p, __global OUT_T *q, const ulong 
     const ACC_T m = cpu_max(p, len);
 #if LOG
     const ACC_T shift = finite_or_zero(m);
-    cpu_write(p, q, len, shift, CPU_ROW_LOG(cpu_exp_sum(p, q, len, shift, 0)), 0, 0);
+    cpu_write(p, q, len, shift, CPU_ROW_LOG(cpu_exp_sum(p, q, 0, len, shift, 0)), 0, 0);
 #else
     /* one reciprocal per row, as the register rows. float16: the terms are not stored and
      * scaled later (rounded to half twice), the write takes each exp again */
-    const ACC_T inv_s = (ACC_T)1 / cpu_exp_sum(p, q, len, m, !OUT_HALF);
+#if CPU_HALF_TERMS
+    if (len <= CPU_HALF_TERMS) {
+        CPU_ACCV kept[CPU_HALF_TERMS / VEC];
+        const ACC_T inv_k = (ACC_T)1 / cpu_exp_sum(p, q, kept, len, m, 0);
+        const ulong runs = len / VEC;
+        for (ulong r = 0; r < runs; ++r) {
+            CPU_STORE(kept[r] * inv_k, q + r * VEC);
+        }
+        for (ulong i = runs * VEC; i < len; ++i) {
+            STORE(exp(LOAD(p, i) - m) * inv_k, q, i);
+        }
+        return;
+    }
+#endif
+    const ACC_T inv_s = (ACC_T)1 / cpu_exp_sum(p, q, 0, len, m, !OUT_HALF);
     cpu_write(p, q, len, m, 0, inv_s, !OUT_HALF);
 #endif
 }
@@ -327,7 +358,7 @@ void softmax_rows(__global const IN_T *restrict in, const ulong in_offset,
         cpu_pass_row(p, q, t.len);
 #elif CPU_PASSES && PHASE == 1
         const ACC_T m = cpu_max(p, t.len);
-        put_partials(partials, t, lane, m, cpu_exp_sum(p, 0, t.len, finite_or_zero(m), 0));
+        put_partials(partials, t, lane, m, cpu_exp_sum(p, 0, 0, t.len, finite_or_zero(m), 0));
 #else
 
 #if ONLINE

@@ -156,6 +156,13 @@ CUDA_STREAM_WRITE_FAMILIES = ("softmax.cl",)
 # CPU_PASSES softmax takes softmax.cl's cpu_exp (operators) in place of the exp built-in on
 # these implementations: PoCL 3.0 from pip calls exp out of line (README)
 CPU_OWN_EXP_IMPLEMENTATIONS = ("pocl",)
+# float16 softmax rows of at most CPU_HALF_TERMS_MAX elements on these implementations keep
+# their exp terms as floats in a private array between the sum and the write (softmax.cl
+# CPU_HALF_TERMS; the array's length the row's, to a power of two, at least 256): one exp an
+# element where the write had taken each again: 1.2-2.1x a call on both PoCLs and Intel's
+# runtime, device arrays, rows of 128 to 65536 (benchmarks/softmax_cpu_half_terms_2026-11-29)
+CPU_HALF_TERMS_MAX = 65536
+CPU_HALF_TERMS_IMPLEMENTATIONS = ("pocl", "intel")
 # CPU_PASSES rows up to this many bytes take one trip a work-item (_cpu_one_trip)
 CPU_ONE_TRIP_ROW_BYTES = 4096
 CPU_VEC_BYTES = 64
@@ -659,6 +666,8 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
             defines["CPU_PASSES"] = 1
             if kernel_file == "softmax.cl" and acc_bytes == 4 and caps.implementation in CPU_OWN_EXP_IMPLEMENTATIONS:
                 defines["CPU_OWN_EXP"] = 1
+            if _cpu_half_terms(caps, problem, split):
+                defines["CPU_HALF_TERMS"] = _pow2_ceil(max(problem.row_len, 256))
             if caps.implementation in CPU_OWN_EXP_IMPLEMENTATIONS:
                 defines["CPU_OWN_MATH"] = 1  # cpu_own_math.h: isfinite, rsqrt, ... by operators
         if kernel_file in CUDA_WALK_RUNS and cuda_walk_back(caps, problem, cache, split, lanes):
@@ -938,6 +947,13 @@ def _cpu_register_rows(caps: DeviceCaps, problem: RowProblem, force: RowForce, a
         return False
     vec = _widest_vec(problem, _cpu_vec_bytes(caps, problem))
     return _ceil_div(problem.row_len, vec) * vec <= reg_budget(caps, acc_bytes, CPU_ROW_WG)
+
+
+def _cpu_half_terms(caps: DeviceCaps, problem: RowProblem, split: int) -> bool:
+    """A CPU_PASSES float16 softmax row that keeps its exp terms (CPU_HALF_TERMS): whole rows
+    of at most CPU_HALF_TERMS_MAX elements on CPU_HALF_TERMS_IMPLEMENTATIONS."""
+    return (problem.op == "softmax" and problem.dtype == "float16" and split == 1
+            and problem.row_len <= CPU_HALF_TERMS_MAX and caps.implementation in CPU_HALF_TERMS_IMPLEMENTATIONS)
 
 
 def _cpu_passes(caps: DeviceCaps, problem: RowProblem, force: RowForce, cpu_rows: bool) -> bool:

@@ -983,6 +983,38 @@ def test_float16_cumsum_long_rows_rounds_once(cl_device):
         _assert_cumsum_bound(np.cumsum(x, -1), x, -1, "numpy's float16 cumsum")
 
 
+def _half_ulps(got: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """|got - want| in float16 ulps of want (subnormal ulp 2**-24), want a float64 array"""
+    ulp = np.spacing(np.abs(want).astype(np.float16)).astype(np.float64)
+    return np.abs(got.astype(np.float64) - want) / ulp
+
+
+# float16 softmax rows, by the branch each takes on the CPU runtimes (softmax.cl CPU_PASSES):
+ROUND_ONCE_SHAPES = [
+    (300, 7),        # a row shorter than a vector: every term in the scalar tail
+    (200, 1000),     # CPU_HALF_TERMS 1024: whole runs kept, a tail of 8 taken again
+    (20, 4096),      # the array exactly full
+    (2, 70000),      # past CPU_HALF_TERMS_MAX: each exp taken twice, in the sum and the write
+]
+
+
+@pytest.mark.parametrize("rows,k", ROUND_ONCE_SHAPES)
+def test_float16_softmax_rounds_once(cl_device, rows, k):
+    """float16 softmax is its float32 result rounded to half once: within half a float16 ulp
+    (and float32's few ulp) of float64's softmax. A term stored to the output as a half and
+    scaled there would be rounded twice, up to an ulp off; thousands of outputs per shape
+    show that."""
+    rng = _rng("sm16once", k)
+    x = (rng.standard_normal((rows, k)) * 3).astype(np.float16)
+    got = rowops.softmax(x, axis=-1, device=cl_device)
+    assert got.dtype == np.float16
+    xd = x.astype(np.float64)
+    e = np.exp(xd - xd.max(-1, keepdims=True))
+    want = e / e.sum(-1, keepdims=True)
+    worst = float(_half_ulps(got, want).max())
+    assert worst <= 0.51, f"float16 softmax {rows}x{k}: {worst:.3f} float16 ulps from float64's"
+
+
 @pytest.mark.parametrize("dtype", ["float16", pytest.param("float32", marks=pytest.mark.slow)])
 def test_vector_runs_forced(cl_device, dtype, request):
     """VEC > 1 (GPU plans' 16-byte runs; CPUs plan VEC 1) forced on any device: the runs
