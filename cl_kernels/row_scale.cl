@@ -30,6 +30,17 @@
 #include "row_common.h"
 
 #if QUANT
+/* quantize's scale amax / 127, rounded to float32 before anything divides by it: the scale
+ * returned is float32 (clreduce/rowops.py), and q is rint(x / that scale). float64 rows whose
+ * amax / 127 passed float32's range (or fell below its least subnormal) had q from the
+ * unrounded scale: q = 127 beside a returned scale of inf, or of 0 (an outside fuzz run,
+ * 2026-11-29). Now the scale is inf or 0 there and q 0, as for any x / scale not finite. */
+#if QUANT && ACC_BYTES == 8
+#define QUANT_SCALE(amax) ((ACC_T)(float)((amax) / (ACC_T)127))
+#else
+#define QUANT_SCALE(amax) ((amax) / (ACC_T)127)
+#endif
+
 /* |y| <= 127 up to rounding; the clamp keeps a value of 127.00001 from wrapping */
 inline int quantize(const ACC_T y) {
     return isfinite(y) ? (int)clamp(rint(y), (ACC_T)-127, (ACC_T)127) : 0;
@@ -93,7 +104,7 @@ inline CPU_ACCV cpu_quantize(const CPU_ACCV y) {
 inline void cpu_scale_write(__global const IN_T *p, __global OUT_T *q, const ulong len, const ACC_T amax) {
     const ulong runs = len / VEC;
 #if QUANT
-    const ACC_T s = amax / (ACC_T)127;
+    const ACC_T s = QUANT_SCALE(amax);
     for (ulong r = 0; r < runs; ++r) {
         CPU_STORE(cpu_quantize(CPU_LOAD_ACC(p + r * VEC) / s), q + r * VEC);
     }
@@ -212,7 +223,7 @@ void scale_rows(__global const IN_T *restrict in, const ulong in_offset,
         put_partials(partials, t, lane, amax, 0);
 #else
 #if QUANT
-        const ACC_T s = amax / (ACC_T)127;
+        const ACC_T s = QUANT_SCALE(amax);
 #define RESULT(x) quantize((x) / s)
 #else
         const ACC_T s = amax;

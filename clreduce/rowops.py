@@ -100,6 +100,18 @@ def _eps(eps, op: str) -> float:
     return value
 
 
+def _eps_for(eps: float, dtype, op: str) -> None:
+    """An eps the norm's math type holds as a normal number: float64 for float64 input, else
+    float32. A smaller one would be 0 there (1e-50 in float32), or flushed to 0 where a device
+    or the CUDA backend's float16 kernels flush subnormals, and rows of zeros would give NaN
+    (an outside fuzz run, 2026-11-29: ``rms_norm(zeros, eps=1e-50)``)."""
+    math = np.float64 if str(dtype).endswith("float64") else np.float32
+    tiny = float(np.finfo(math).tiny)
+    if eps < tiny:
+        raise ValueError(f"{op}: eps={eps!r} is below the smallest normal {np.dtype(math).name} ({tiny:.4g}), "
+                         f"the type of the norm's math for {dtype} input: it would round or flush to 0 there")
+
+
 def _row_param(p, name: str, k: int, op: str, inp: _Input):
     """weight / bias: None, or a float array of shape (K,) (K = the last axis), as the
     input's backend reads it: numpy or pyopencl for OpenCL, cupy for CUDA."""
@@ -444,11 +456,14 @@ def log_softmax(x, axis=-1, *, out=None, backend=None, device=None, queue=None, 
 
 def _norm(op, x, axis, out, backend, device, queue, force, weight, bias, eps):
     eps = _eps(eps, op)
+    if hasattr(x, "dtype"):
+        _eps_for(eps, x.dtype, op)
     direct = _torch_direct(op, x, -1, out, backend, device, queue, force, weight=weight, bias=bias, eps=eps)
     if direct is not None:
         return direct
     inp = _float_input(x, op, backend)
     a = inp.array
+    _eps_for(eps, a.dtype, op)
     if a.ndim == 0:
         raise AxisError(-1, 0)
     k = a.shape[-1]
@@ -489,7 +504,8 @@ def rms_norm(x, weight=None, eps=1e-6, *, out=None, backend=None, device=None, q
         Float, shape ``(x.shape[-1],)``, broadcast along every row; used in the math type.
         Numpy, or an array of the input's kind.
     eps : float, optional
-        Added to the mean square; must be > 0.
+        Added to the mean square; must be > 0 and a normal number of the math type (float32
+        for float16 and float32 input: at least 1.18e-38).
     out, backend, device, queue, force
         As for :func:`softmax`.
 
@@ -527,7 +543,8 @@ def layer_norm(x, weight=None, bias=None, eps=1e-5, *, out=None, backend=None, d
     weight, bias : array, optional
         Float, shape ``(x.shape[-1],)``, broadcast along every row.
     eps : float, optional
-        Added to the variance; must be > 0.
+        Added to the variance; must be > 0 and a normal number of the math type (float32
+        for float16 and float32 input: at least 1.18e-38).
     out, backend, device, queue, force
         As for :func:`softmax`.
 

@@ -82,7 +82,9 @@ HALF_ROWS = {
 def ref_quantize(x, axis=-1):
     x32 = x.astype(np.float32) if x.dtype != np.float64 else x
     amax = np.abs(x32).max(axis=axis, keepdims=True)
-    scale = (amax / x32.dtype.type(127)).astype(x32.dtype)
+    # the scale returned is float32, and q divides by it (float64 input: the float64 quotient
+    # rounded to float32, then widened again)
+    scale = (amax / x32.dtype.type(127)).astype(np.float32).astype(x32.dtype)
     with np.errstate(invalid="ignore", divide="ignore"):
         y = x32 / scale
     q = np.where(np.isfinite(y), np.clip(np.rint(np.where(np.isfinite(y), y, 0)), -127, 127), 0).astype(np.int8)

@@ -532,6 +532,36 @@ def test_quantize_int8_round_half_even(cl_device, shape, axis):
         assert np.all(np.abs(back - x.astype(np.float32)) <= np.expand_dims(s, axis) * 0.5001 + 1e-3 * (dtype == "float16"))
 
 
+def test_quantize_int8_float64_scales_past_float32(cl_device):
+    """float64 rows whose amax / 127 passes float32's range or falls below its least
+    subnormal: the float32 scale returned is inf or 0, and q, from that scale, 0. q had come
+    from the unrounded float64 scale, 127 beside a scale of inf, which dequantize could not
+    give back (an outside fuzz run, 2026-11-29). A scale inside the range: q as numpy's
+    formula gives it from the float32 scale."""
+    if "float64" not in _dtypes(cl_device):
+        pytest.skip("no fp64 on this device")
+    x = np.array([[1e300, -3e299, 5.0, 0.0],     # 1e300 / 127: past float32's max
+                  [1e-300, 3e-301, 0.0, -1e-301],  # below float32's least subnormal
+                  [1e38, -5e37, 1e37, 3.3e36]])     # 7.9e35: inside the range
+    q, s = rowops.quantize_int8(x, device=cl_device)
+    assert s.dtype == np.float32 and s[0] == np.inf and s[1] == 0
+    np.testing.assert_array_equal(q[:2], 0)
+    s2 = np.float32(1e38 / 127)
+    np.testing.assert_allclose(s[2], s2, rtol=2.5 * 2.0 ** -23)  # OpenCL's divide, as above
+    np.testing.assert_array_equal(q[2], np.rint(x[2] / np.float64(s[2])).astype(np.int8))
+    assert np.isfinite(rowops.dequantize(q[2:], s[2:])).all()
+
+
+def test_norm_eps_is_checked_in_the_math_type(cl_device):
+    """eps must be a normal number of the norm's math type: float64 input takes 1e-300 (zero
+    rows stay 0), float32 input refuses it (0 in float32: zero rows would be NaN)."""
+    if "float64" in _dtypes(cl_device):
+        for op in (rowops.rms_norm, rowops.layer_norm):
+            np.testing.assert_array_equal(op(np.zeros((2, 5)), eps=1e-300, device=cl_device), 0)
+    with pytest.raises(ValueError, match="smallest normal float32"):
+        rowops.rms_norm(np.zeros((2, 5), np.float32), eps=1e-300, device=cl_device)
+
+
 def test_exact_ties_round_to_even(cl_device):
     # amax 127 -> scale exactly 1: x / 1 is exact and rint must pick the even neighbour
     x = np.array([[127.0, 0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 3.49]], np.float32)
@@ -889,6 +919,9 @@ def test_empty_inputs(cl_device):
     (lambda d: rowops.rms_norm(np.ones((2, 3), np.float32), eps=0, device=d), ValueError, "eps"),
     (lambda d: rowops.layer_norm(np.ones((2, 3), np.float32), eps=-1e-5, device=d), ValueError, "eps"),
     (lambda d: rowops.layer_norm(np.ones((2, 3), np.float32), eps=float("nan"), device=d), ValueError, "eps"),
+    # > 0 but 0 (or flushed) in the math type, float32 for float16/32 input: zero rows gave NaN
+    (lambda d: rowops.rms_norm(np.zeros((2, 3), np.float32), eps=1e-50, device=d), ValueError, "smallest normal"),
+    (lambda d: rowops.layer_norm(np.zeros((2, 3), np.float16), eps=1e-40, device=d), ValueError, "smallest normal"),
     # float() accepts both; neither is an epsilon (they ran silently until 2026-11-27)
     (lambda d: rowops.rms_norm(np.ones((2, 3), np.float32), eps="1e-5", device=d), TypeError, "eps"),
     (lambda d: rowops.layer_norm(np.ones((2, 3), np.float32), eps=True, device=d), TypeError, "eps"),
