@@ -154,13 +154,14 @@ inline void exp_scale_run(ACC_T *d, const ACC_T shift, const ACC_T inv) {
 /* ---- CPU_PASSES (planner: CPU runtimes; never CUDA) ------------------------------------- */
 /* One work-item a task, which walks it in OpenCL vectors. A whole row (PHASE 0): its max;
  * then exp(x - shift), summed and (float32 / float64 softmax) stored to the output; then the
- * output scaled in place, or (float16) exp(x - shift) / sum written from the input (a stored
+ * output scaled in place, or (float16) the terms kept as floats in a private array and scaled
+ * from there (CPU_HALF_TERMS; past it exp(x - shift) / sum written from the input: a stored
  * half term would be rounded twice), or (x - shift) - log(sum) written (log_softmax). A chunk
  * of a split row (PHASE 1): its max, then the sum of exp(x - shift_c), its partials (m_c, s_c)
  * as the online walk gives them; PHASE 2 folds them as ever and writes exp(x - m) / s
  * (log_softmax: as above) in vectors. A row, or a chunk, stays in the core's caches between
  * its walks, so memory sees one read and one write (split: two reads), and each exp is taken
- * once (float16 softmax: twice). The register row it replaces (CACHE 0: a private array of
+ * once (float16 softmax rows past CPU_HALF_TERMS: twice). The register row it replaces (CACHE 0: a private array of
  * NPER floats) lives in memory on PoCL and Intel's runtime, and its loads, sums and stores
  * cost 3-4x a copy (float32 62500 x 128, README); the online walk of longer rows paid a scalar
  * exp a run. Vector types are plain OpenCL C: the planner sets CPU_PASSES only for OpenCL CPU
@@ -317,8 +318,9 @@ inline void cpu_pass_row(__global const IN_T *p, __global OUT_T *q, const ulong 
     const ACC_T shift = finite_or_zero(m);
     cpu_write(p, q, len, shift, CPU_ROW_LOG(cpu_exp_sum(p, q, 0, len, shift, 0)), 0, 0);
 #else
-    /* one reciprocal per row, as the register rows. float16: the terms are not stored and
-     * scaled later (rounded to half twice), the write takes each exp again */
+    /* one reciprocal per row, as the register rows. float16: the terms stay floats in `kept`
+     * (CPU_HALF_TERMS); rows past it take each exp again in the write (terms stored as halves
+     * and scaled later would be rounded twice) */
 #if CPU_HALF_TERMS
     if (len <= CPU_HALF_TERMS) {
         CPU_ACCV kept[CPU_HALF_TERMS / VEC];
