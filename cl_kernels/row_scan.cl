@@ -916,6 +916,9 @@ inline ACC_T fold_pairwise(ACC_T *w, const uint n) {
     }
     return w[0];
 }
+#ifndef LB_PREFIX_BATCH
+#define LB_PREFIX_BATCH 0
+#endif
 /* LB_FETCHERS sub-groups (every one but the first, which waits on the look-back) fetch the
  * block's next tile: its ticket into *next, its runs into `copy`, each run's total into
  * `run_totals`, and the tile's total published (and into *next_total). Fetcher k takes runs
@@ -1090,6 +1093,25 @@ inline void lookback_scan(__global const IN_T *restrict in, __global OUT_T *rest
         const ACC_T big_sum = BIG_SUM(row_len);
         (void)big_sum;   /* products: big is above 1 */
 #endif
+#if LB_AHEAD && LB_PREFIX_BATCH && !LSE_LINEAR
+        /* LB_PREFIX_BATCH: the rounds' run totals loaded, then their team prefixes, then the
+         * segment totals stored, so that the rounds' shuffles can interleave */
+        LOCAL_PTR IN_T *tile_copy = copy + (it & 1u) * LB_TILE;
+        {
+            ACC_T runs[ROUNDS], totals[ROUNDS];
+            UNROLL_LOOP for (uint r = 0; r < ROUNDS; ++r) {
+                runs[r] = run_totals[(r * (WG_SIZE / SG_SIZE) + sub) * SG_SIZE + lane];
+            }
+            UNROLL_LOOP for (uint r = 0; r < ROUNDS; ++r) {
+                excl[r] = run_prefix(runs[r], &totals[r], seg, lid, lane);
+            }
+            if (lane == 0) {
+                UNROLL_LOOP for (uint r = 0; r < ROUNDS; ++r) {
+                    seg[r * (WG_SIZE / SG_SIZE) + sub] = totals[r];
+                }
+            }
+        }
+#else
 #if LB_AHEAD
         /* The tile stays in its copy, never held in registers: its runs' totals, which the
          * fetch left in `run_totals`, now; its running values once the prefix is known. The
@@ -1127,6 +1149,7 @@ inline void lookback_scan(__global const IN_T *restrict in, __global OUT_T *rest
                 seg[r * (WG_SIZE / SG_SIZE) + sub] = total;
             }
         }
+#endif
         barrier(CLK_LOCAL_MEM_FENCE);
 
         if (sub == 0) {

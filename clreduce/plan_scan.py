@@ -115,6 +115,15 @@ LOOKBACK_FLOAT = {4: (128, 0.4375), 2: (256, 0.5)}
 # these shapes 2470-2520 / 2340-2435 (6 blocks per SM: what two 16 KB copies leave of
 # 228 KB); 8 KB tiles at 8-10 blocks 2074-2115 / 2011-2102.
 LOOKBACK_AHEAD = {4: (128, 0.375, 8), 2: (128, 0.375, 8)}
+# LB_AHEAD sums and products take their rounds' team prefixes together (row_scan.cl
+# LB_PREFIX_BATCH: the run totals loaded, then the prefixes, then the segment totals stored,
+# where a shared-memory store between rounds had kept them apart) as butterflies of xor
+# shuffles (sub-group mode shuffle: five shuffles a prefix where the built-in reduce and
+# scan take ten). H200, GB/s of the public call, two alternating rounds
+# (benchmarks/cumsum_lookback_trace_h200_2026-11-29): float32 1 x 2**28 3030-3032 -> 3115-3120,
+# 64 x 2**22 3022 -> 3127, float16 1 x 2**28 2903-2927 -> 2998-3014; the run prefixes' phase
+# of a tile 1.3 -> 0.8 us. logcumsumexp keeps its rounds apart (five logaddexp a prefix).
+LOOKBACK_PREFIX_BATCH_OPS = ("cumsum", "cumprod")
 LOOKBACK_GROUP = 32  # tiles per group of the look-back's chain (row_scan.cl LB_GROUP)
 
 
@@ -487,6 +496,9 @@ def _plan_lookback(caps: DeviceCaps, problem: RowProblem, force: RowForce, sg_mo
     out = out_dtype_of(problem.op, problem.dtype)
     acc_bytes = np.dtype(acc).itemsize
     wg, share, rounds, ahead = _lookback_shape(caps, problem, force, acc, sg_size, items)
+    batch = ahead and problem.op in LOOKBACK_PREFIX_BATCH_OPS and force.sg_mode is None
+    if batch:
+        sg_mode = _shuffle_mode(caps) or sg_mode
     if wg % sg_size:
         raise UnsupportedOnDevice(f"the look-back needs whole sub-groups of {sg_size} in at most "
                                   f"{caps.max_work_group_size} threads: wg_size={wg}")
@@ -504,6 +516,8 @@ def _plan_lookback(caps: DeviceCaps, problem: RowProblem, force: RowForce, sg_mo
     extra = {"MIN_BLOCKS": min_blocks} if min_blocks > 1 else {}
     if ahead:
         extra["LB_AHEAD"] = 1
+    if batch:
+        extra["LB_PREFIX_BATCH"] = 1
     common = (caps, problem.op, acc, problem.dtype, out, wg, sg_mode, sg_size, reqd, sg_size, items, 1)
     clear = _scan_defines(*common, 3, ROUNDS=rounds)
     main = _scan_defines(*common, 2, ROUNDS=rounds, **extra)
