@@ -1026,7 +1026,8 @@ def _half_ulps(got: np.ndarray, want: np.ndarray) -> np.ndarray:
 ROUND_ONCE_SHAPES = [
     (300, 7),        # a row shorter than a vector: every term in the scalar tail
     (200, 1000),     # CPU_HALF_TERMS 1024: whole runs kept, a tail of 8 taken again
-    (20, 4096),      # the array exactly full
+    (20, 4096),      # the array exactly full (the last size of groups of 16 rows)
+    (3, 40000),      # CPU_HALF_TERMS 65536: the largest array, 256 KB a work-item
     (2, 70000),      # past CPU_HALF_TERMS_MAX: each exp taken twice, in the sum and the write
 ]
 
