@@ -177,9 +177,19 @@ def _build(x, spec: _Spec, keepdims, split_every, out):
     states = x.map_blocks(_block_state_arg if arg else _block_state, spec=spec, chunks=state_chunks,
                           dtype=spec.state, meta=meta, token=f"clreduce-{spec.op}-block")
     out_meta = np.empty((0,) * (x.ndim if keepdims else x.ndim - len(spec.axes)), spec.out)
-    return da.reduction(states, _passthrough, _Aggregate(spec), axis=spec.axes, keepdims=keepdims,
-                        dtype=np.dtype(spec.out), split_every=split_every, combine=_Combine(spec),
-                        name=f"clreduce-{spec.op}", out=out, meta=out_meta)
+    result = da.reduction(states, _passthrough, _Aggregate(spec), axis=spec.axes, keepdims=keepdims,
+                          dtype=np.dtype(spec.out), split_every=split_every, combine=_Combine(spec),
+                          name=f"clreduce-{spec.op}", meta=out_meta)
+    if out is None:
+        return result
+    if out.dtype != result.dtype:
+        # numpy casts a reduction's result into out's dtype (np.sum of 5.6 into an int32 out
+        # gives 5), as clreduce does for numpy input; dask's own out= takes the result's dtype
+        # and turned an int32 out into float32 (an outside review, 2026-11-29)
+        result = result.astype(out.dtype)
+    from dask.array.core import handle_out  # out= takes the result's graph, as da.reduction's own
+
+    return handle_out(out, result)
 
 
 def _passthrough(state, axis=None, keepdims=True, computing_meta=False):

@@ -279,6 +279,20 @@ def test_out_argument():
         clreduce.sum(darr, axis=0, out=np.zeros(12, np.float32))
 
 
+@pytest.mark.parametrize("op,out_dtype", [("sum", "int32"), ("mean", "float16"), ("max", "float64")])
+def test_out_keeps_its_dtype(op, out_dtype):
+    """out= of another dtype gets the result cast into it, as numpy's reductions do (dask's
+    own out= took the result's dtype: an int32 out came back float32)."""
+    x = np.array([[1.7, 2.6, -7.25], [3.9, -0.5, 100.125], [0.4, 0.3, 1e-3]], np.float32)
+    darr = da.from_array(x, chunks=(2, 2))
+    out = da.zeros(3, dtype=out_dtype)
+    assert getattr(clreduce, op)(darr, axis=0, out=out) is out
+    got = _threads(out)
+    want = getattr(np, op)(x, axis=0, out=np.zeros(3, out_dtype))
+    assert got.dtype == np.dtype(out_dtype)
+    np.testing.assert_allclose(got, want, rtol=1e-6 if out_dtype != "float16" else 1e-3)
+
+
 # ---- bad input -----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("dtype", ["complex64", "object", "datetime64[s]", "U3"])
