@@ -283,11 +283,10 @@ def _write_out(out, result, op: str, what: str = "out"):
     kind = _kind_of(out)
     if kind.startswith("torch"):
         out.copy_(result)
-    elif kind == "pyopencl" and out.dtype == np.float16:
-        # pyopencl's copy kernel has no half type ("unable to map dtype 'float16'"): the bits
-        out.view(np.uint16).setitem(slice(None), result.view(np.uint16))
     elif kind == "pyopencl":
-        out.setitem(slice(None), result)
+        from .backends.opencl import copy_into  # ordered behind the kernels on any queue
+
+        copy_into(out, result)
     else:
         out[...] = result
     return out

@@ -280,3 +280,51 @@ def test_pyopencl_input_gives_pyopencl_result(cl_device, op, dtype):
             want = np.linalg.norm(x, axis=1, **kwargs) if name == "norm" else getattr(np, name)(x, axis=1)
     assert got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_allclose(got.get().astype(np.float64), want.astype(np.float64), rtol=1e-3)
+
+
+# ---- arrays on other queues ----------------------------------------------------------------------
+def test_inputs_pending_on_another_queue_are_waited_for(cl_device):
+    """A pyopencl input whose producing kernel is still pending on another queue, reduced or
+    row-op'd with ``queue=`` (full path, then the fast path): the call waits for the array's
+    events, as pyopencl's own operations do. It had read the input before it was written (an
+    outside thread fuzz run, 2026-11-29: most calls wrong on pip's PoCL, Intel's runtime and
+    rusticl)."""
+    ctx = opencl.queue_for(cl_device).context
+    q1, q2 = cl.CommandQueue(ctx), cl.CommandQueue(ctx)
+    x = np.random.default_rng(7).standard_normal((512, 2048)).astype(np.float32)
+    y = 2 * x.astype(np.float64) + 1
+    e = np.exp(y - y.max(-1, keepdims=True))
+    for _ in range(3):  # the first call learns its signature, the next ones take the fast path
+        a = cla.to_device(q1, x)
+        q1.finish()
+        b = a * 2 + 1  # pending on q1: b.events holds its kernel
+        np.testing.assert_allclose(clreduce.sum(b, axis=-1, queue=q2).get(), y.sum(-1), rtol=1e-5, atol=1e-2)
+        np.testing.assert_allclose(clreduce.softmax(b, queue=q2).get(), e / e.sum(-1, keepdims=True),
+                                   rtol=1e-4, atol=1e-7)
+
+
+def test_outs_on_another_queue_get_the_results(cl_device):
+    """``out=`` made on another queue of the context: a reduction's copy into it, a row op's
+    rows and a 0-d statistic land there, ordered behind the kernels. The reductions' copy had
+    run on out's queue without waiting (out kept its old contents: most calls on rusticl, a
+    third on Intel's runtime), row ops raised pyopencl's queue AssertionError, and a 0-d
+    pyopencl statistic an IndexError (the same fuzz run)."""
+    ctx = opencl.queue_for(cl_device).context
+    q1, q2 = cl.CommandQueue(ctx), cl.CommandQueue(ctx)
+    x = np.random.default_rng(8).standard_normal((512, 2048)).astype(np.float32)
+    xd = x.astype(np.float64)
+    for _ in range(3):
+        a = cla.to_device(q1, x)
+        q1.finish()
+        out = cla.zeros(q2, (512,), np.float32)
+        q2.finish()
+        assert clreduce.sum(a, axis=-1, out=out) is out
+        np.testing.assert_allclose(out.get(), xd.sum(-1), rtol=1e-5, atol=1e-2)
+        rows = cla.zeros(q2, x.shape, np.float32)
+        clreduce.cumsum(a, axis=-1, out=rows)
+        np.testing.assert_allclose(rows.get()[:, -1], xd.sum(-1), rtol=1e-4, atol=1e-2)
+        v = cla.to_device(q1, x[0])
+        pair = (cla.zeros(q2, (2048,), np.float32), cla.zeros(q2, (), np.float32))
+        clreduce.absmax_scale(v, out=pair)
+        assert pair[1].get() == np.abs(x[0]).max()
+        np.testing.assert_allclose(pair[0].get(), x[0] / np.abs(x[0]).max(), rtol=1e-6)

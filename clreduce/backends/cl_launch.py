@@ -124,12 +124,14 @@ class _Launcher:
         self.per_thread[get_ident()] = own
         return own
 
-    def _enqueue(self, queue, kernels, buffers, offsets):
+    def _enqueue(self, queue, kernels, buffers, offsets, wait_for=None):
+        """The plan's launches in order, the first after ``wait_for`` (the input's pending
+        events: opencl.pending_events); returns the last one's event."""
         own = self.per_thread.get(get_ident())
         if own is None:
             own = self._own_kernels()
             if own is None:
-                return self._enqueue_shared(queue, kernels, buffers, offsets)
+                return self._enqueue_shared(queue, kernels, buffers, offsets, wait_for)
         event = None
         for (reads, writes, global_size, local_size, _), slot in zip(self.steps, own):
             kernel = slot[0]
@@ -141,18 +143,18 @@ class _Launcher:
                 opencl._set_scalars(kernel, 3, (offsets[writes],), ("uint64",))
                 slot[1], slot[2] = offsets[reads], offsets[writes]
             event = cl.enqueue_nd_range_kernel(queue, kernel, global_size, local_size,
-                                               wait_for=None if event is None else (event,))
+                                               wait_for=wait_for if event is None else (event,))
             if self.unbind:
                 cl_args.unbind(kernel, opencl._BUFFER_ARGS)
         return event
 
-    def _enqueue_shared(self, queue, kernels, buffers, offsets):
+    def _enqueue_shared(self, queue, kernels, buffers, offsets, wait_for=None):
         event = None
         for (reads, writes, global_size, local_size, launch), cached in zip(self.steps, kernels):
             with cached.lock:  # set-args + enqueue on a kernel other threads share
                 opencl._set_args(cached, launch, buffers[reads], offsets[reads], buffers[writes], offsets[writes])
                 event = cl.enqueue_nd_range_kernel(queue, cached.kernel, global_size, local_size,
-                                                   wait_for=None if event is None else (event,))
+                                                   wait_for=wait_for if event is None else (event,))
                 if self.unbind:
                     cl_args.unbind(cached.kernel, opencl._BUFFER_ARGS)
         return event
@@ -171,7 +173,7 @@ class _Launcher:
                 out = cl.Buffer(ctx, _RW, self.out_nbytes)
                 partials = cl.Buffer(ctx, _RW, self.partials_bytes) if self.partials_bytes else None
                 event = self._enqueue(queue, self.kernels, (a.base_data, out, partials),
-                                      (a.offset // self.itemsize, 0, 0))
+                                      (a.offset // self.itemsize, 0, 0), opencl.pending_events(a, queue=queue))
             except (cl.Error, MemoryError) as exc:
                 raise self._error(exc, queue) from exc
             return self.make_array(out, ctx, queue, event)
@@ -184,7 +186,7 @@ class _Launcher:
             if self.partials_bytes:
                 partials = cl_pool.take(ctx, queue, self.partials_bytes)
             event = self._enqueue(queue, self.kernels, (a.base_data, out.buffer, partials and partials.buffer),
-                                  (a.offset // self.itemsize, 0, 0))
+                                  (a.offset // self.itemsize, 0, 0), opencl.pending_events(a, queue=queue))
         except (cl.Error, MemoryError) as exc:
             for slot in (out, partials):
                 if slot is not None:

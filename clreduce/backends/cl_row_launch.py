@@ -29,7 +29,7 @@ import numpy as np
 import pyopencl as cl
 
 from . import cl_host as host_buffers
-from . import cl_args, cl_launch, cl_pool, opencl_rowops, row_args
+from . import cl_args, cl_launch, cl_pool, opencl, opencl_rowops, row_args
 from .cl_launch import _array_maker
 from .out_dest import cl_dest, numpy_dest
 
@@ -105,19 +105,20 @@ class RowLauncher:
             own.append([kernel, None])
         return own
 
-    def _enqueue(self, queue, buffers: dict, in_offset: int, uses: dict | None = None):
+    def _enqueue(self, queue, buffers: dict, in_offset: int, uses: dict | None = None, wait_for=None):
         own = self.per_thread.get(get_ident())
         if own is None:
             if len(self.per_thread) >= cl_launch._MAX_THREADS:
                 with self.lock:
                     if self.shared is None:
                         self.shared = self._new_kernels()
-                    return self._bind_and_enqueue(queue, self.shared, buffers, in_offset, uses)
+                    return self._bind_and_enqueue(queue, self.shared, buffers, in_offset, uses, wait_for)
             own = self.per_thread[get_ident()] = self._new_kernels()
-        return self._bind_and_enqueue(queue, own, buffers, in_offset, uses)
+        return self._bind_and_enqueue(queue, own, buffers, in_offset, uses, wait_for)
 
-    def _bind_and_enqueue(self, queue, kernels, buffers, in_offset, uses=None):
-        """Enqueue the plan's launches in order; returns the last one's event. ``uses``, where
+    def _bind_and_enqueue(self, queue, kernels, buffers, in_offset, uses=None, wait_for=None):
+        """Enqueue the plan's launches in order, the first after ``wait_for`` (pending events of
+        the arrays they read and write: opencl.pending_events); returns the last one's event. ``uses``, where
         given, collects by buffer name the events of the launches that take it (the pool
         counts them against the driver's references)."""
         event = None
@@ -130,7 +131,7 @@ class RowLauncher:
                 kernel.set_arg(offset, np.uint64(in_offset))
                 slot[1] = in_offset
             event = cl.enqueue_nd_range_kernel(queue, kernel, global_size, local_size,
-                                               wait_for=None if event is None else (event,))
+                                               wait_for=wait_for if event is None else (event,))
             if uses is not None:
                 for _, name in bound:
                     uses.setdefault(name, []).append(event)
@@ -177,9 +178,13 @@ class RowLauncher:
         if dest is not None or not cl_pool.pooled(cl_pool.mode_override or self.pool_mode, self.result_bytes):
             buffers = self._buffers(ctx, queue, weight, bias, None if dest is None else {"output": dest.base_data})
             buffers["input"] = x.base_data
-            event = self._enqueue(queue, buffers, x.offset // self.itemsize)
+            event = self._enqueue(queue, buffers, x.offset // self.itemsize,
+                                  wait_for=opencl.pending_events(x, weight, bias, dest, queue=queue))
             if dest is not None:
                 dest.add_event(event)
+                if dest.queue is not None and dest.queue.int_ptr != queue.int_ptr:
+                    queue.flush()  # out='s own queue reads after the rows (opencl.pending_events)
+                    cl.enqueue_barrier(dest.queue, wait_for=[event])
             return self._assemble([dest if name == "output" and dest is not None else
                                    make(buffers[name], ctx, queue, event)
                                    for make, (name, _, _) in zip(self.makers, self.outputs)])
@@ -195,7 +200,8 @@ class RowLauncher:
                                         queue, weight, bias)
             buffers["input"] = x.base_data
             uses: dict = {}
-            event = self._enqueue(queue, buffers, x.offset // self.itemsize, uses)
+            event = self._enqueue(queue, buffers, x.offset // self.itemsize, uses,
+                                  opencl.pending_events(x, weight, bias, queue=queue))
         except BaseException:
             for slot in (results | scratch).values():
                 cl_pool.discard(slot)

@@ -717,7 +717,7 @@ class OpenCLBackend:
         if isinstance(src, np.ndarray):
             return reduce_pieces(q, src, problem, force, _start_host, as_dtype)
         prepared = PreparedReduction(q, src, problem, force)
-        prepared.enqueue()
+        prepared.enqueue(wait_for=pending_events(src, queue=q))
         if prepared.plan.out_words != 1:
             return prepared.result()  # two-word sums are rounded on the host (the API moves them back)
         return prepared.device_result
@@ -749,9 +749,7 @@ class OpenCLBackend:
             raise ValueError("out= lives in another OpenCL context than the input")
         if result.dtype != out.dtype:
             result = result.astype(out.dtype)
-        if result.nbytes:
-            cl.enqueue_copy(out.queue, out.base_data, result.base_data, byte_count=result.nbytes,
-                            dst_offset=out.offset, src_offset=result.offset)
+        copy_into(out, result)
 
     def caps(self, device=None) -> DeviceCaps:
         return caps_of(queue_for(device).device)
@@ -773,6 +771,59 @@ def _start_host(queue, src: np.ndarray, problem: Problem, force) -> PreparedRedu
         prepared.release()
         raise
     return prepared
+
+
+def pending_events(*arrays, queue=None) -> list | None:
+    """The events a kernel on ``queue`` that reads or writes these pyopencl arrays must wait
+    for (their ``events``, as pyopencl's own operations wait for them), or None. An array
+    computed on another queue, or on an out-of-order one, may not be written yet when a kernel
+    on the call's queue reads it: ``clreduce.sum(a * 2 + 1, queue=q2)`` read the sum's input
+    before q1 had written it (an outside thread fuzz run, 2026-11-29: most calls wrong on
+    every runtime here). Events of ``queue`` itself are left out where it runs in order. The
+    other queues are flushed: Mesa's rusticl never starts commands nobody flushed, and a
+    kernel waiting on them waited forever. numpy arrays and None have no events."""
+    in_order = None
+    events = []
+    for a in arrays:
+        for event in (getattr(a, "events", None) or ()) if a is not None else ():
+            source = event.command_queue  # None for a user event
+            if queue is not None and source is not None and source.int_ptr == queue.int_ptr:
+                if in_order is None:
+                    in_order = not queue.properties & cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE
+                if in_order:
+                    continue  # the queue runs it first anyway
+            if source is not None:
+                source.flush()
+            events.append(event)
+    return events or None
+
+
+def copy_into(out, result) -> None:
+    """``result`` (a pyopencl array, out's dtype and shape) into the caller's pyopencl ``out``,
+    on the queue that computed it (in order behind its kernels) after whatever ``out`` still
+    waits on; ``out``'s later readers wait for the copy (its events, and its own queue where
+    that is another). An ``out`` made on another queue had been copied on its queue without
+    waiting for the kernel: it kept its old contents (an outside thread fuzz run,
+    2026-11-29), and a row op's ``out.setitem`` refused the queues (and a 0-d ``out``)."""
+    if not result.nbytes:
+        return
+    queue = result.queue
+    if out.flags.c_contiguous and result.flags.c_contiguous:
+        event = cl.enqueue_copy(queue, out.base_data, result.base_data, byte_count=result.nbytes,
+                                dst_offset=out.offset, src_offset=result.offset,
+                                wait_for=pending_events(out, queue=queue))
+    else:
+        # a strided out: pyopencl's copy kernel, enqueued on the result's queue; float16 as
+        # its bits (pyopencl's kernels have no half type)
+        view = out.with_queue(queue)
+        if out.dtype == np.float16:
+            view, result = view.view(np.uint16), result.view(np.uint16)
+        view.setitem(slice(None), result, wait_for=pending_events(out, queue=queue))
+        event = view.events[-1] if view.events else cl.enqueue_marker(queue)
+    out.add_event(event)
+    if out.queue is not None and out.queue.int_ptr != queue.int_ptr:
+        queue.flush()  # out's queue waits on this one: see pending_events
+        cl.enqueue_barrier(out.queue, wait_for=[event])
 
 
 def _is_cl_array(array) -> bool:

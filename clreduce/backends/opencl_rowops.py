@@ -177,11 +177,17 @@ def run(queue: cl.CommandQueue, problem: RowProblem, src, *, weight=None, bias=N
         buffers[name] = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, sizes[name]) if sizes[name] else None
     dummy = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 16)  # for the buffers the plan does not use
     unbind = cl_args.retains_buffers(ctx, queue.device)  # rusticl: see cl_args
+    # the first launch waits for what the pyopencl input, weight and bias are still waiting on
+    # (opencl.pending_events); the queue orders the rest
+    wait_for = opencl.pending_events(*(a for a in (src, weight, bias) if not isinstance(a, np.ndarray)),
+                                     queue=queue)
     for arg_list, cached, launch in zip(row_args.kernel_args(p, problem, eps), kernels, p.passes):
         args = bind(arg_list, buffers, in_off, dummy)
         with cached.lock:  # set-args + enqueue on a kernel other threads share
             cached.kernel.set_args(*args)
-            event = cl.enqueue_nd_range_kernel(queue, cached.kernel, (launch.global_size,), (launch.local_size,))
+            event = cl.enqueue_nd_range_kernel(queue, cached.kernel, (launch.global_size,), (launch.local_size,),
+                                               wait_for=wait_for)
+            wait_for = None
             if unbind:
                 cl_args.unbind(cached.kernel, cl_args.buffer_indices(args))
     if wrapped is not None:  # wait for the last kernel (an in-order queue: all of them), then let go
