@@ -11,8 +11,10 @@ array holds about ``max_bytes``), reduced over the last axis, in one process:
   onnxruntime), numpy in -> numpy out;
 * the device's buffer-copy bandwidth and the host's ``memcpy`` bandwidth.
 
-GB/s is bytes read / time (copies count read + write). Every figure is the median of
-``repeat`` runs after a warm-up; arrays smaller than 64 MB rotate through several copies so
+GB/s is bytes read / time (copies count read + write). The event figures (``kernel`` and
+the device copy) are reported as unavailable, with the reason, where the device's event
+timer is unusable (``event_timer_defect``, ``implausible_event_time``). Every figure is the
+median of ``repeat`` runs after a warm-up; arrays smaller than 64 MB rotate through several copies so
 that no run is served from the cache. Per call: a loop of ``calls`` reductions of a tiny
 (1, 128) array, clreduce against ``pyopencl.array.sum`` (device-resident) and numpy.
 """
@@ -36,6 +38,68 @@ SHAPES = [
 # Below this size a run could be served from the last-level cache: rotate input copies.
 ROTATE_BELOW = 64 << 20
 ROTATE_TOTAL = 256 << 20
+# An event duration at or below this is no measurement: no device launches, runs and retires
+# a command in 16 ns (Mesa rusticl 22.3.6 on llvmpipe reports start=2, end=3 for every one).
+MIN_EVENT_NS = 16
+# Nor does any device read memory at 100 TB/s (20x an H200's HBM): a faster figure is the
+# timer's, not the device's.
+MAX_EVENT_GBPS = 100_000
+
+
+class EventTimerUnusable(RuntimeError):
+    """The device's OpenCL profiling events do not measure time."""
+
+
+def event_timer_defect(device) -> str | None:
+    """Why ``device``'s profiling events cannot time anything, or None where they may.
+
+    Parameters
+    ----------
+    device : pyopencl.Device
+        Or any object with ``profiling_timer_resolution`` (ns).
+
+    Returns
+    -------
+    str or None
+        The reason (timer resolution 0: Mesa rusticl 22.3.6 on llvmpipe), or None. Events
+        that pass this can still be implausible: ``implausible_event_time``.
+    """
+    try:
+        resolution = device.profiling_timer_resolution
+    except Exception:  # noqa: BLE001 - a driver that cannot say: judge the events themselves
+        return None
+    if not resolution or resolution <= 0:
+        return f"{device.name.strip()} reports a profiling timer resolution of {resolution} ns"
+    return None
+
+
+def implausible_event_time(seconds: float, nbytes: int) -> str | None:
+    """Why an event-timed duration for ``nbytes`` of work is no measurement, or None.
+
+    Parameters
+    ----------
+    seconds : float
+        The duration the profiling events give.
+    nbytes : int
+        The bytes the timed commands read.
+
+    Returns
+    -------
+    str or None
+        The reason when the duration is at most ``MIN_EVENT_NS`` or implies more than
+        ``MAX_EVENT_GBPS``; None for a plausible duration.
+    """
+    if seconds * 1e9 <= MIN_EVENT_NS:
+        return f"profiling events give {seconds * 1e9:.0f} ns for {nbytes / 2**20:.2f} MiB of work"
+    if nbytes / seconds / 1e9 > MAX_EVENT_GBPS:
+        return (f"profiling events give {nbytes / seconds / 1e9:.0f} GB/s, above any device's memory "
+                f"({MAX_EVENT_GBPS} GB/s)")
+    return None
+
+
+def event_seconds(events) -> float:
+    """Seconds between start and end of each OpenCL profiling event, summed."""
+    return sum(e.profile.end - e.profile.start for e in events) * 1e-9
 
 
 def scaled_shape(rows: int, k: int, max_bytes: int, itemsize: int = 4) -> tuple[int, int]:
@@ -64,8 +128,15 @@ def median_seconds(fn, inputs, repeat: int, warmup: int = 1) -> float:
 
 
 def copy_bandwidth(queue, nbytes: int, repeat: int = 5) -> float:
-    """GB/s of a device buffer-to-buffer copy (read + write bytes), median of ``repeat``."""
+    """GB/s of a device buffer-to-buffer copy (read + write bytes), median of ``repeat``.
+
+    Raises ``EventTimerUnusable`` where the queue's profiling events cannot time it.
+    """
     import pyopencl as cl
+
+    defect = event_timer_defect(queue.device)
+    if defect is not None:
+        raise EventTimerUnusable(defect)
 
     src = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, nbytes)
     dst = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, nbytes)
@@ -75,8 +146,12 @@ def copy_bandwidth(queue, nbytes: int, repeat: int = 5) -> float:
         event = cl.enqueue_copy(queue, dst, src)
         event.wait()
         if i:
-            times.append((event.profile.end - event.profile.start) * 1e-9)
-    return 2 * nbytes / statistics.median(times) / 1e9
+            times.append(event_seconds([event]))
+    seconds = statistics.median(times)
+    defect = implausible_event_time(seconds, 2 * nbytes)
+    if defect is not None:
+        raise EventTimerUnusable(defect)
+    return 2 * nbytes / seconds / 1e9
 
 
 def host_copy_bandwidth(nbytes: int, repeat: int = 5) -> float:
@@ -87,18 +162,23 @@ def host_copy_bandwidth(nbytes: int, repeat: int = 5) -> float:
     return 2 * src.nbytes / seconds / 1e9
 
 
-def _kernel_seconds(prepared: list, repeat: int) -> float:
+def _kernel_seconds(prepared: list, repeat: int, nbytes: int) -> float:
     """Median profiling-event time of the reductions in ``prepared``, taken in turn like the
     public calls' rotated inputs: timed on one array alone, a small array sat in the cache and
     the kernel column ran above the device's copy bandwidth (PoCL here, 4 MB arrays: 60-86 GB/s
-    against a 64 GB/s copy and ~20 for the calls on the rotated arrays)."""
+    against a 64 GB/s copy and ~20 for the calls on the rotated arrays). Raises
+    ``EventTimerUnusable`` when the median is implausible for ``nbytes``."""
     prepared[0].enqueue()[-1].wait()
     times = []
     for i in range(repeat):
         events = prepared[i % len(prepared)].enqueue()
         events[-1].wait()
-        times.append(sum((e.profile.end - e.profile.start) for e in events) * 1e-9)
-    return statistics.median(times)
+        times.append(event_seconds(events))
+    seconds = statistics.median(times)
+    defect = implausible_event_time(seconds, nbytes)
+    if defect is not None:
+        raise EventTimerUnusable(defect)
+    return seconds
 
 
 def _plan_text(plan) -> str:
@@ -110,8 +190,13 @@ def _gbps(nbytes: int, seconds: float | None) -> float | None:
     return None if seconds is None else round(nbytes / seconds / 1e9, 2)
 
 
-def bench_shape(queue, prof_queue, rows: int, k: int, op: str, repeat: int, peers, rng) -> dict:
-    """Every implementation on one (rows, k) float32 array; returns one report row."""
+def bench_shape(queue, prof_queue, rows: int, k: int, op: str, repeat: int, peers, rng,
+                event_timer: str | None = None) -> dict:
+    """Every implementation on one (rows, k) float32 array; returns one report row.
+
+    ``event_timer``: why the device's events cannot time (the kernel column is then left
+    out, as unavailable), or None. The row's ``event_timer`` is the reason found, if any.
+    """
     import pyopencl.array as cla
 
     import clreduce
@@ -139,11 +224,18 @@ def bench_shape(queue, prof_queue, rows: int, k: int, op: str, repeat: int, peer
     del on_device  # the kernel column's copies below take their place, not their company
     problem = Problem(rows=rows, row_len=k, dtype="float32", op=op)
     prepared = [opencl.PreparedReduction(prof_queue, cla.to_device(prof_queue, x), problem) for x in inputs]
-    times["kernel"] = _kernel_seconds(prepared, max(repeat, len(prepared)))
+    missing = {}
+    if event_timer is None:
+        try:
+            times["kernel"] = _kernel_seconds(prepared, max(repeat, len(prepared)), nbytes)
+        except EventTimerUnusable as exc:
+            event_timer = str(exc)
+    if event_timer is not None:
+        times["kernel"] = None
+        missing["kernel"] = f"the event timer is unusable ({event_timer})"
     plan = _plan_text(prepared[0].plan)
     del prepared
 
-    missing = {}
     for name in peers:
         try:
             peer = make_peer(name, op, (rows, k), np.float32)
@@ -152,8 +244,9 @@ def bench_shape(queue, prof_queue, rows: int, k: int, op: str, repeat: int, peer
             continue
         times[name] = median_seconds(peer, inputs, repeat)
     row = {"shape": [rows, k], "bytes": nbytes, "correct": correct, "plan": plan,
-           "ms": {name: round(t * 1e3, 3) for name, t in times.items()},
-           "gbps": {name: _gbps(nbytes, t) for name, t in times.items()}, "unavailable": missing}
+           "ms": {name: None if t is None else round(t * 1e3, 3) for name, t in times.items()},
+           "gbps": {name: _gbps(nbytes, t) for name, t in times.items()}, "unavailable": missing,
+           "event_timer": event_timer}
     peer_gbps = {n: g for n, g in row["gbps"].items() if n in peers}
     if peer_gbps:
         best = max(peer_gbps, key=peer_gbps.get)
@@ -231,20 +324,26 @@ def bench_device(device, op: str = "mean", max_bytes: int = 256 << 20, repeat: i
     ctx = cl.Context([device])
     queue = cl.CommandQueue(ctx)
     prof_queue = cl.CommandQueue(ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
-    result = {"device": device.name, "platform": device.platform.name, "op": op, "rows": []}
-    result["copy_gbps"] = round(copy_bandwidth(prof_queue, max_bytes), 1)
+    result = {"device": device.name, "platform": device.platform.name, "op": op, "rows": [], "event_timer": None}
+    try:
+        result["copy_gbps"] = round(copy_bandwidth(prof_queue, max_bytes), 1)
+    except EventTimerUnusable as exc:
+        result["copy_gbps"], result["event_timer"] = None, str(exc)
     result["host_copy_gbps"] = round(host_copy_bandwidth(max_bytes), 1)
-    log(f"# {device.platform.name} / {device.name}: device copy {result['copy_gbps']} GB/s, "
-        f"host memcpy {result['host_copy_gbps']} GB/s (read+write)")
+    log(f"# {device.platform.name} / {device.name}: device copy {_figure(result['copy_gbps'])}, "
+        f"host memcpy {result['host_copy_gbps']} GB/s (read+write)"
+        + (f"; event figures unavailable: {result['event_timer']}" if result["event_timer"] else ""))
     rng = np.random.default_rng(0)
     for rows, k in shapes:
         r, kk = scaled_shape(rows, k, max_bytes)
-        row = bench_shape(queue, prof_queue, r, kk, op, repeat, peers, rng)
+        row = bench_shape(queue, prof_queue, r, kk, op, repeat, peers, rng, event_timer=result["event_timer"])
+        result["event_timer"] = row["event_timer"]   # once found broken, not asked again
         row["seed_shape"] = [rows, k]
         result["rows"].append(row)
         g = row["gbps"]
         peers_text = "  ".join(f"{n} {g[n]:.2f}" for n in peers if n in g)
-        log(f"{r:>9}x{kk:<10} public {g['public']:6.2f}  device {g['device']:6.2f}  kernel {g['kernel']:6.2f}  "
+        kernel = "n/a" if g["kernel"] is None else f"{g['kernel']:6.2f}"
+        log(f"{r:>9}x{kk:<10} public {g['public']:6.2f}  device {g['device']:6.2f}  kernel {kernel:>6}  "
             f"| {peers_text}  GB/s  {'ok ' if row['correct'] else 'BAD'} {row['plan']}")
     result["axes"] = bench_axes(queue, max_bytes=max_bytes, repeat=repeat)
     a = result["axes"]
@@ -258,7 +357,18 @@ def bench_device(device, op: str = "mean", max_bytes: int = 256 << 20, repeat: i
 
 def run(devices=None, op: str = "mean", max_bytes: int = 256 << 20, repeat: int = 7, json_path=None,
         peers=PEERS, calls: int = 2000, shapes=SHAPES, log=print) -> dict:
-    """Benchmark every OpenCL device (or ``devices``); optionally write JSON."""
+    """Benchmark every OpenCL device (or ``devices``); optionally write JSON.
+
+    Raises
+    ------
+    TypeError, ValueError
+        ``max_bytes`` or ``repeat`` not a positive int, ``calls`` not a non-negative int.
+    """
+    for name, value, least in (("max_bytes", max_bytes, 1), ("repeat", repeat, 1), ("calls", calls, 0)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise TypeError(f"bench.run: {name} must be an int, not {type(value).__name__}")
+        if value < least:
+            raise ValueError(f"bench.run: {name} must be >= {least}, not {value}")
     from .backends import opencl
     from .bench_peers import host_threads
 
@@ -290,20 +400,24 @@ def _versions(peers) -> dict:
 _COLUMNS = ("public", "device", "kernel")
 
 
+def _figure(gbps) -> str:
+    return "n/a" if gbps is None else f"{gbps} GB/s"
+
+
 def markdown(report: dict) -> str:
     """README tables: per device, one row per shape, GB/s of every implementation."""
     peers = report.get("peers", [])
     lines = []
     for d in report["devices"]:
         lines += [f"**{d['platform']} / {d['device']}** ({report['op']}, GB/s read; device copy "
-                  f"{d['copy_gbps']} GB/s, host memcpy {d['host_copy_gbps']} GB/s, read+write)", ""]
+                  f"{_figure(d['copy_gbps'])}, host memcpy {d['host_copy_gbps']} GB/s, read+write)", ""]
         head = ["shape", "MB", "clreduce numpy in", "clreduce device array", "kernel", *peers,
                 "numpy in / best peer", "plan"]
         lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for row in d["rows"]:
             g = row["gbps"]
             cells = [f"{row['shape'][0]}×{row['shape'][1]}", f"{row['bytes'] / 2**20:.0f}"]
-            cells += [f"{g[c]:.2f}" for c in _COLUMNS]
+            cells += ["n/a" if g[c] is None else f"{g[c]:.2f}" for c in _COLUMNS]
             cells += [f"{g[p]:.2f}" if p in g else "—" for p in peers]
             cells += [f"{row.get('public_vs_best_peer', float('nan')):.2f} ({row.get('best_peer', '—')})",
                       row["plan"] + ("" if row["correct"] else " **WRONG**")]
@@ -316,7 +430,10 @@ def markdown(report: dict) -> str:
         if d.get("per_call_us"):
             lines += ["", "Per call, 1×128 float32 (µs): "
                       + ", ".join(f"{n} {v}" for n, v in d["per_call_us"].items()) + "."]
-        unavailable = {n: why for row in d["rows"] for n, why in row["unavailable"].items()}
+        unavailable = {n: why for row in d["rows"] for n, why in row["unavailable"].items() if n != "kernel"}
+        if d.get("event_timer"):
+            what = "Kernel-event and device-copy figures" if d["copy_gbps"] is None else "Kernel-event figures"
+            lines += ["", f"{what}: not measured, the device's event timer is unusable ({d['event_timer']})."]
         if unavailable:
             lines += ["", "Not measured: " + "; ".join(f"{n}: {why}" for n, why in unavailable.items()) + "."]
         lines.append("")
@@ -344,7 +461,8 @@ def plot(report: dict, path: str) -> None:
                 label = {"public": "clreduce (numpy in/out)", "device": "clreduce (device array)",
                          "kernel": "clreduce kernel events"}.get(name, name)
                 ax.plot(ks, [float("nan") if y is None else y for y in ys], marker="o", label=label)
-        ax.axhline(d["copy_gbps"], color="grey", linestyle="--", label="device copy (read+write GB/s)")
+        if d["copy_gbps"] is not None:   # None: the device's event timer could not time the copy
+            ax.axhline(d["copy_gbps"], color="grey", linestyle="--", label="device copy (read+write GB/s)")
         ax.set_xscale("log", base=2)
         ax.set_xlabel("row length K (reduced axis)")
         ax.set_ylabel("GB/s read")

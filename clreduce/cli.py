@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import statistics
 import sys
 import time
@@ -55,6 +56,66 @@ def parse_shape(text: str) -> tuple[int, ...]:
     if any(d < 1 for d in shape):
         raise argparse.ArgumentTypeError(f"shape {text!r}: every dimension must be >= 1")
     return shape
+
+
+def _int_at_least(least: int):
+    """An argparse type: an int >= ``least`` (a clear exit-2 message, not a driver error later)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < least:
+            raise argparse.ArgumentTypeError(f"{value} is not >= {least}")
+        return value
+
+    return parse
+
+
+positive_int = _int_at_least(1)
+non_negative_int = _int_at_least(0)
+
+
+def check_output_path(path: str, option: str) -> None:
+    """Refuse, before any run, an output file that cannot be written afterwards.
+
+    Parameters
+    ----------
+    path : str
+        The file ``--json``/``--plot`` will write.
+    option : str
+        The option's name, for the message.
+
+    Raises
+    ------
+    CliError
+        Status 2: ``path`` is a directory, its folder does not exist or cannot be written,
+        or the file exists and cannot be overwritten.
+    """
+    if os.path.isdir(path):
+        raise CliError(f"{option} {path}: is a directory, not a file", 2)
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise CliError(f"{option} {path}: folder {folder} does not exist", 2)
+    if os.path.exists(path):
+        if not os.access(path, os.W_OK):
+            raise CliError(f"{option} {path}: file exists and is not writable", 2)
+    elif not os.access(folder, os.W_OK | os.X_OK):
+        raise CliError(f"{option} {path}: folder {folder} is not writable", 2)
+
+
+def check_plot_format(path: str) -> None:
+    """CliError (status 2) unless matplotlib is installed and can write ``path``'s format."""
+    try:
+        from matplotlib.backend_bases import FigureCanvasBase
+    except ImportError:
+        raise CliError("--plot needs matplotlib: pip install 'clreduce[plot]'", status=2) from None
+    suffix = os.path.splitext(path)[1].lower().lstrip(".")
+    supported = FigureCanvasBase.get_supported_filetypes()
+    if suffix and suffix not in supported:   # no suffix: matplotlib writes its default, png
+        raise CliError(f"--plot {path}: matplotlib cannot write .{suffix} files; use one of "
+                       f"{', '.join('.' + e for e in sorted(supported))}", 2)
 
 
 def rows_and_len(shape: tuple[int, ...]) -> tuple[int, int]:
@@ -451,6 +512,12 @@ def cmd_demo(args) -> int:
 
 
 def cmd_bench(args) -> int:
+    # output paths first: a path that cannot be written used to fail after the whole run
+    if args.json:
+        check_output_path(args.json, "--json")
+    if args.plot:
+        check_output_path(args.plot, "--plot")
+        check_plot_format(args.plot)
     cl, backend = _opencl()
     if not _indexed_devices(cl):
         raise CliError(getattr(backend, "INSTALL_HINT", _INSTALL_HINT_FALLBACK))
@@ -474,11 +541,6 @@ def cmd_bench(args) -> int:
             raise CliError(f"--shapes: {exc}", status=2) from None
         if not shapes or any(len(s) != 2 for s in shapes):
             raise CliError("--shapes takes ROWS,K pairs separated by ';'", status=2)
-    if args.plot:
-        try:
-            import matplotlib  # noqa: F401 - checked before the runs, not after minutes of them
-        except ImportError:
-            raise CliError("--plot needs matplotlib: pip install 'clreduce[plot]'", status=2) from None
     report = bench.run(devices=devices, op=args.op, max_bytes=args.max_mb << 20, repeat=args.runs,
                        json_path=args.json, peers=peers, calls=args.calls, shapes=shapes)
     print()
@@ -504,6 +566,10 @@ def cmd_tune(args) -> int:
         return 0
     if args.show:
         files = tuning.show()
+        for f in files:   # the loader's rules: a file it would ignore shows nothing
+            if "error" in f:
+                print(f"clreduce tune: warning: {f['path']} is not a usable tune file ({f['error']}); "
+                      "ignored, and rewritten by the next `clreduce tune`", file=sys.stderr)
         if args.json:
             print(json.dumps(files, indent=1))
             return 0
@@ -511,15 +577,17 @@ def cmd_tune(args) -> int:
             print(f"no tune files in {tuning.cache_dir()}")
         for f in files:
             if "error" in f:
-                print(f"{f['path']}: unreadable ({f['error']})")
+                print(f"{f['path']}: ignored ({f['error']})")
                 continue
             fp = f["fingerprint"] or {}
             state = "current" if f["current"] else "stale (other clreduce version or kernels): ignored"
             print(f"{f['path']}: {fp.get('platform')} / {fp.get('name')} [{fp.get('driver_version')}], {state}")
             for key, entry in f["entries"].items():
                 forced = ", ".join(f"{k}={v}" for k, v in entry["force"].items() if v is not None)
-                print(f"  {key}: {forced}  ->  {entry.get('plan')} ({entry.get('gbps')} GB/s, "
-                      f"{tuning.speedup(entry):.2f}x the default)")
+                gain = tuning.speedup(entry)
+                versus = "the default plan failed" if entry.get("default_gbps") is None else (
+                    f"{gain:.2f}x the default" if not math.isnan(gain) else "default not timed")
+                print(f"  {key}: {forced}  ->  {entry.get('plan')} ({entry.get('gbps')} GB/s, {versus})")
         return 0
 
     from . import bench, tuner
@@ -528,6 +596,17 @@ def cmd_tune(args) -> int:
 
     if args.dtype not in SUPPORTED_DTYPES:
         raise CliError(f"unsupported dtype {args.dtype!r}; supported: {', '.join(SUPPORTED_DTYPES)}", 2)
+    from .api import _BOOL_AS
+
+    kind = np.dtype(args.dtype).kind
+    if kind in "iu" and args.op.startswith("norm"):
+        # clreduce.norm converts integer input to float64 first, as numpy.linalg.norm does:
+        # no call runs this kernel (PoCL cannot even build it)
+        raise CliError(f"--op {args.op} --dtype {args.dtype}: clreduce.norm reduces integer input as float64; "
+                       "tune --dtype float64 instead", 2)
+    if kind == "b" and args.op in _BOOL_AS:
+        raise CliError(f"--op {args.op} --dtype bool: calls run it as {_BOOL_AS[args.op]} on bool input; "
+                       f"tune --op {_BOOL_AS[args.op]} instead", 2)
     if args.backend == "cuda":
         from .backends import get_backend
 
@@ -565,8 +644,17 @@ def cmd_tune(args) -> int:
             raise CliError("--shapes takes ROWS,K pairs separated by ';'", status=2)
         rows, k = bench.scaled_shape(*shape, args.max_mb << 20, itemsize)
         problems.append(Problem(rows=rows, row_len=k, dtype=args.dtype, op=args.op))
-    print(f"tuning {args.op} {args.dtype} on {where}, {len(problems)} shape(s) of at most {args.max_mb} MB")
-    tuner.tune(device, problems, runs=args.runs, backend=args.backend)
+    try:
+        folder = tuning.check_writable()   # before the search, not after minutes of it
+    except tuning.TuneDirError as exc:
+        raise CliError(str(exc)) from None
+    print(f"tuning {args.op} {args.dtype} on {where}, {len(problems)} shape(s) of at most {args.max_mb} MB; "
+          f"winners go to {folder}")
+    results = tuner.tune(device, problems, runs=args.runs, backend=args.backend)
+    failed = [r for r in results if r["error"] is not None]
+    if failed:
+        shapes_text = ", ".join(f"{r['problem'].rows}x{r['problem'].row_len}" for r in failed)
+        raise CliError(f"the device cannot run {args.op} {args.dtype} ({shapes_text}): {failed[0]['error']}")
     return 0
 
 
@@ -644,14 +732,15 @@ def build_parser() -> argparse.ArgumentParser:
                        "bytes read / median time after a warm-up. Also axis=0 against axis=-1 and the "
                        "per-call cost on a tiny array. Exit status 1 if any clreduce result is wrong.")
     p.add_argument("--op", default="mean", choices=["sum", "mean", "max", "min"])
-    p.add_argument("--max-mb", type=int, default=256, help="array size cap in MB (default 256)")
+    p.add_argument("--max-mb", type=positive_int, default=256, help="array size cap in MB (default 256)")
     p.add_argument("--device", default=None, metavar="SELECTOR", help="one device (default: every device)")
     p.add_argument("--runs", type=int, default=7, help="timed runs per figure (median; default 7)")
     p.add_argument("--peers", default=",".join(("numpy", "torch", "torch.compile", "onnxruntime")),
                    metavar="LIST", help="comma-separated peers to time (default: all; '' for none)")
     p.add_argument("--shapes", default=None, metavar="R,K;R,K",
                    help="shapes instead of the DESIGN.md list (rows still scaled to --max-mb)")
-    p.add_argument("--calls", type=int, default=2000, help="calls in the per-call loop (0 skips it; default 2000)")
+    p.add_argument("--calls", type=non_negative_int, default=2000,
+                   help="calls in the per-call loop (0 skips it; default 2000)")
     p.add_argument("--json", default=None, metavar="FILE", help="also write the full report as JSON")
     p.add_argument("--plot", default=None, metavar="FILE.png",
                    help="also plot GB/s against K per implementation with the copy line (needs matplotlib)")
@@ -668,7 +757,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--op", default="mean", choices=sorted(OPS), help="reduction (default mean)")
     p.add_argument("--dtype", default="float32", help="numpy dtype name (default float32)")
     p.add_argument("--shapes", default=None, metavar="R,K;R,K", help="shapes (default: the DESIGN.md list)")
-    p.add_argument("--max-mb", type=int, default=64, help="array size cap in MB (default 64)")
+    p.add_argument("--max-mb", type=positive_int, default=64, help="array size cap in MB (default 64)")
     p.add_argument("--device", default=None, metavar="SELECTOR",
                    help="device (default: the default device; with --backend cuda a CUDA device index)")
     p.add_argument("--backend", default="opencl", choices=("opencl", "cuda"),

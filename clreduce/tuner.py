@@ -8,11 +8,15 @@ strategy, then work-group size, then vector width, and on GPUs the launch shape 
 row, loads in flight, split count), each stage keeping the best so far. A full product of the knobs is
 hundreds of builds per shape; the stages need a few dozen, and the knobs interact little
 (measured on the Intel CPU runtime: the stage order above found the product's winner on
-the DESIGN.md shapes). Each candidate is built, checked against numpy and timed from
-OpenCL profiling events (median after a warm-up); one that does not plan, does not build
-or answers wrong is skipped and reported. The planner's default is always a candidate, so
-a stored winner is never slower than the default in the tuning run. OpenCL candidates are
-timed from profiling events, CUDA ones from CUDA events around each launch.
+the DESIGN.md shapes). Each candidate is built, checked against a float64 reference of the
+op (numpy's function where numpy has one) and timed from OpenCL profiling events (median
+after a warm-up); one that does not plan, does not build or answers wrong is skipped and
+reported. The planner's default is always a candidate, so a stored winner is never slower
+than the default in the tuning run. OpenCL candidates are timed from profiling events, CUDA
+ones from CUDA events around each launch. Where the device's event timer is unusable
+(``bench.event_timer_defect``: Mesa rusticl 22.3.6 reports timer resolution 0 and start=2,
+end=3 for every command) candidates are timed by the host's wall clock around
+``queue.finish()`` instead, and the output says so.
 
 A winner other than the default is then confirmed: it and the default are timed again in
 alternating rounds, and it is kept only if it still beats the default by MIN_GAIN there; the
@@ -26,11 +30,13 @@ from __future__ import annotations
 import dataclasses
 import statistics
 import sys
+import time
 
 import numpy as np
 
+from .ops import OPS, dtype_rule
 from .plan import ALL_STRATEGIES, CPU_STRATEGY, Force, Problem, UnsupportedOnDevice
-from .tuning import TuneCache, bucket_key, suspended
+from .tuning import TuneCache, bucket_key, check_writable, suspended
 
 # Tolerance for "answers right" during the search: float32 sums of up to 2**26 uniform
 # [0, 1) values with per-lane partials; the suite's documented bounds are tighter per op.
@@ -38,6 +44,10 @@ RTOL = {"float16": 2e-3, "float32": 2e-4, "float64": 1e-10}
 # A candidate replaces the best so far only when it is this much faster: on a shared
 # machine timings wander by a few percent, and a winner inside the noise is no winner.
 MIN_GAIN = 1.03
+# Ops whose answer is a selected element, an index, a count or a bool: the kernel must give
+# numpy's value exactly (first index of a tie included), not within a tolerance.
+EXACT_OPS = frozenset({"max", "min", "nanmax", "nanmin", "norminf", "normneginf", "argmax", "argmin",
+                       "count_notnan", "count_nonzero", "any", "all"})
 
 
 def _pow2_floor(n: int) -> int:
@@ -91,14 +101,24 @@ def _describe(plan) -> str:
 
 
 class _OpenCLRunner:
-    """Candidates on an OpenCL queue (with profiling), timed from kernel events."""
+    """Candidates on an OpenCL queue (with profiling), timed from kernel events, or by the
+    host's wall clock where the device's event timer is unusable (``timer_defect``)."""
 
     def __init__(self, queue, x: np.ndarray):
         import pyopencl.array as cla
 
+        from .bench import event_timer_defect
+
         self.queue = queue
         self.device_x = cla.to_device(queue, x)
         self.nbytes = x.nbytes
+        self.timer_defect = event_timer_defect(queue.device)
+
+    @property
+    def timer(self) -> str:
+        if self.timer_defect is None:
+            return "OpenCL profiling events"
+        return f"host wall clock around queue.finish(), not OpenCL events: {self.timer_defect}"
 
     def prepare(self, problem: Problem, force: Force | None):
         from .backends import opencl
@@ -108,13 +128,26 @@ class _OpenCLRunner:
         return prepared, np.asarray(prepared.result())
 
     def seconds(self, prepared) -> float:
-        events = prepared.enqueue()
-        events[-1].wait()
-        return sum(e.profile.end - e.profile.start for e in events) * 1e-9
+        from . import bench
+
+        if self.timer_defect is None:
+            events = prepared.enqueue()
+            events[-1].wait()
+            seconds = bench.event_seconds(events)
+            self.timer_defect = bench.implausible_event_time(seconds, self.nbytes)
+            if self.timer_defect is None:
+                return seconds
+        # the first call (a warm-up) finds a broken timer, so every figure is timed this way
+        start = time.perf_counter()
+        prepared.enqueue()
+        self.queue.finish()
+        return time.perf_counter() - start
 
 
 class _CudaRunner:
     """Candidates on a CUDA device, planned as the CUDA backend plans, timed with CUDA events."""
+
+    timer = "CUDA events"
 
     def __init__(self, device_id: int, x: np.ndarray):
         import cupy
@@ -150,7 +183,7 @@ class _Trial:
 
     def __init__(self, runner, problem: Problem, x: np.ndarray, runs: int):
         self.runner, self.problem, self.runs = runner, problem, runs
-        self.ref = _reference(problem, x)
+        self.ref = reference(problem, x)
         self.seen: dict[tuple, tuple[float | None, str]] = {}
         self.plans: dict[tuple | None, object] = {}   # the plan each candidate that ran was given
         self.skipped: list[str] = []
@@ -169,9 +202,7 @@ class _Trial:
             outcome = (None, f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:160]}")
             self.skipped.append(f"{label}: {outcome[1]}")
         else:
-            rtol = RTOL.get(self.problem.dtype, 1e-6)
-            if not np.allclose(np.asarray(got, np.float64).reshape(self.ref.shape), self.ref, rtol=rtol,
-                               atol=rtol * np.abs(self.ref).max(initial=0)):
+            if not _matches(self.problem, got, self.ref):
                 outcome = (None, "answers wrong")
                 self.skipped.append(f"{label}: {_describe(prepared.plan)} answers wrong")
             else:
@@ -200,10 +231,93 @@ class _Trial:
         return tuple(self.runner.nbytes / statistics.median(t) / 1e9 for t in times)
 
 
-def _reference(problem: Problem, x: np.ndarray) -> np.ndarray:
+def _lse(v: np.ndarray) -> np.ndarray:
+    top = np.max(v, axis=1)
+    shift = np.where(np.isfinite(top), top, 0.0)
+    return np.log(np.sum(np.exp(v - shift[:, None, :]), axis=1)) + shift
+
+
+# float64 references of the ops numpy has no function for (clreduce.ops.OPS' meanings)
+_OWN_REFERENCES = {
+    "count_notnan": lambda v: np.sum(~np.isnan(v), axis=1),
+    "norm1": lambda v: np.sum(np.abs(v), axis=1),
+    "norm2": lambda v: np.sqrt(np.sum(v * v, axis=1)),
+    "norminf": lambda v: np.max(np.abs(v), axis=1),
+    "normneginf": lambda v: np.min(np.abs(v), axis=1),
+    "logsumexp": _lse,
+}
+
+
+def _kernel_op(problem: Problem) -> str:
+    """The op whose value the kernel writes: an integer mean's kernel writes the exact 64-bit
+    sums, which calls divide on the host (``ops.DtypeRule.host_divide``, api._divide_by_count)."""
+    if dtype_rule(OPS[problem.op], np.dtype(problem.dtype), problem.acc_dtype).host_divide:
+        return "sum"
+    return problem.op
+
+
+def reference(problem: Problem, x: np.ndarray) -> np.ndarray:
+    """The exact-as-float64 answer of ``problem``'s kernel on ``x``, as float64 of shape (rows, inner).
+
+    Parameters
+    ----------
+    problem : Problem
+        Any op of ``clreduce.ops.OPS``; ``param`` is the ``ddof`` of var and std.
+    x : numpy.ndarray
+        The ``rows * row_len * inner`` input elements.
+
+    Returns
+    -------
+    numpy.ndarray
+        Float input is reduced in float64. Integer and bool input keeps numpy's own rules
+        where numpy has the op (a 64-bit sum or product that wraps as numpy's does) and is
+        reduced in float64 by the others (norms, logsumexp). An integer mean's is the sum
+        (``_kernel_op``).
+    """
+    op = _kernel_op(problem)
+    if op not in _NUMPY_REFERENCES and op not in _OWN_REFERENCES:
+        raise ValueError(f"no reference for op {op!r}")
     shaped = x.reshape(problem.rows, problem.row_len, problem.inner)
-    fn = getattr(np, problem.op)
-    return np.asarray(fn(shaped.astype(np.float64) if x.dtype.kind == "f" else shaped, axis=1), np.float64)
+    as_float = shaped.astype(np.float64)
+    with np.errstate(all="ignore"):
+        if op in _OWN_REFERENCES:
+            out = _OWN_REFERENCES[op](as_float)
+        else:
+            value = as_float if x.dtype.kind == "f" else shaped
+            kwargs = {"ddof": problem.param} if op in ("var", "std") else {}
+            out = _NUMPY_REFERENCES[op](value, axis=1, **kwargs)
+    return np.asarray(out).astype(np.float64)
+
+
+_NUMPY_REFERENCES = {name: getattr(np, name) for name in (
+    "sum", "mean", "prod", "max", "min", "nansum", "nanmax", "nanmin", "count_nonzero", "any", "all",
+    "var", "std", "argmax", "argmin")}
+
+
+def _matches(problem: Problem, got, ref: np.ndarray) -> bool:
+    """Whether a candidate's answer is right: exact for selections, indices, counts, bools
+    and integer sums and products; within RTOL of the float64 reference otherwise."""
+    got = np.asarray(got, np.float64).reshape(ref.shape)
+    op = _kernel_op(problem)
+    exact = op in EXACT_OPS or (np.dtype(problem.dtype).kind in "biu" and op in ("sum", "nansum", "prod"))
+    if exact:
+        return bool(np.array_equal(got, ref, equal_nan=True))
+    rtol = RTOL.get(problem.dtype, 1e-6)
+    return bool(np.allclose(got, ref, rtol=rtol, atol=rtol * np.abs(ref).max(initial=0), equal_nan=True))
+
+
+def tune_input(problem: Problem, seed: int = 0) -> np.ndarray:
+    """The data a problem is tuned on: uniform [0, 1) floats or small integers; for prod,
+    floats within 2**-12 of 1, whose product over millions of elements stays in range."""
+    rng = np.random.default_rng(seed)
+    dtype = np.dtype(problem.dtype)
+    size = problem.rows * problem.row_len * problem.inner
+    if dtype.kind == "f":
+        values = rng.random(size)
+        if problem.op == "prod":
+            values = 1 + (values - 0.5) * 2.0 ** -12
+        return values.astype(dtype)
+    return rng.integers(0, 100, size).astype(dtype)
 
 
 def tune_problem(queue, problem: Problem, runs: int = 5, progress=None, *, backend: str = "opencl") -> dict:
@@ -211,10 +325,7 @@ def tune_problem(queue, problem: Problem, runs: int = 5, progress=None, *, backe
 
     ``queue`` is a pyopencl queue with profiling, or with ``backend="cuda"`` a CUDA device id.
     """
-    rng = np.random.default_rng(0)
-    dtype = np.dtype(problem.dtype)
-    size = problem.rows * problem.row_len * problem.inner
-    x = rng.random(size).astype(dtype) if dtype.kind == "f" else rng.integers(0, 100, size).astype(dtype)
+    x = tune_input(problem)
     if backend == "cuda":
         from .backends.cuda.probe import probe_device
 
@@ -252,14 +363,41 @@ def tune_problem(queue, problem: Problem, runs: int = 5, progress=None, *, backe
         if not kept:  # the search's gain was the warm-up's or the noise's
             best_force, best_gbps, best_plan = Force(), default_gbps, default_plan
         confirmed = {"kept": kept, "search_gbps": searched}
+    # nothing ran: the device cannot run this problem at all (e.g. float64 without fp64)
+    error = default_plan if default_gbps is None and best_force == Force() else None
     return {"problem": problem, "force": best_force, "gbps": best_gbps, "plan": best_plan,
             "default_gbps": default_gbps, "default_plan": default_plan, "skipped": trial.skipped,
-            "confirmed": confirmed}
+            "confirmed": confirmed, "timer": runner.timer, "error": error}
 
 
 def tune(device, problems, runs: int = 5, log=print, stream=sys.stderr, *, backend: str = "opencl") -> list[dict]:
-    """Tune every problem on ``device`` (a pyopencl Device, or with ``backend="cuda"`` a CUDA
-    device id) and save the winners to its tune file."""
+    """Tune every problem on ``device`` and save the winners to its tune file.
+
+    Parameters
+    ----------
+    device : pyopencl.Device or int
+        The OpenCL device, or with ``backend="cuda"`` a CUDA device index.
+    problems : iterable of Problem
+    runs : int
+        Timed runs per candidate (median).
+    log : callable
+        Receives one line per shape and the summary lines.
+    stream : file-like or None
+        Progress: a bar on a tty, one plain line per shape otherwise; None for none.
+    backend : {"opencl", "cuda"}
+
+    Returns
+    -------
+    list of dict
+        One result per problem; ``error`` is the reason when no plan of it ran on the
+        device (nothing is stored for that problem).
+
+    Raises
+    ------
+    clreduce.tuning.TuneDirError
+        The tune-cache folder cannot be written; raised before any search.
+    """
+    check_writable()  # before minutes of search, not after them
     if backend == "cuda":
         from .backends.cuda.probe import probe_device
 
@@ -276,8 +414,8 @@ def tune(device, problems, runs: int = 5, log=print, stream=sys.stderr, *, backe
     results = []
     with suspended():  # "default" must mean the planner's plan, not an older winner
         _tune_all(queue, problems, runs, cache, results, log, stream, backend)
-    path = cache.save()
-    log(f"tune file: {path}")
+    if any(r["error"] is None for r in results):
+        log(f"tune file: {cache.save()}")
     return results
 
 
@@ -291,14 +429,24 @@ def _tune_all(queue, problems, runs, cache, results, log, stream, backend="openc
             stream.write(f"\r{label:<36} [{bar:<20}] {done}/{total}  best {gbps:7.2f} GB/s  {plan:<48}")
             stream.flush()
 
-        result = tune_problem(queue, problem, runs, progress if stream is not None and stream.isatty() else None,
-                              backend=backend)
-        if stream is not None and stream.isatty():
+        tty = stream is not None and stream.isatty()
+        if stream is not None and not tty:  # a log file or pipe: one plain line, no redrawn bar
+            stream.write(f"tuning {label} ...\n")
+            stream.flush()
+        result = tune_problem(queue, problem, runs, progress if tty else None, backend=backend)
+        if tty:
             stream.write("\n")
         results.append(result)
+        if result["error"] is not None:
+            log(f"{label}: cannot run on this device: {result['error']}; nothing stored")
+            continue
         default = result["default_gbps"]
-        log(f"{label}: {result['gbps']:.2f} GB/s with {result['plan']} (default {default or 0:.2f} GB/s, "
-            f"{result['default_plan']}); key {bucket_key(problem)}")
+        default_text = f"{default:.2f} GB/s, {result['default_plan']}" if default is not None \
+            else result["default_plan"]
+        log(f"{label}: {result['gbps']:.2f} GB/s with {result['plan']} (default {default_text}); "
+            f"key {bucket_key(problem)}")
+        if result["timer"] not in ("OpenCL profiling events", "CUDA events"):
+            log(f"    timed by {result['timer']}")
         if result["confirmed"] is not None and not result["confirmed"]["kept"]:
             log(f"    not kept: {result['confirmed']['search_gbps']:.2f} GB/s in the search, no faster than "
                 f"the default timed beside it")
@@ -308,4 +456,4 @@ def _tune_all(queue, problems, runs, cache, results, log, stream, backend="openc
             cache.put(problem, result["force"], gbps=round(result["gbps"], 3),
                       default_gbps=None if default is None else round(default, 3), plan=result["plan"])
         else:
-            cache.entries.pop(bucket_key(problem), None)  # the planner's own plan won
+            cache.drop(problem)  # the planner's own plan won

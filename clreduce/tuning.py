@@ -13,9 +13,13 @@ Layout: one file per device fingerprint, ``<dir>/tune-<fingerprint>.json``::
 
 ``<dir>`` is ``CLREDUCE_TUNE_DIR``, else the user cache directory (platformdirs). A file
 whose clreduce version or kernel hash differs is stale and ignored (re-tune). A file that
-cannot be read is ignored with one warning and replaced by the next ``save``. Writes go to
-a temporary file in the same folder and are renamed over the old one (atomic on POSIX), so
-concurrent readers never see half a file.
+cannot be read or is not a tune file (not UTF-8, not JSON, nested past the parser's
+recursion limit, the wrong shape) is ignored with one warning and replaced by the next
+``save``. Writes go to a temporary file in the same folder and are renamed over the old one
+(atomic on POSIX), so concurrent readers never see half a file; a writer holds an exclusive
+lock on ``tune-<fingerprint>.lock`` (``fcntl.flock`` where it exists) while it re-reads the
+file and merges its own winners into what is there, so two ``clreduce tune`` runs of one
+device keep each other's winners.
 """
 
 from __future__ import annotations
@@ -31,6 +35,11 @@ import threading
 import warnings
 from pathlib import Path
 
+try:
+    import fcntl
+except ImportError:  # Windows: no flock; saves still merge, with a short unlocked window
+    fcntl = None
+
 from . import config
 from .caps import DeviceCaps
 from .kernels import kernel_dirs
@@ -41,6 +50,14 @@ FORMAT = 1
 
 class TuneCacheWarning(UserWarning):
     """A tune-cache file could not be used (corrupt, unreadable); it is ignored."""
+
+
+class CorruptTuneFile(ValueError):
+    """A tune-cache file's bytes are not a tune file (encoding, JSON or shape)."""
+
+
+class TuneDirError(OSError):
+    """The tune-cache folder cannot be created or written."""
 
 
 class _Suspend(threading.local):
@@ -123,35 +140,169 @@ def _version() -> str:
     return __version__
 
 
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _check_entry(key: str, entry) -> None:
+    """Raise CorruptTuneFile unless ``entry`` is what ``TuneCache.put`` writes."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("force"), dict):
+        raise CorruptTuneFile(f"entry {key!r} is not an object with a 'force' object")
+    try:
+        Force(**entry["force"])  # every stored force must still be a valid Force
+    except (TypeError, ValueError) as exc:
+        raise CorruptTuneFile(f"entry {key!r}: {exc}") from None
+    for name in ("gbps", "default_gbps"):
+        if entry.get(name) is not None and not _is_number(entry[name]):
+            raise CorruptTuneFile(f"entry {key!r}: {name} is not a number")
+    if entry.get("plan") is not None and not isinstance(entry["plan"], str):
+        raise CorruptTuneFile(f"entry {key!r}: plan is not a string")
+
+
+def parse(raw: bytes) -> dict:
+    """The tune-file object in ``raw``, validated; ``CorruptTuneFile`` when it is none.
+
+    Parameters
+    ----------
+    raw : bytes
+        A tune file's contents.
+
+    Returns
+    -------
+    dict
+        The file's object: ``entries`` maps bucket keys to valid entries, ``fingerprint``
+        is an object or absent.
+
+    Raises
+    ------
+    CorruptTuneFile
+        Not UTF-8, not JSON, nested too deep for the parser, or not the tune-file shape.
+    """
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise CorruptTuneFile(f"not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    except RecursionError:
+        # json's C scanner recurses once per nested [ or {: '[' * 100000 exhausts the stack
+        raise CorruptTuneFile("JSON nested too deeply") from None
+    except ValueError as exc:
+        raise CorruptTuneFile(f"not JSON ({exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("entries"), dict):
+        raise CorruptTuneFile("not a tune-cache object (no 'entries' object)")
+    if data.get("fingerprint") is not None and not isinstance(data["fingerprint"], dict):
+        raise CorruptTuneFile("'fingerprint' is not an object")
+    for key, entry in data["entries"].items():
+        _check_entry(key, entry)
+    return data
+
+
+def is_current(data: dict) -> bool:
+    """Whether a parsed tune file was written by this clreduce version and kernel sources."""
+    return (data.get("format") == FORMAT and data.get("clreduce") == _version()
+            and data.get("sources") == sources_hash())
+
+
+def check_writable(folder: Path | None = None) -> Path:
+    """Create the tune-cache folder if needed and prove a file can be written there.
+
+    ``clreduce tune`` asks this before its search, so a folder under a regular file or
+    under ``/proc`` fails at once instead of after minutes of timings.
+
+    Parameters
+    ----------
+    folder : Path, optional
+        Default: ``cache_dir()``.
+
+    Returns
+    -------
+    Path
+        The folder.
+
+    Raises
+    ------
+    TuneDirError
+        The folder cannot be created, or a file cannot be created in it.
+    """
+    folder = Path(folder or cache_dir())
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".tune-probe-", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise TuneDirError(f"tune cache folder {folder} cannot be written ({exc.strerror or exc}); "
+                           "set CLREDUCE_TUNE_DIR to a writable folder") from None
+    return folder
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path):
+    """Hold an exclusive ``flock`` on ``path`` (created if missing). Where flock does not
+    exist or the filesystem refuses it (ENOLCK on some network mounts), run unlocked: the
+    merge in ``save`` still keeps winners unless two saves interleave to the microsecond."""
+    if fcntl is None:
+        yield
+        return
+    fh = open(path, "a+b")  # noqa: SIM115 - closed below, after the lock is released
+    try:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        except OSError:
+            locked = False
+        else:
+            locked = True
+        try:
+            yield
+        finally:
+            if locked:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    finally:
+        fh.close()
+
+
 class TuneCache:
-    """The winners of one device, loaded from and saved to its file."""
+    """The winners of one device, loaded from and saved to its file.
+
+    ``put`` and ``drop`` change ``entries`` and remember the change; ``save`` applies this
+    object's changes to the file as it is at that moment, so winners another process saved
+    meanwhile survive.
+    """
 
     def __init__(self, caps: DeviceCaps, folder: Path | None = None):
         self.caps = caps
         self.path = (folder or cache_dir()) / f"tune-{fingerprint_id(caps)}.json"
         self.entries: dict[str, dict] = {}
         self.stale_reason: str | None = None
+        self._changes: dict[str, dict | None] = {}
         self._load()
 
-    def _load(self) -> None:
+    @property
+    def lock_path(self) -> Path:
+        """The sidecar file ``save`` locks (not matched by ``tune-*.json``)."""
+        return self.path.with_suffix(".lock")
+
+    def _read(self, stacklevel: int) -> dict | None:
+        """The file's valid object, or None (missing, or unusable: warned)."""
         try:
-            text = self.path.read_text(encoding="utf-8")
+            raw = self.path.read_bytes()
         except FileNotFoundError:
-            return
+            return None
         except OSError as exc:
-            warnings.warn(f"tune cache {self.path} unreadable ({exc}); ignored", TuneCacheWarning, stacklevel=3)
-            return
+            warnings.warn(f"tune cache {self.path} unreadable ({exc}); ignored", TuneCacheWarning,
+                          stacklevel=stacklevel)
+            return None
         try:
-            data = json.loads(text)
-            if not isinstance(data, dict) or not isinstance(data.get("entries"), dict):
-                raise ValueError("not a tune-cache object")
-            for key, entry in data["entries"].items():
-                Force(**entry["force"])  # every stored force must still be a valid Force
-        except (ValueError, TypeError, KeyError) as exc:
-            warnings.warn(f"tune cache {self.path} is corrupt ({type(exc).__name__}: {exc}); ignored, and "
-                          "rewritten by the next `clreduce tune`", TuneCacheWarning, stacklevel=3)
+            return parse(raw)
+        except CorruptTuneFile as exc:
+            warnings.warn(f"tune cache {self.path} is corrupt ({exc}); ignored, and rewritten by the next "
+                          "`clreduce tune`", TuneCacheWarning, stacklevel=stacklevel)
+            return None
+
+    def _load(self) -> None:
+        data = self._read(stacklevel=4)
+        if data is None:
             return
-        if data.get("format") != FORMAT or data.get("clreduce") != _version() or data.get("sources") != sources_hash():
+        if not is_current(data):
             self.stale_reason = (f"tuned with clreduce {data.get('clreduce')} / kernels {data.get('sources')}, "
                                  f"now {_version()} / {sources_hash()}")
             return
@@ -162,24 +313,51 @@ class TuneCache:
         return Force(**entry["force"]) if entry else None
 
     def put(self, problem: Problem, force: Force, **facts) -> None:
-        self.entries[bucket_key(problem)] = {"force": dataclasses.asdict(force), **facts}
+        """Store ``force`` as the winner of ``problem``'s bucket (written by ``save``)."""
+        key = bucket_key(problem)
+        self.entries[key] = {"force": dataclasses.asdict(force), **facts}
+        self._changes[key] = self.entries[key]
+
+    def drop(self, problem: Problem) -> None:
+        """Forget ``problem``'s bucket's winner (the planner's own plan won), at ``save``."""
+        key = bucket_key(problem)
+        self.entries.pop(key, None)
+        self._changes[key] = None
 
     def save(self) -> Path:
-        """Write atomically: a temporary file in the same folder, renamed over the old one."""
+        """Merge this object's changes into the file as it is now and write it atomically.
+
+        Under an exclusive lock on ``lock_path``: re-read the file (a current, valid one;
+        a stale or corrupt one is replaced), apply the ``put``/``drop`` changes, write a
+        temporary file in the same folder and rename it over the old one.
+        """
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        data = {"format": FORMAT, "fingerprint": fingerprint(self.caps), "clreduce": _version(),
-                "sources": sources_hash(), "entries": dict(sorted(self.entries.items()))}
-        fd, tmp = tempfile.mkstemp(prefix=".tune-", suffix=".json", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(data, fh, indent=1)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        with _file_lock(self.lock_path):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", TuneCacheWarning)  # _load warned already
+                current = self._read(stacklevel=2)
+            entries = dict(current["entries"]) if current is not None and is_current(current) else {}
+            for key, entry in self._changes.items():
+                if entry is None:
+                    entries.pop(key, None)
+                else:
+                    entries[key] = entry
+            data = {"format": FORMAT, "fingerprint": fingerprint(self.caps), "clreduce": _version(),
+                    "sources": sources_hash(), "entries": dict(sorted(entries.items()))}
+            fd, tmp = tempfile.mkstemp(prefix=".tune-", suffix=".json", dir=self.path.parent)
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    json.dump(data, fh, indent=1)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+                os.replace(tmp, self.path)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise
+        self.entries = data["entries"]
+        self.stale_reason = None
+        self._changes.clear()
         _forget()
         return self.path
 
@@ -241,18 +419,22 @@ def clear(folder: Path | None = None) -> list[Path]:
 
 
 def show(folder: Path | None = None) -> list[dict]:
-    """Every tune file's fingerprint and entries (stale ones marked)."""
+    """Every tune file's fingerprint and entries (stale ones marked).
+
+    A file that is unreadable or not a tune file (``parse``'s rules, the loader's) gives
+    ``{"path", "error"}`` and nothing else from it.
+    """
     folder = folder or cache_dir()
     out = []
     for path in sorted(folder.glob("tune-*.json")) if folder.is_dir() else ():
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            out.append({"path": str(path), "error": f"{type(exc).__name__}: {exc}"})
+            data = parse(path.read_bytes())
+        except (OSError, CorruptTuneFile) as exc:
+            out.append({"path": str(path), "error": str(exc) if isinstance(exc, CorruptTuneFile)
+                        else f"{type(exc).__name__}: {exc}"})
             continue
-        current = data.get("clreduce") == _version() and data.get("sources") == sources_hash()
-        out.append({"path": str(path), "fingerprint": data.get("fingerprint"), "current": current,
-                    "entries": data.get("entries", {})})
+        out.append({"path": str(path), "fingerprint": data.get("fingerprint"), "current": is_current(data),
+                    "entries": data["entries"]})
     return out
 
 

@@ -55,7 +55,11 @@ def test_bench_report_on_one_device(cl_device, tmp_path):
     for row in dev["rows"]:
         assert row["correct"], row
         assert set(row["gbps"]) == {"public", "device", "kernel", "numpy"}
-        assert all(v > 0 for v in row["gbps"].values())
+        # the kernel figure is None only where the event timer is unusable (rusticl's Mesa
+        # 22.3.6 reports 1 ns for any command), and says why; every other figure is measured
+        assert all(v > 0 for k, v in row["gbps"].items() if k != "kernel")
+        assert (row["gbps"]["kernel"] is None) == (row["event_timer"] is not None), row
+        assert row["gbps"]["kernel"] is None or row["gbps"]["kernel"] > 0
         assert row["best_peer"] == "numpy"
     assert dev["axes"]["axis=0"]["correct"] and dev["axes"]["axis=-1"]["correct"]
     assert isinstance(dev["per_call_us"]["clreduce.sum(device array)"], float)

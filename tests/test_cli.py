@@ -375,3 +375,228 @@ def test_bench_plot_without_matplotlib_is_refused_before_the_runs(tmp_path):
     assert proc.returncode == 2, proc.stderr
     assert "pip install 'clreduce[plot]'" in proc.stderr
     assert "|" not in proc.stdout and not (tmp_path / "g.png").exists()   # no table: nothing was timed
+
+
+# ---- bench and tune: bad input refused before any run ------------------------------------------
+
+
+@pytest.fixture
+def no_runs(monkeypatch):
+    """bench.run and tuner.tune replaced by a failure: a refusal must come before them."""
+    from clreduce import bench, tuner
+
+    def ran(*args, **kwargs):
+        raise AssertionError("the run started before the input was checked")
+
+    monkeypatch.setattr(bench, "run", ran)
+    monkeypatch.setattr(tuner, "tune", ran)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["bench", "--max-mb", "0"], "--max-mb: 0 is not >= 1"),
+    (["bench", "--max-mb", "-1"], "--max-mb: -1 is not >= 1"),
+    (["bench", "--calls", "-1"], "--calls: -1 is not >= 0"),
+    (["tune", "--shapes", "64,100", "--max-mb", "0"], "--max-mb: 0 is not >= 1"),
+    (["tune", "--shapes", "64,100", "--max-mb", "-3"], "--max-mb: -3 is not >= 1"),
+    (["tune", "--max-mb", "lots"], "--max-mb: 'lots' is not an integer"),
+])
+def test_bench_and_tune_bad_numbers_are_argparse_errors(no_runs, capsys, args, message):
+    from clreduce.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(args)
+    assert exited.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("option, target, message", [
+    ("--json", "MISSING/x.json", "does not exist"),
+    ("--json", "DIR", "is a directory"),
+    ("--plot", "MISSING/x.png", "does not exist"),
+    ("--plot", "DIR", "is a directory"),
+    ("--plot", "TMP/out.xyz", "matplotlib cannot write .xyz"),
+])
+def test_bench_output_paths_are_checked_before_the_run(no_runs, capsys, tmp_path, option, target, message):
+    from clreduce.cli import main
+
+    if target.endswith(".xyz"):
+        pytest.importorskip("matplotlib")
+    path = target.replace("MISSING", str(tmp_path / "missing")).replace("DIR", str(tmp_path)).replace(
+        "TMP", str(tmp_path))
+    assert main(["bench", "--max-mb", "1", "--runs", "1", "--calls", "0", option, path]) == 2
+    err = capsys.readouterr().err
+    assert f"clreduce bench: error: {option} " in err and message in err and "Traceback" not in err
+
+
+def test_bench_output_path_in_a_read_only_folder_is_refused(no_runs, capsys, tmp_path):
+    from clreduce.cli import main
+
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    folder.chmod(0o500)
+    try:
+        if os.access(folder, os.W_OK):
+            pytest.skip("running as root: every folder is writable")
+        assert main(["bench", "--json", str(folder / "x.json")]) == 2
+    finally:
+        folder.chmod(0o700)
+    assert "is not writable" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--op", "norm1", "--dtype", "int32"], "reduces integer input as float64"),
+    (["--op", "sum", "--dtype", "bool"], "tune --op count_nonzero"),
+])
+def test_tune_refuses_problems_no_call_runs(no_runs, capsys, args, message):
+    from clreduce.cli import main
+
+    assert main(["tune", "--shapes", "8,16", "--max-mb", "1", *args]) == 2
+    assert message in capsys.readouterr().err
+
+
+# ---- tune: the cache folder, --show, the exit status ---------------------------------------------
+
+
+def _tune_env(folder, **extra) -> dict:
+    return clean_env(CLREDUCE_TUNE_DIR=str(folder), **extra)
+
+
+@pytest.mark.parametrize("where", ["under-a-file", "under-proc"])
+def test_tune_with_an_unwritable_folder_exits_1_before_searching(tmp_path, where):
+    if where == "under-a-file":
+        (tmp_path / "plain").write_text("x")
+        folder = tmp_path / "plain" / "tune"
+    elif os.path.isdir("/proc/self"):
+        folder = Path("/proc/self/clreduce-tune")
+    else:
+        pytest.skip("no /proc here")
+    proc = cli("tune", "--shapes", "8,16", "--max-mb", "1", "--runs", "1", env=_tune_env(folder), check=False)
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert f"clreduce tune: error: tune cache folder {folder} cannot be written" in proc.stderr
+    assert "tuning mean float32 8x16 ..." not in proc.stderr   # the search never started
+
+
+def test_tune_show_ignores_unusable_files_like_the_loader(tmp_path):
+    bad = {"utf8": b"\xff\xfe\x00garbage\x80\x81", "deep": b"[" * 100000 + b"]" * 100000, "list": b"[]",
+           "null": b"null", "entry": b'{"entries": {"k": 5}}', "entries": b'{"entries": []}'}
+    for name, raw in bad.items():
+        (tmp_path / f"tune-{name}.json").write_bytes(raw)
+    for args in (["--show"], ["--show", "--json"]):
+        proc = cli("tune", *args, env=_tune_env(tmp_path), check=False)
+        assert proc.returncode == 0, proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert proc.stderr.count("is not a usable tune file") == len(bad)
+    assert proc.stdout.count('"error"') == len(bad) and '"entries"' not in proc.stdout
+
+
+def test_tune_show_says_when_the_default_plan_failed(tmp_path, capsys, monkeypatch):
+    from clreduce import tuning
+    from clreduce.cli import main
+
+    monkeypatch.setenv("CLREDUCE_TUNE_DIR", str(tmp_path))
+    cache = tuning.TuneCache(DeviceCaps(name="synthetic", vendor="arm", device_type="gpu"))
+    problem = Problem(rows=64, row_len=100, dtype="float32", op="sum")
+    cache.put(problem, tuning.Force(vec=2), gbps=3.5, default_gbps=None, plan="p")
+    cache.put(Problem(rows=64, row_len=1000, dtype="float32", op="sum"), tuning.Force(vec=4), gbps=4.0,
+              default_gbps=2.0, plan="q")
+    cache.save()
+    assert main(["tune", "--show"]) == 0
+    out = capsys.readouterr().out
+    assert "(3.5 GB/s, the default plan failed)" in out and "(4.0 GB/s, 2.00x the default)" in out
+    assert "nan" not in out
+
+
+def _device_index(found_devices, runtime: str) -> str:
+    """P:D of the first device of ``runtime`` (a conftest device id), or skip/fail."""
+    cl = pytest.importorskip("pyopencl")
+    device = next((d.device for d in found_devices if d.id == runtime), None)
+    if device is None:
+        skip_or_fail(runtime, f"{runtime} not visible")
+    for p_index, platform in enumerate(cl.get_platforms()):
+        for d_index, candidate in enumerate(platform.get_devices()):
+            if candidate.int_ptr == device.int_ptr:
+                return f"{p_index}:{d_index}"
+    pytest.fail(f"{runtime} has no P:D index")
+
+
+def test_tune_logsumexp_runs_and_reports_progress_without_a_tty(tmp_path, found_devices):
+    """`tune --op logsumexp` used to die on numpy.logsumexp (no such function); progress,
+    which only a tty got, is one plain line per shape on a pipe."""
+    index = _device_index(found_devices, "pocl")
+    proc = cli("tune", "--op", "logsumexp", "--shapes", "8,16", "--max-mb", "1", "--runs", "1", "--device", index,
+               env=_tune_env(tmp_path))
+    assert "Traceback" not in proc.stderr and "tuning logsumexp float32 8x16 ...\n" in proc.stderr
+    assert "logsumexp float32 8x16:" in proc.stdout and "tune file:" in proc.stdout
+
+
+def test_tune_float64_on_a_device_without_fp64_exits_1_and_stores_nothing(tmp_path, found_devices):
+    index = _device_index(found_devices, "rusticl")
+    proc = cli("tune", "--dtype", "float64", "--shapes", "8,16", "--max-mb", "1", "--runs", "1", "--device", index,
+               env=_tune_env(tmp_path), check=False)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "clreduce tune: error: the device cannot run mean float64 (8x16)" in proc.stderr and "fp64" in proc.stderr
+    assert not list(tmp_path.glob("tune-*.json"))
+
+
+def test_tune_on_rusticl_times_by_wall_clock(tmp_path, found_devices):
+    """rusticl 22.3.6's events say 1 ns for any command (timer resolution 0): the tuner said
+    1024000 GB/s for every candidate; it times around queue.finish() instead, and says so."""
+    index = _device_index(found_devices, "rusticl")
+    proc = cli("tune", "--shapes", "16,4096", "--max-mb", "1", "--runs", "1", "--device", index,
+               env=_tune_env(tmp_path))
+    line = next(line for line in proc.stdout.splitlines() if line.startswith("mean float32 16x4096:"))
+    gbps = float(line.split(": ")[1].split(" GB/s")[0])
+    if "timed by host wall clock" not in proc.stdout:   # a Mesa whose events work
+        assert gbps < 100_000
+    else:
+        assert 0 < gbps < 1000
+
+
+# ---- bench: event figures where the device's event timer is unusable -------------------------------
+
+
+def test_bench_reports_event_figures_unavailable_when_events_are_garbage(found_devices, monkeypatch):
+    """Events of 1 ns for any command (rusticl 22.3.6): no impossible GB/s in the report, the
+    kernel and device-copy figures are unavailable with the reason, the wall-time ones stay."""
+    from clreduce import bench
+
+    devices = [d for d in found_devices if d.id == "pocl"] or found_devices
+    if not devices:
+        skip_or_fail("pocl", "no OpenCL device")
+    monkeypatch.setattr(bench, "event_seconds", lambda events: 1e-9)
+    report = bench.run(devices=[devices[0].device], op="sum", max_bytes=1 << 18, repeat=1, peers=["numpy"],
+                       calls=0, shapes=[(64, 1000)], log=lambda *a: None)
+    (dev,) = report["devices"]
+    assert dev["copy_gbps"] is None and "1 ns" in dev["event_timer"]
+    (row,) = dev["rows"]
+    assert row["gbps"]["kernel"] is None and row["gbps"]["public"] > 0 and row["correct"]
+    text = bench.markdown(report)
+    assert "device copy n/a" in text and "| n/a |" in text
+    assert "not measured, the device's event timer is unusable" in text
+
+
+def test_bench_on_rusticl_prints_no_impossible_figures(found_devices):
+    index = _device_index(found_devices, "rusticl")
+    proc = cli("bench", "--device", index, "--max-mb", "1", "--runs", "1", "--calls", "0", "--peers", "numpy",
+               "--shapes", "16,4096", check=False)
+    assert proc.returncode == 0, proc.stderr
+    table = [line for line in proc.stdout.splitlines() if line.startswith("| 16×4096 |")]
+    assert len(table) == 1
+    figures = [float(cell) for cell in table[0].split("|")[3:6] if cell.strip() != "n/a"]
+    assert figures and all(0 < f < 100_000 for f in figures)   # was 1024000 GB/s for the kernel
+    copy = proc.stdout.split("device copy ")[1].split(",")[0]
+    assert copy == "n/a" or 0 < float(copy.removesuffix(" GB/s")) < 100_000   # was 2097152 GB/s
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"max_bytes": 0}, ValueError, "max_bytes must be >= 1"),
+    ({"calls": -1}, ValueError, "calls must be >= 0"),
+    ({"repeat": 0}, ValueError, "repeat must be >= 1"),
+    ({"repeat": "7"}, TypeError, "repeat must be an int"),
+])
+def test_bench_run_refuses_bad_numbers_before_any_device(kwargs, error, message):
+    from clreduce import bench
+
+    with pytest.raises(error, match=message):
+        bench.run(devices=[], **kwargs)

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import threading
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -71,20 +74,269 @@ def test_forced_disabled_other_device_and_other_bucket_ignore_the_winner(tune_di
     assert tuning.tuned_force(CAPS, problem, None) == Force(vec=4)
 
 
-@pytest.mark.parametrize("text", ["{not json", '{"entries": []}', '{"entries": {"k": {"force": {"bogus": 1}}}}'])
-def test_corrupt_file_is_ignored_with_a_warning_and_rewritten(tune_dir, text):
+# Files the loader must ignore: bytes that are not UTF-8, JSON nested past the parser's
+# recursion limit, and valid JSON of the wrong shape.
+UNUSABLE = {
+    "not-json": b"{not json",
+    "not-utf8": b"\xff\xfe\x00garbage\x80\x81",
+    "deep": b"[" * 100000 + b"]" * 100000,
+    "list": b"[]",
+    "null": b"null",
+    "entry-not-object": b'{"entries": {"k": 5}}',
+    "entries-list": b'{"entries": []}',
+    "bad-force": b'{"entries": {"k": {"force": {"bogus": 1}}}}',
+    "gbps-text": b'{"entries": {"k": {"force": {"vec": 4}, "gbps": "fast"}}}',
+    "fingerprint-list": b'{"fingerprint": [], "entries": {}}',
+}
+
+
+@pytest.mark.parametrize("raw", list(UNUSABLE.values()), ids=list(UNUSABLE))
+def test_unusable_file_is_ignored_with_a_warning_and_rewritten(tune_dir, raw):
     path = tune_dir / f"tune-{tuning.fingerprint_id(CAPS)}.json"
-    path.write_text(text)
+    path.write_bytes(raw)
     problem = Problem(rows=100, row_len=300, dtype="float32", op="sum")
     with pytest.warns(tuning.TuneCacheWarning, match="corrupt"):
         assert tuning.tuned_force(CAPS, problem, None) is None
-    cache = tuning.TuneCache.__new__(tuning.TuneCache)  # a fresh, empty cache for the same device
-    cache.caps, cache.path, cache.entries, cache.stale_reason = CAPS, path, {}, None
+    (shown,) = tuning.show(tune_dir)   # --show applies the loader's rules: nothing from this file
+    assert set(shown) == {"path", "error"} and shown["path"] == str(path)
+    with pytest.warns(tuning.TuneCacheWarning):
+        cache = tuning.TuneCache(CAPS)
     cache.put(problem, Force(vec=2))
     cache.save()
     assert tuning.tuned_force(CAPS, problem, None) == Force(vec=2)
+    assert tuning.show(tune_dir)[0]["entries"][tuning.bucket_key(problem)]["force"]["vec"] == 2
 
 
+def test_a_public_call_with_a_non_utf8_tune_file_warns_and_answers(cl_device, tune_dir):
+    import clreduce
+    from clreduce.backends import opencl
+
+    path = tune_dir / f"tune-{tuning.fingerprint_id(opencl.caps_of(cl_device))}.json"
+    path.write_bytes(UNUSABLE["not-utf8"])
+    x = np.arange(3 * 50, dtype=np.float32).reshape(3, 50)
+    with pytest.warns(tuning.TuneCacheWarning, match="not UTF-8"):
+        got = clreduce.mean(x, axis=-1, queue=_queue(cl_device))
+    np.testing.assert_allclose(got, x.astype(np.float64).mean(-1), rtol=1e-6)
+
+
+P1 = Problem(rows=100, row_len=300, dtype="float32", op="sum")
+P2 = Problem(rows=100, row_len=3000, dtype="float32", op="max")
+
+
+def _stored(folder) -> dict:
+    return json.loads((folder / f"tune-{tuning.fingerprint_id(CAPS)}.json").read_text())["entries"]
+
+
+def test_two_writers_keep_each_others_winners(tune_dir):
+    """Two tune runs load the (empty) file at start and save at the end: the second save
+    merges into what the first wrote instead of replacing it; a drop removes only its key."""
+    first, second = tuning.TuneCache(CAPS), tuning.TuneCache(CAPS)
+    first.put(P1, Force(vec=2))
+    second.put(P2, Force(vec=4))
+    first.save()
+    second.save()
+    assert set(_stored(tune_dir)) == {tuning.bucket_key(P1), tuning.bucket_key(P2)}
+    third = tuning.TuneCache(CAPS)
+    third.drop(P1)   # the planner's own plan won this bucket in a later run
+    third.save()
+    assert set(_stored(tune_dir)) == {tuning.bucket_key(P2)}
+    assert tuning.tuned_force(CAPS, P2, None) == Force(vec=4) and tuning.tuned_force(CAPS, P1, None) is None
+
+
+def test_save_waits_for_the_lock_and_merges_what_was_written_meanwhile(tune_dir, tmp_path):
+    fcntl = pytest.importorskip("fcntl")
+    other = tmp_path / "other"
+    elsewhere = tuning.TuneCache(CAPS, folder=other)   # what another process would have written
+    elsewhere.put(P1, Force(vec=2))
+    meanwhile = elsewhere.save().read_bytes()
+    mine = tuning.TuneCache(CAPS)
+    mine.put(P2, Force(vec=4))
+    with open(mine.lock_path, "a+b") as held:
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX)
+        saver = threading.Thread(target=mine.save)
+        saver.start()
+        saver.join(0.5)
+        waited = saver.is_alive()
+        mine.path.write_bytes(meanwhile)   # the other writer's file lands while the lock is held
+        fcntl.flock(held.fileno(), fcntl.LOCK_UN)
+    saver.join(30)
+    assert waited, "save did not wait for the lock"
+    assert set(_stored(tune_dir)) == {tuning.bucket_key(P1), tuning.bucket_key(P2)}
+
+
+def test_concurrent_saves_from_threads_lose_nothing(tune_dir):
+    n = 6
+    problems = [Problem(rows=100, row_len=1 << (8 + i), dtype="float32", op="sum") for i in range(n)]
+    loaded = threading.Barrier(n)
+
+    def run(problem):
+        cache = tuning.TuneCache(CAPS)
+        loaded.wait()   # every writer has read the file before any saves
+        cache.put(problem, Force(vec=2))
+        cache.save()
+
+    threads = [threading.Thread(target=run, args=(p,)) for p in problems]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert set(_stored(tune_dir)) == {tuning.bucket_key(p) for p in problems}
+    assert not list(tune_dir.glob(".tune-*"))   # no temporary left behind
+
+
+@pytest.mark.parametrize("where", ["under-a-file", "under-proc"])
+def test_an_unwritable_tune_folder_fails_before_the_search(tmp_path, monkeypatch, where):
+    from clreduce import tuner
+
+    if where == "under-a-file":
+        (tmp_path / "plain").write_text("x")
+        folder = tmp_path / "plain" / "tune"
+    else:
+        if not os.path.isdir("/proc/self"):
+            pytest.skip("no /proc here")
+        folder = Path("/proc/self/clreduce-tune")
+    monkeypatch.setenv("CLREDUCE_TUNE_DIR", str(folder))
+    with pytest.raises(tuning.TuneDirError, match="cannot be written"):
+        tuning.check_writable()
+
+    def no_search(*args, **kwargs):
+        raise AssertionError("searched before checking the folder")
+
+    monkeypatch.setattr(tuner, "_tune_all", no_search)
+    with pytest.raises(tuning.TuneDirError, match="CLREDUCE_TUNE_DIR"):
+        tuner.tune(None, [P1], runs=1, log=lambda *a: None, stream=None)
+
+
+# ---- the tuner's references -----------------------------------------------------------------
+
+def test_reference_of_ops_numpy_has_no_function_for():
+    from clreduce import tuner
+
+    x = np.array([[-3.0, 1.0, np.nan, 2.0], [0.5, -0.25, 4.0, -8.0]], np.float32)
+    plain = np.nan_to_num(x, nan=0.0).astype(np.float64)
+
+    def ref(op, data=x, **kw):
+        return tuner.reference(Problem(rows=2, row_len=4, dtype="float32", op=op, **kw), data).ravel()
+
+    np.testing.assert_array_equal(ref("count_notnan"), [3, 4])
+    np.testing.assert_allclose(ref("norm1", plain), np.abs(plain).sum(1))
+    np.testing.assert_allclose(ref("norm2", plain), np.linalg.norm(plain, axis=1))
+    np.testing.assert_array_equal(ref("norminf", plain), [3, 8])
+    np.testing.assert_array_equal(ref("normneginf", plain), [0, 0.25])
+    np.testing.assert_allclose(ref("logsumexp", plain), np.log(np.exp(plain).sum(1)))
+    big = np.full((2, 4), 1000.0, np.float32)   # exp would overflow unshifted
+    np.testing.assert_allclose(ref("logsumexp", big), 1000 + np.log(4))
+    np.testing.assert_allclose(ref("var", plain, param=1.0), plain.var(1, ddof=1))
+
+
+def test_every_op_has_a_reference():
+    from clreduce import tuner
+    from clreduce.ops import OPS
+
+    x = np.linspace(0.1, 1, 12)
+    for op in OPS:
+        out = tuner.reference(Problem(rows=3, row_len=4, dtype="float64", op=op), x)
+        assert out.shape == (3, 1) and out.dtype == np.float64 and np.isfinite(out).all(), op
+
+
+def _one_device(found_devices):
+    """pip's PoCL where present (fast builds), else the first device."""
+    if not found_devices:
+        pytest.skip("no OpenCL device")
+    return next((d for d in found_devices if d.id == "pocl"), found_devices[0])
+
+
+def _tune_ops():
+    from clreduce.cli import build_parser
+
+    parser = build_parser()
+    tune = next(a for a in parser._subparsers._group_actions[0].choices.items() if a[0] == "tune")[1]
+    return next(a for a in tune._actions if a.dest == "op").choices
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_tune_runs_every_op_the_cli_offers(found_devices, tune_dir, monkeypatch, dtype):
+    """Every `clreduce tune --op` choice: the default plan runs and answers as the float64
+    reference says (the tuner used numpy's function of the op's name, which logsumexp, the
+    norms and count_notnan lack). Only the default is timed: the reference is under test."""
+    from clreduce import tuner
+
+    device = _one_device(found_devices)
+    monkeypatch.setattr(tuner, "knob_values", lambda caps, p: {})
+    # integer norms are refused by the CLI: clreduce.norm converts integers to float64 first
+    ops = [op for op in _tune_ops() if dtype == "float32" or not op.startswith("norm")]
+    problems = [Problem(rows=8, row_len=300, dtype=dtype, op=op) for op in ops]
+    results = tuner.tune(device.device, problems, runs=1, log=lambda *a: None, stream=None)
+    assert len(results) == len(ops) > 16
+    for result in results:
+        op = result["problem"].op
+        assert result["error"] is None and result["skipped"] == [], (op, result["default_plan"])
+        assert result["default_gbps"] > 0, op
+
+
+def test_a_device_that_cannot_run_the_problem_stores_nothing(found_devices, tune_dir, monkeypatch):
+    import io
+
+    from clreduce import tuner
+    from clreduce.plan import UnsupportedOnDevice
+
+    def refuse(self, problem, force):
+        raise UnsupportedOnDevice("float64 mean needs fp64, which this device lacks")
+
+    monkeypatch.setattr(tuner._OpenCLRunner, "prepare", refuse)
+    lines, progress = [], io.StringIO()
+    (result,) = tuner.tune(_one_device(found_devices).device, [P1], runs=1, log=lines.append, stream=progress)
+    assert result["error"] == "not plannable: float64 mean needs fp64, which this device lacks"
+    assert any("cannot run on this device" in line for line in lines)
+    assert not any("tune file" in line for line in lines) and not list(tune_dir.glob("tune-*.json"))
+    assert progress.getvalue() == "tuning sum float32 100x300 ...\n"   # a plain line, not a tty's bar
+
+
+# ---- event timers -----------------------------------------------------------------------------
+
+def test_event_timer_defects():
+    from types import SimpleNamespace
+
+    from clreduce import bench
+
+    rusticl = SimpleNamespace(name="llvmpipe", profiling_timer_resolution=0)
+    assert "resolution of 0 ns" in bench.event_timer_defect(rusticl)
+    assert bench.event_timer_defect(SimpleNamespace(name="pocl", profiling_timer_resolution=1)) is None
+    assert "1 ns" in bench.implausible_event_time(1e-9, 1 << 20)       # rusticl's end - start
+    assert "GB/s" in bench.implausible_event_time(1e-6, 1 << 30)        # 1 GiB in 1 us
+    assert bench.implausible_event_time(1e-3, 1 << 20) is None
+
+
+def test_event_timer_is_flagged_or_plausible(cl_device):
+    """A 4 MiB device copy: either the timer is reported unusable or its figure is one a
+    device can reach (rusticl 22.3.6 gave 2097152 GB/s)."""
+    import pyopencl as cl
+
+    from clreduce import bench
+
+    ctx = cl.Context([cl_device])
+    queue = cl.CommandQueue(ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
+    try:
+        gbps = bench.copy_bandwidth(queue, 4 << 20, repeat=2)
+    except bench.EventTimerUnusable as exc:
+        assert str(exc)
+    else:
+        assert 0 < gbps < bench.MAX_EVENT_GBPS
+
+
+def test_tune_times_by_wall_clock_when_events_are_garbage(found_devices, tune_dir, monkeypatch):
+    """Events that say 1 ns for any command (rusticl 22.3.6): candidates are timed around
+    queue.finish() instead, at a plausible figure, and the output says so."""
+    from clreduce import bench, tuner
+
+    monkeypatch.setattr(bench, "event_seconds", lambda events: 1e-9)
+    monkeypatch.setattr(tuner, "knob_values", lambda caps, p: {})
+    lines = []
+    problem = Problem(rows=64, row_len=4096, dtype="float32", op="mean")
+    (result,) = tuner.tune(_one_device(found_devices).device, [problem], runs=2, log=lines.append, stream=None)
+    assert "host wall clock" in result["timer"] and "1 ns" in result["timer"]
+    assert 0 < result["default_gbps"] < 1000   # 1 MiB in 1 ns would be 1048 GB/s
+    assert any(line.startswith("    timed by host wall clock") for line in lines)
 def test_stale_file_from_other_kernels_is_ignored(tune_dir):
     problem = Problem(rows=100, row_len=300, dtype="float32", op="sum")
     cache = tuning.TuneCache(CAPS)
