@@ -35,7 +35,7 @@
  * amax / 127 passed float32's range (or fell below its least subnormal) had q from the
  * unrounded scale: q = 127 beside a returned scale of inf, or of 0 (an outside fuzz run,
  * 2026-11-29). Now the scale is inf or 0 there and q 0, as for any x / scale not finite. */
-#if QUANT && ACC_BYTES == 8
+#if ACC_BYTES == 8
 #define QUANT_SCALE(amax) ((ACC_T)(float)((amax) / (ACC_T)127))
 #else
 #define QUANT_SCALE(amax) ((amax) / (ACC_T)127)

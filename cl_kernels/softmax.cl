@@ -211,8 +211,8 @@ inline ACC_T cpu_max(__global const IN_T *p, const ulong len) {
     return m;
 }
 
-/* CPU_HALF_TERMS (planner: float16 softmax rows of at most that many elements on PoCL; default
- * 0): the row's exp terms stay as floats in a private array between the sum and the write, so
+/* CPU_HALF_TERMS (planner: float16 softmax rows of at most that many elements on PoCL and
+ * Intel's CPU runtime; default 0): the row's exp terms stay as floats in a private array between the sum and the write, so
  * each exp is taken once and each result rounded to half once. Without it a float16 row takes
  * every exp twice (terms stored to the output as halves and scaled there would be rounded
  * twice). A multiple of VEC: the array holds whole runs (a row's last len % VEC terms are taken

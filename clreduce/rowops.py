@@ -100,15 +100,18 @@ def _eps(eps, op: str) -> float:
     return value
 
 
+_SMALLEST_NORMAL = {name: float(np.finfo(name).tiny) for name in ("float32", "float64")}
+
+
 def _eps_for(eps: float, dtype, op: str) -> None:
     """An eps the norm's math type holds as a normal number: float64 for float64 input, else
     float32. A smaller one would be 0 there (1e-50 in float32), or flushed to 0 where a device
     or the CUDA backend's float16 kernels flush subnormals, and rows of zeros would give NaN
     (an outside fuzz run, 2026-11-29: ``rms_norm(zeros, eps=1e-50)``)."""
-    math = np.float64 if str(dtype).endswith("float64") else np.float32
-    tiny = float(np.finfo(math).tiny)
+    math = "float64" if str(dtype).endswith("float64") else "float32"
+    tiny = _SMALLEST_NORMAL[math]
     if eps < tiny:
-        raise ValueError(f"{op}: eps={eps!r} is below the smallest normal {np.dtype(math).name} ({tiny:.4g}), "
+        raise ValueError(f"{op}: eps={eps!r} is below the smallest normal {math} ({tiny:.4g}), "
                          f"the type of the norm's math for {dtype} input: it would round or flush to 0 there")
 
 
@@ -455,14 +458,16 @@ def log_softmax(x, axis=-1, *, out=None, backend=None, device=None, queue=None, 
 
 def _norm(op, x, axis, out, backend, device, queue, force, weight, bias, eps):
     eps = _eps(eps, op)
-    if hasattr(x, "dtype"):
+    has_dtype = hasattr(x, "dtype")
+    if has_dtype:  # before the torch path; other inputs once converted
         _eps_for(eps, x.dtype, op)
     direct = _torch_direct(op, x, -1, out, backend, device, queue, force, weight=weight, bias=bias, eps=eps)
     if direct is not None:
         return direct
     inp = _float_input(x, op, backend)
     a = inp.array
-    _eps_for(eps, a.dtype, op)
+    if not has_dtype:
+        _eps_for(eps, a.dtype, op)
     if a.ndim == 0:
         raise AxisError(-1, 0)
     k = a.shape[-1]

@@ -181,10 +181,7 @@ class RowLauncher:
             event = self._enqueue(queue, buffers, x.offset // self.itemsize,
                                   wait_for=opencl.pending_events(x, weight, bias, dest, queue=queue))
             if dest is not None:
-                dest.add_event(event)
-                if dest.queue is not None and dest.queue.int_ptr != queue.int_ptr:
-                    queue.flush()  # out='s own queue reads after the rows (opencl.pending_events)
-                    cl.enqueue_barrier(dest.queue, wait_for=[event])
+                opencl.hand_over(dest, event, queue)
             return self._assemble([dest if name == "output" and dest is not None else
                                    make(buffers[name], ctx, queue, event)
                                    for make, (name, _, _) in zip(self.makers, self.outputs)])

@@ -785,7 +785,7 @@ def pending_events(*arrays, queue=None) -> list | None:
     in_order = None
     events = []
     for a in arrays:
-        for event in (getattr(a, "events", None) or ()) if a is not None else ():
+        for event in getattr(a, "events", None) or ():
             source = event.command_queue  # None for a user event
             if queue is not None and source is not None and source.int_ptr == queue.int_ptr:
                 if in_order is None:
@@ -820,9 +820,15 @@ def copy_into(out, result) -> None:
             view, result = view.view(np.uint16), result.view(np.uint16)
         view.setitem(slice(None), result, wait_for=pending_events(out, queue=queue))
         event = view.events[-1] if view.events else cl.enqueue_marker(queue)
+    hand_over(out, event, queue)
+
+
+def hand_over(out, event, queue) -> None:
+    """``out``'s later readers wait for ``event`` (on ``queue``), which wrote it: its events,
+    and its own queue where that is another (flushed first: see pending_events)."""
     out.add_event(event)
     if out.queue is not None and out.queue.int_ptr != queue.int_ptr:
-        queue.flush()  # out's queue waits on this one: see pending_events
+        queue.flush()
         cl.enqueue_barrier(out.queue, wait_for=[event])
 
 

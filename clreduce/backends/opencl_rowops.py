@@ -179,8 +179,7 @@ def run(queue: cl.CommandQueue, problem: RowProblem, src, *, weight=None, bias=N
     unbind = cl_args.retains_buffers(ctx, queue.device)  # rusticl: see cl_args
     # the first launch waits for what the pyopencl input, weight and bias are still waiting on
     # (opencl.pending_events); the queue orders the rest
-    wait_for = opencl.pending_events(*(a for a in (src, weight, bias) if not isinstance(a, np.ndarray)),
-                                     queue=queue)
+    wait_for = opencl.pending_events(src, weight, bias, queue=queue)
     for arg_list, cached, launch in zip(row_args.kernel_args(p, problem, eps), kernels, p.passes):
         args = bind(arg_list, buffers, in_off, dummy)
         with cached.lock:  # set-args + enqueue on a kernel other threads share
