@@ -267,6 +267,24 @@ inline outer_t outer_wrap(const ACC_T v) { outer_t o; o.s = v; return o; }
 inline ACC_T outer_value(const outer_t o) { return o.s; }
 inline ACC_T outer_mean(const outer_t o, const ACC_T n) { return o.s / n; }
 #endif
+/* mean_div: a mean's divide, (s + c) / n, without a divide: q = s * inv, with inv = 1 / n
+ * correctly rounded by the host (the argument mean_inv; plan.reciprocal), then one correction
+ * by the remainder s - q n (exact in an fma) plus c: (s + c) / n correctly rounded up to c's
+ * own rounding (Markstein's theorem: inv within half an ulp of 1 / n, q within an ulp of s / n,
+ * no underflow). Near the bottom of the range (the remainder would round in subnormals), for 0
+ * and where q is not finite (inf - inf in the remainder) it divides. For teams of lanes: their
+ * two IEEE divides had cost float32 means over rows of 16 10 % of sum's speed on an H200 (3591
+ * against 3985 GB/s, every other define alike; 3957 with mean_div), float64 rows of 8-16
+ * 17-21 %; 1 / n made per work-item instead cost rows of 32 6 % (about a row a team there). */
+#if FINALIZE == FIN_MEAN
+inline ACC_T mean_div(const ACC_T s, const ACC_T c, const ACC_T n, const ACC_T inv) {
+    const ACC_T q = s * inv;
+    if (!(fabs(q) >= (ACC_T)0x1p-100f && fabs(q) < (ACC_T)INFINITY)) {
+        return s / n + c / n;
+    }
+    return fma(fma(-q, n, s) + c, inv, q);
+}
+#endif
 /* a block loop from i: where the block stops (span 0: one block to the end), and whether the
  * loop is done; BLOCKED is a compile-time 0/1, so unblocked code runs the loop body once */
 #define BLOCK_STOP(i, end, span) ((span) && (i) + (span) < (end) ? (i) + (span) : (end))
@@ -698,13 +716,14 @@ inline outer_t lane_partial(__global const IN_T *p, ulong len, const uint lane) 
 /* reduce_rows: out[out_offset + t] = the reduction of task t (row t / SPLIT, chunk t % SPLIT).
  * Launch: 1-D, local size WG_SIZE exactly, global size any multiple of it (grid stride over
  * n_rows * SPLIT tasks, TEAMS per group per trip); offsets, sizes and strides in elements;
- * chunk_len = row_len when SPLIT == 1; mean_count divides for FINALIZE 1. Output is OUT_T
+ * chunk_len = row_len when SPLIT == 1; mean_count divides for FINALIZE 1 (mean_inv, its
+ * reciprocal, for mean_div). Output is OUT_T
  * (ACC_T partials laid out (n_rows, SPLIT) when SPLIT > 1). */
 __kernel SG_ATTR KERNEL_WG_SIZE(WG_SIZE)
 void reduce_rows(__global const IN_T *restrict in, const ulong in_offset,
                  __global OUT_T *restrict out, const ulong out_offset,
                  const ulong n_rows, const ulong row_len, const ulong row_stride,
-                 const ulong chunk_len, const ulong mean_count)
+                 const ulong chunk_len, const ulong mean_count, const ACC_T mean_inv)
 {
 #if LANES > 1 && (SG_MODE == SG_LOCAL || LANES > SG_SIZE)
     __local outer_t scratch[SCRATCH_LEN];
@@ -775,10 +794,14 @@ void reduce_rows(__global const IN_T *restrict in, const ulong in_offset,
             /* one block, no team: the correction is 0 (PoCL: the divide of c cost 4 % on K = 32) */
             ACC_T r = acc.s;
 #if FINALIZE == FIN_MEAN
+            /* the plain divide: mean_div measured slower on one-lane rows (H200: float32 rows of
+             * 2-8 10-15 %, float64 of 4 4 %, float16 of 16-32 3-10 %) */
             r = r / (ACC_T)mean_count;
 #endif
+#elif FINALIZE == FIN_MEAN && ACC_COMPENSATED
+            ACC_T r = mean_div(acc.s, acc.c, (ACC_T)mean_count, mean_inv);
 #elif FINALIZE == FIN_MEAN
-            ACC_T r = outer_mean(acc, (ACC_T)mean_count);
+            ACC_T r = mean_div(acc.s, (ACC_T)0, (ACC_T)mean_count, mean_inv);
 #else
             ACC_T r = outer_value(acc);
 #endif
@@ -1231,7 +1254,7 @@ __kernel KERNEL_WG_SIZE(WG_SIZE)
 void reduce_rows_cpu(__global const IN_T *restrict in, const ulong in_offset,
                      __global OUT_T *restrict out, const ulong out_offset,
                      const ulong n_rows, const ulong row_len, const ulong row_stride,
-                     const ulong chunk_len, const ulong mean_count)
+                     const ulong chunk_len, const ulong mean_count, const ACC_T mean_inv)
 {
     const ulong n_tasks = n_rows * SPLIT;
     const ulong items = (ulong)get_global_size(0);

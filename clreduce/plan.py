@@ -800,6 +800,18 @@ def _row_family(op):
     return _launch_rows if op.kind == "scalar" else _launch_rows_state
 
 
+def reciprocal(acc, count: int) -> float:
+    """1 / count correctly rounded in the accumulator's float type, the count first rounded to
+    it as the kernel's ``(ACC_T)mean_count`` is (reduce_rows.cl ``mean_div``'s ``mean_inv``:
+    made here, not per work-item, because a divide a work-item cost the shapes of about one row
+    a team as much as the divide a row it replaces); 0 for integer accumulators, whose means the
+    host finishes."""
+    dtype = np.dtype(acc)
+    if dtype.kind != "f" or count == 0:
+        return 0
+    return float(dtype.type(1) / dtype.type(count))
+
+
 def _groups(caps: DeviceCaps, needed: int) -> int:
     # Enough groups to fill every compute unit many times over; the rest is grid-stride.
     max_groups = max(1, caps.compute_units) * (64 if caps.device_type == "gpu" else 32)
@@ -845,7 +857,7 @@ def _launch_rows(*, caps, op, rule, sg_mode, sg_size, reqd, wg, rows, row_len, l
         defines["ACC_BLOCK"] = 1 if not first else (0 if loads <= block else block)
     defines.update(_rescue_defines(caps, op, rule, in_dtype, first))
     scalars = [("n_rows", "u64", rows), ("row_len", "u64", row_len), ("row_stride", "u64", row_len),
-               ("chunk_len", "u64", chunk), ("mean_count", "u64", count)]
+               ("chunk_len", "u64", chunk), ("mean_count", "u64", count), ("mean_inv", "acc", reciprocal(rule.acc, count))]
     if cpu_items:  # cpu_blocks: reduce_rows_cpu, one contiguous block of tasks per work-item
         defines.update({"CPU_BLOCKS": 1, "UNROLL": cpu_unroll})
         groups = max(1, _ceil_div(min(cpu_items, rows * split), wg))

@@ -524,3 +524,28 @@ def test_sum_rescue_walk_fits_llvmpipe(caps, op):
                 teams = launch.local_size // int(defines["LANES"])
                 tasks = int(defines["SPLIT"]) * rows
                 assert launch.global_size // launch.local_size * teams >= tasks, (op, rows, k, launch)
+
+
+@pytest.mark.parametrize("acc", ["float32", "float64"])
+@pytest.mark.parametrize("count", [1, 3, 7, 16, 1000, 2001, 4097, (1 << 24) + 1, 3 ** 30, (1 << 64) - 1])
+def test_mean_reciprocal_is_one_over_the_kernels_count_correctly_rounded(acc, count):
+    """reduce_rows.cl mean_div's premise: mean_inv is 1 / n correctly rounded for the n the
+    kernel divides by, ``(ACC_T)mean_count`` (counts past 2^24 round in float32 first)."""
+    from fractions import Fraction
+
+    from clreduce.plan import reciprocal
+
+    dtype = np.dtype(acc)
+    n = dtype.type(count)  # the kernel's conversion: round to nearest
+    inv = dtype.type(reciprocal(acc, count))
+    exact = 1 / Fraction(float(n))
+    neighbours = [np.nextafter(inv, dtype.type(0)), inv, np.nextafter(inv, dtype.type(2))]
+    errors = [abs(Fraction(float(v)) - exact) for v in neighbours]
+    assert errors[1] <= min(errors), f"{acc} 1/{count}: {inv!r} is not the nearest"
+    assert errors[1] <= Fraction(float(np.spacing(inv))) / 2
+
+
+def test_mean_reciprocal_is_zero_for_integer_accumulators():
+    from clreduce.plan import reciprocal
+
+    assert reciprocal("int64", 7) == 0 and reciprocal("uint64", 3) == 0 and reciprocal("float32", 0) == 0
