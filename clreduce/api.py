@@ -458,6 +458,11 @@ def _compute(call: _Call, name: str, loop, result_dtype: np.dtype, out_dtype, dt
         # numpy's dof: an intp count less ddof (float64 for a float ddof), never a Python int,
         # so the divide below runs in float64 even into a float16 out=
         dof = np.maximum(np.intp(call.k) - ddof, 0)
+        if dof == 0:
+            # sum of squares / 0: the kernel's variance is already numpy's inf (or NaN where the
+            # squares are 0); times 0 it would be NaN everywhere (an outside fuzz run, 2026-11-29)
+            result = variance.astype(out_dtype)
+            return np.sqrt(result) if name == "std" else result
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             squares = (variance.astype(np.float64) * dof).astype(out_dtype)
             result = np.true_divide(squares, dof, out=squares, casting="unsafe")
@@ -517,8 +522,10 @@ def _reduce_slow(op_name, a, axis, dtype, out, keepdims, ddof, single_axis, back
     if dtype is not None:
         dtype = check_dtype(dtype, "requested")
     keepdims = _as_flag(keepdims, "keepdims")
-    axes = normalize_axis(axis, x.ndim, single=single_axis, zero_d_int=public in ZERO_D_AXIS_FUNCTIONS,
-                          bool_as_index=public in BOOL_AXIS_AS_INDEX_FUNCTIONS)
+    # numpy's nanmean hands input that cannot hold NaN (integers, bool) to mean, axis rules and all
+    rules = "mean" if public == "nanmean" and in_dtype.kind != "f" else public
+    axes = normalize_axis(axis, x.ndim, single=single_axis, zero_d_int=rules in ZERO_D_AXIS_FUNCTIONS,
+                          bool_as_index=rules in BOOL_AXIS_AS_INDEX_FUNCTIONS)
     kept = [d for i, d in enumerate(x.shape) if i not in axes]
     out_shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape)) if keepdims else tuple(kept)
     k = math.prod(x.shape[i] for i in axes)

@@ -260,6 +260,41 @@ def test_nanmean_float_with_integer_dtype_raises_as_numpy(cl_device):
         clreduce.nanmean(np.array([1, 2], np.float32), out=np.zeros((), np.int64), device=cl_device)
 
 
+@pytest.mark.parametrize("dtype", ["int32", "uint8", "bool", "float32"])
+@pytest.mark.parametrize("axis", [0, -1, True])
+def test_nanmean_of_input_without_nan_takes_means_axis_rules(dtype, axis):
+    """numpy's nanmean hands integer and bool input to mean: a 0-d array's axis 0 / -1 is an
+    AxisError there (float input keeps the nan functions' "no axis"); a bool axis on 1-d input
+    too (an outside fuzz run found clreduce returning the value, 2026-11-29)."""
+    for x in (np.array(3, dtype), np.array([1, 0, 1], dtype)):
+        try:
+            want = np.nanmean(x, axis=axis)
+        except Exception as exc:  # noqa: BLE001 - the type is what must match
+            with pytest.raises(type(exc)):
+                clreduce.nanmean(x, axis=axis)
+            continue
+        np.testing.assert_array_equal(clreduce.nanmean(x, axis=axis), want)
+
+
+@pytest.mark.parametrize("op", ["var", "std"])
+@pytest.mark.parametrize("ddof", [3, 4, 3.0])
+@pytest.mark.parametrize("dtype,out_dtype", [("int32", "float32"), ("int8", "float16"), ("float64", "float32"),
+                                             ("float32", "float16")])
+def test_no_degrees_of_freedom_into_a_narrower_out_match_numpy(cl_device, op, ddof, dtype, out_dtype):
+    """K - ddof <= 0 into an out= narrower than the loop: numpy divides the sum of squares by 0,
+    inf where it is positive and NaN where it is 0 (clreduce gave NaN for both: the variance
+    times 0 dofs; an outside fuzz run, 2026-11-29)."""
+    x = np.array([[0, 1, 5], [2, 2, 2], [7, -3, 1]], dtype)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        want = getattr(np, op)(x, axis=1, ddof=ddof, out=np.zeros(3, out_dtype))
+        out = np.zeros(3, out_dtype)
+        got = getattr(clreduce, op)(x, axis=1, ddof=ddof, out=out, device=cl_device)
+    assert got is out
+    np.testing.assert_array_equal(out, want)
+    assert np.isinf(want[0]) and np.isnan(want[1])  # the case the test is about
+
+
 def test_out_casting_both_directions(cl_device):
     x = np.arange(12, dtype=np.float32).reshape(3, 4)
     with pytest.raises(TypeError):  # numpy: argmax never writes into a float out
