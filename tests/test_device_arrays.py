@@ -91,6 +91,20 @@ def test_out_is_written_and_returned(cl_device):
     np.testing.assert_array_equal(out_d.get(), x.max(axis=1))
 
 
+@pytest.mark.parametrize("op", ["sum", "max", "argmin"])
+def test_full_reduction_of_numpy_input_into_a_0d_pyopencl_out(cl_device, op):
+    """A 0-d result copied into a 0-d pyopencl out= stays 0-d (np.ascontiguousarray had made it
+    shape (1,), and pyopencl's set raised RuntimeError: an outside fuzz run, 2026-11-29)."""
+    queue = opencl.queue_for(cl_device)
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)[::-1]
+    want = getattr(np, op)(x)
+    out = cla.zeros(queue, (), want.dtype)
+    assert getattr(clreduce, op)(x, out=out) is out
+    assert out.shape == () and out.get() == want
+    out0 = cla.zeros(queue, (), np.float64)
+    assert clreduce.sum(np.array(2.5, np.float32), axis=0, out=out0) is out0 and out0.get() == 2.5
+
+
 @pytest.mark.parametrize("x,op,dtype", [
     (np.full(300, 100, np.int8), "sum", np.int8),        # int8 accumulation wraps as numpy's does
     (np.arange(1000, dtype=np.int32), "mean", np.float32),

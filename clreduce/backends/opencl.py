@@ -742,7 +742,10 @@ class OpenCLBackend:
         if not out.flags.c_contiguous:
             raise ValueError("out= must be a C-contiguous pyopencl array")
         if not _is_cl_array(result):
-            out.set(np.ascontiguousarray(result, dtype=out.dtype), async_=True)
+            # np.asarray, not np.ascontiguousarray: that makes a 0-d result (a full reduction
+            # of numpy input into a 0-d out=) 1-d, which pyopencl's set refuses
+            host = np.asarray(result, dtype=out.dtype)
+            out.set(host if host.flags.c_contiguous else host.copy(order="C"), async_=True)
             out.finish()  # the copy reads a temporary: wait for it (cl_transfer says why)
             return
         if result.context != out.context:
