@@ -696,6 +696,9 @@ def _ddof(ddof, correction) -> float:
         ddof = correction
     if isinstance(ddof, (bool, np.bool_)) or not isinstance(ddof, (int, float, np.integer, np.floating)):
         raise TypeError(f"ddof must be a real number, not {type(ddof).__name__}")
+    if type(ddof) is int and not -2**63 <= ddof < 2**63:
+        # numpy converts a Python int ddof to a C long first (numpy integers and floats pass)
+        raise OverflowError("Python int too large to convert to C long")
     return float(ddof)
 
 

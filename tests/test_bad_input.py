@@ -437,3 +437,19 @@ def test_correction_is_ddof(cl_device, op):
         getattr(clreduce, op)(x, axis=1, ddof=1, correction=1, device=cl_device)
     with pytest.raises(TypeError):
         getattr(clreduce, op)(x, ddof=None, device=cl_device)
+
+
+@pytest.mark.parametrize("ddof", [2**70, -2**70, 2**63])
+def test_python_int_ddof_past_a_c_long_overflows_as_numpy(ddof):
+    """numpy converts a Python int ddof to a C long (OverflowError); clreduce returned inf
+    (an outside fuzz run, 2026-11-29). numpy integers and floats of any size pass."""
+    x = np.ones(3)
+    with pytest.raises(OverflowError):
+        np.var(x, ddof=ddof)
+    for op in ("var", "std"):
+        with pytest.raises(OverflowError):
+            getattr(clreduce, op)(x, ddof=ddof)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        huge = np.uint64(2**64 - 1)
+        assert np.isnan(clreduce.var(x, ddof=huge)) and np.isnan(np.var(x, ddof=huge))
