@@ -434,8 +434,14 @@ inline void store_sum_part(__global ACC_T *parts, const ulong n_parts, const ulo
     parts[t] = fabs(r) < (ACC_T)INFINITY ? r : scaled / SIDE_DOWN;
     parts[n_parts + t] = scaled;
 }
+/* store_sum_part for an r that needs no walk (RESCUE_WANTED false): P = r, S = r * 2^-64 */
+inline void store_sum_part_plain(__global ACC_T *parts, const ulong n_parts, const ulong t, const ACC_T r) {
+    parts[t] = r;
+    parts[n_parts + t] = r * SIDE_DOWN;
+}
 #define STORE_PART(parts, n_parts, t, r, p, n, step) \
     store_sum_part((parts), (n_parts), (t), (r), (p), (n), (step))
+#define STORE_PART_PLAIN(parts, n_parts, t, r) store_sum_part_plain((parts), (n_parts), (t), (r))
 #elif SUM_SIDES == 2
 /* The merge of split chunks' sums (SUM_SIDES 1): where the sum (or mean) of the P came out inf
  * or NaN, one work-item adds the chunks' S (sums times 2^-64) again, divides by the count for a
@@ -458,6 +464,9 @@ COLD_INLINE ACC_T merged_sum_parts(const ACC_T r, const ulong n_parts, __global 
 #endif
 }
 #endif
+/* RESCUE_WANTED(r): whether RESCUED would walk again for the result r (reduce_cols tests it
+ * first, and walks apart from its stores) */
+#define RESCUE_WANTED(r) (!(fabs(r) < (ACC_T)INFINITY))
 #if SUM_SIDES == 2
 /* side_parts: a name in scope at each merge pass's call */
 #define RESCUED(r, p, n, step, count) merged_sum_parts((r), side_parts, (p), (n), (step), (count))
@@ -502,6 +511,17 @@ inline ACC_T nonzero_finite_or_rescued(const ACC_T r, __global const IN_T *p, co
  * partials buffer: P[t], the product where it is exactly a float, else NaN, which sends the
  * merge pass to the other two; M[t] and E[t] (a long, at the 8-byte boundary 2 * n_parts
  * accumulators in), the product as M * 2^E with no range limit. */
+/* P = v; M and E = w, M normalised here, once a chunk, so the merge multiplies mantissas
+ * without a frexp a term */
+inline void store_prod_sides(__global ACC_T *parts, const ulong n_parts, const ulong t, const ACC_T v,
+                             prod_walk_t w) {
+    if (fabs(w.m) < (ACC_T)INFINITY && w.m != (ACC_T)0) {
+        FREXP_WALK_RENORM(w.m, w.e);
+    }
+    parts[t] = v;
+    parts[n_parts + t] = w.m;
+    ((__global long *)(parts + 2 * n_parts))[t] = w.e;
+}
 inline void store_prod_part(__global ACC_T *parts, const ulong n_parts, const ulong t, const ACC_T r,
                             __global const IN_T *p, const ulong n, const ulong step) {
     prod_walk_t w;
@@ -515,16 +535,18 @@ inline void store_prod_part(__global ACC_T *parts, const ulong n_parts, const ul
         const ACC_T vm = frexp(v, &ve);
         if (fabs(w.m) < (ACC_T)INFINITY && w.m != (ACC_T)0 && (vm != w.m || (long)ve != w.e)) v = (ACC_T)NAN;
     }
-    /* M normalised here, once a chunk, so the merge multiplies mantissas without a frexp a term */
-    if (fabs(w.m) < (ACC_T)INFINITY && w.m != (ACC_T)0) {
-        FREXP_WALK_RENORM(w.m, w.e);
-    }
-    parts[t] = v;
-    parts[n_parts + t] = w.m;
-    ((__global long *)(parts + 2 * n_parts))[t] = w.e;
+    store_prod_sides(parts, n_parts, t, v, w);
+}
+/* store_prod_part for an r that needs no walk (RESCUE_WANTED false): P = r, M * 2^E = r */
+inline void store_prod_part_plain(__global ACC_T *parts, const ulong n_parts, const ulong t, const ACC_T r) {
+    prod_walk_t w;
+    w.m = r;
+    w.e = 0;
+    store_prod_sides(parts, n_parts, t, r, w);
 }
 #define STORE_PART(parts, n_parts, t, r, p, n, step) \
     store_prod_part((parts), (n_parts), (t), (r), (p), (n), (step))
+#define STORE_PART_PLAIN(parts, n_parts, t, r) store_prod_part_plain((parts), (n_parts), (t), (r))
 #elif PROD_SIDES == 2
 /* The merge of split chunks' products (PROD_SIDES 1): where the product of the P came out
  * NaN, inf or 0, one work-item multiplies the chunks' M * 2^E again. p points at the row's
@@ -570,8 +592,10 @@ COLD_INLINE ACC_T merged_prod_parts(const ACC_T r, __global const ACC_T *parts, 
 #if PROD_SIDES != 2
 #define RESCUED(r, p, n, step, count) nonzero_finite_or_rescued((r), (p), (n), (step))
 #endif
+#define RESCUE_WANTED(r) (!(fabs(r) < (ACC_T)INFINITY && (r) != (ACC_T)0))
 #else
 #define RESCUED(r, p, n, step, count) (r)
+#define RESCUE_WANTED(r) 0
 #endif
 
 /* ---- sub-group steps: one helper per SG_MODE behind sg_reduce (and butterfly) ------- */
@@ -857,6 +881,16 @@ inline void store_1(__global OUT_T *p, ACC_T v) {
     *p = (OUT_T)v;
 #endif
 }
+/* a stored result read back (reduce_cols' rescue walk): a value RESCUED rescues is inf, NaN
+ * or 0 in OUT_T too; a finite one made inf or 0 by a narrower OUT_T is walked to the same
+ * value and stored alike */
+inline ACC_T stored_1(__global const OUT_T *p) {
+#if OUT_HALF
+    return (ACC_T)vload_half(0, p);
+#else
+    return (ACC_T)*p;
+#endif
+}
 
 /* Fold one block of VEC columns at q: vector loads where VLOAD_ALIGNED held for every k
  * (`aligned`, uniform), else one element at a time. */
@@ -962,28 +996,58 @@ void reduce_cols(__global const IN_T *restrict in, const ulong in_offset,
 #endif
         }
         /* p + k0 * k_stride + column: where a column's sum that came out inf or NaN is read again */
+        /* Stores first, then (rarely) the walks that rescue a column, over the stored tile:
+         * walks inside the unrolled store loops had cost Intel's CPU runtime 12x on columns
+         * (65536 x 1024 float32 sum, axis 0, split in chunks: 18.8 -> 230-280 ms; 2026-11-27
+         * to -29, found by the CPU table's axis=0 line) */
+        int rescue = 0;
 #if SIDES == 1
+        __global OUT_T *parts = out + out_offset;
+        const ulong t0 = (ulong)(dst - parts);
         for (uint b = 0; b < full; ++b) {
             UNROLL_LOOP
             for (int j = 0; j < VEC; ++j) {
-                STORE_PART(out + out_offset, side_parts, (ulong)(dst - out - out_offset) + b * VEC + j, FINISH(COL_RESULT(b, j)),
-                                p + k0 * k_stride + b * VEC + j, k1 - k0, k_stride);
+                const ACC_T r = FINISH(COL_RESULT(b, j));
+                rescue |= RESCUE_WANTED(r);
+                STORE_PART_PLAIN(parts, side_parts, t0 + b * VEC + j, r);
             }
         }
         for (uint j = 0; j < rem; ++j) {
-            STORE_PART(out + out_offset, side_parts, (ulong)(dst - out - out_offset) + full * VEC + j, FINISH(TAIL_RESULT(j)),
-                            p + k0 * k_stride + full * VEC + j, k1 - k0, k_stride);
+            const ACC_T r = FINISH(TAIL_RESULT(j));
+            rescue |= RESCUE_WANTED(r);
+            STORE_PART_PLAIN(parts, side_parts, t0 + full * VEC + j, r);
+        }
+        if (rescue) {
+            NO_UNROLL
+            for (uint c = 0; c < (uint)width; ++c) {
+                const ACC_T r = parts[t0 + c];  /* P as stored plain: the chunk's r */
+                if (RESCUE_WANTED(r)) {
+                    STORE_PART(parts, side_parts, t0 + c, r, p + k0 * k_stride + c, k1 - k0, k_stride);
+                }
+            }
         }
 #else
         for (uint b = 0; b < full; ++b) {
             UNROLL_LOOP
             for (int j = 0; j < VEC; ++j) {
-                store_1(dst + b * VEC + j, RESCUED(FINISH(COL_RESULT(b, j)), p + k0 * k_stride + b * VEC + j, k1 - k0, k_stride, count));
+                const ACC_T r = FINISH(COL_RESULT(b, j));
+                rescue |= RESCUE_WANTED(r);
+                store_1(dst + b * VEC + j, r);
             }
         }
         for (uint j = 0; j < rem; ++j) {
-            store_1(dst + full * VEC + j, RESCUED(FINISH(TAIL_RESULT(j)), p + k0 * k_stride + full * VEC + j, k1 - k0, k_stride, count));
+            const ACC_T r = FINISH(TAIL_RESULT(j));
+            rescue |= RESCUE_WANTED(r);
+            store_1(dst + full * VEC + j, r);
         }
+#if RESCUE_SUM || RESCUE_PROD
+        if (rescue) {
+            NO_UNROLL
+            for (uint c = 0; c < (uint)width; ++c) {
+                store_1(dst + c, RESCUED(stored_1(dst + c), p + k0 * k_stride + c, k1 - k0, k_stride, count));
+            }
+        }
+#endif
 #endif
     }
 }
