@@ -72,6 +72,7 @@ class _Spec:
     out: str  # numpy's result dtype
     ddof: float = 0.0
     call: tuple = ()  # (name, value) pairs passed to every clreduce call: backend, force, device
+    total: str | None = None  # mean: where numpy's total wraps or overflows before the divide
 
 
 # ---- graph construction (client side: no device is touched here) --------------------------
@@ -101,11 +102,22 @@ def reduce(name: str, a, axis=None, *, dtype=None, out=None, keepdims=False, ddo
             name = "mean"  # numpy: nanmean of integers is their mean
         rule = dtype_rule(rule_op, x.dtype, dtype)
         acc, out_dtype = rule.acc, rule.out
+        if name == "mean" and x.dtype.kind in "biu" and np.dtype(out_dtype).kind == "f":
+            # block totals in float64, as numpy's integer mean sums: 64-bit integer totals
+            # wrapped across blocks (ten of 2**62: -9.2e17 for 4.6e18; an outside fuzz run)
+            acc = "float64"
     if name in ("var", "std") and np.dtype(out_dtype).kind != "f":
         raise TypeError(f"{name} of a dask array takes a floating dtype=, not {dtype}")
     axes = api.normalize_axis(axis, x.ndim, single=name in ("argmax", "argmin"))
+    total = None
+    if name == "mean":
+        # numpy's total lives in its container before the divide (api._divide): out='s dtype,
+        # else the loop's; an integer one wraps, a float16 one overflows past 65504
+        container = np.dtype(out.dtype) if out is not None else api.loop_dtype("mean", x.dtype, dtype)
+        if container.kind in "iu" or container == np.float16:
+            total = container.name
     spec = _Spec(op=name, axes=axes, acc=acc, state=_state_dtype(name, x.dtype, acc), out=out_dtype,
-                 ddof=float(ddof), call=call)
+                 ddof=float(ddof), call=call, total=total)
     return _build(x, spec, keepdims, split_every, out)
 
 
@@ -262,7 +274,7 @@ def _block_state(block, spec: _Spec):
         if n == 0:
             state["m"], state["M2"] = 0.0, 0.0
             return state
-        state["m"] = _clr("mean", block, spec, axis=axes, dtype=spec.acc)
+        state["m"] = _block_mean(block, spec, axes)
         state["M2"] = np.asarray(_clr("var", block, spec, axis=axes, dtype=spec.acc), np.float64) * n
     elif op in ("mean", "nanmean"):
         state["s"] = _clr("nansum" if op == "nanmean" else "sum", block, spec, axis=axes, dtype=spec.acc)
@@ -289,6 +301,21 @@ def _block_state(block, spec: _Spec):
     else:  # max, min, any, all, count_nonzero
         state["s"] = _clr(op, block, spec, axis=axes)
     return state
+
+
+def _block_mean(block, spec: _Spec, axes):
+    """A block's mean for Chan's merge, in float64 where the device has it: a float32 block
+    mean's rounding, squared into the merge's deviations, had put var of float32 data near
+    10000 0.85 % off (an outside fuzz run, 2026-11-29). Devices without fp64 keep the
+    accumulator's mean (README, Dask)."""
+    from .plan import UnsupportedOnDevice
+
+    if np.dtype(spec.acc) != np.float64:
+        try:
+            return _clr("mean", block, spec, axis=axes, dtype=np.float64)
+        except UnsupportedOnDevice:
+            pass
+    return _clr("mean", block, spec, axis=axes, dtype=spec.acc)
 
 
 def _reduce_kw(spec):
@@ -405,6 +432,8 @@ class _Aggregate(_Combine):
                 if count.size and np.any(count == 0):
                     warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=2)
                 total = s["s"]
+                if spec.total is not None:
+                    total = total.astype(spec.total)  # wraps, or overflows, as numpy's (see _Spec)
                 r = total.astype(np.float64) / count if total.dtype.kind in "biu" else total / count
             elif op in ("argmax", "argmin"):
                 r = s["i"]
