@@ -251,9 +251,19 @@ def bench_shape(queue, prof_queue, rows: int, k: int, op: str, repeat: int, peer
     if peer_gbps:
         best = max(peer_gbps, key=peer_gbps.get)
         row["best_peer"] = best
-        row["public_vs_best_peer"] = round(row["gbps"]["public"] / peer_gbps[best], 2)
-    row["public_vs_device"] = round(row["gbps"]["public"] / row["gbps"]["device"], 2)
+        row["public_vs_best_peer"] = _ratio(row["gbps"]["public"], peer_gbps[best])
+    row["public_vs_device"] = _ratio(row["gbps"]["public"], row["gbps"]["device"])
     return row
+
+
+def _or_nan(v):
+    return float("nan") if v is None else v
+
+
+def _ratio(a, b):
+    """a / b to two places, or None where either is missing or b rounded to 0 GB/s (an array of
+    a few bytes: bench --max-mb 1 --shapes 4,8 had divided by zero)."""
+    return None if not a or not b else round(a / b, 2)
 
 
 def per_call(queue, calls: int = 2000) -> dict:
@@ -419,7 +429,7 @@ def markdown(report: dict) -> str:
             cells = [f"{row['shape'][0]}×{row['shape'][1]}", f"{row['bytes'] / 2**20:.0f}"]
             cells += ["n/a" if g[c] is None else f"{g[c]:.2f}" for c in _COLUMNS]
             cells += [f"{g[p]:.2f}" if p in g else "—" for p in peers]
-            cells += [f"{row.get('public_vs_best_peer', float('nan')):.2f} ({row.get('best_peer', '—')})",
+            cells += [f"{_or_nan(row.get('public_vs_best_peer')):.2f} ({row.get('best_peer', '—')})",
                       row["plan"] + ("" if row["correct"] else " **WRONG**")]
             lines.append("| " + " | ".join(cells) + " |")
         a = d.get("axes")

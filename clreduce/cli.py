@@ -142,8 +142,9 @@ def load_caps(path: str, index: int | None = None):
             data = json.load(f)
     except OSError as exc:
         raise CliError(f"cannot read {path}: {exc.strerror or exc}", 2) from None
-    except json.JSONDecodeError as exc:
-        raise CliError(f"{path} is not JSON: {exc}", 2) from None
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        # RecursionError: JSON nested past Python's limit ('[' * 100000)
+        raise CliError(f"{path} is not JSON: {type(exc).__name__}: {exc}", 2) from None
 
     label = path
     if isinstance(data, list):
@@ -168,9 +169,11 @@ def load_caps(path: str, index: int | None = None):
             caps = DeviceCaps.from_dict(data)
         else:
             caps = DeviceCaps.from_profile(data)
-    except (TypeError, ValueError) as exc:
-        raise CliError(f"{label}: not a DeviceCaps or device profile: {exc}", 2) from None
-    name = data.get("name") if "caps" not in data else data["caps"].get("name")
+    except (TypeError, ValueError, AttributeError, OverflowError, KeyError) as exc:
+        # wrong-shaped JSON ({"caps": 5}, a list inside, 1e400 as a size)
+        raise CliError(f"{label}: not a DeviceCaps or device profile: {type(exc).__name__}: {exc}", 2) from None
+    inner = data.get("caps")
+    name = inner.get("name") if isinstance(inner, dict) else data.get("name")
     return caps, f"{label} ({name or caps.name or 'unnamed'})"
 
 
@@ -785,6 +788,9 @@ def main(argv: list[str] | None = None) -> int:
         return exc.status
     except TimeoutError as exc:  # a stale compiler-cache lock: the message says what to delete
         print(f"clreduce {args.command}: error: {exc}", file=sys.stderr)
+        return 1
+    except MemoryError:  # demo --shape 100000000,100000000
+        print(f"clreduce {args.command}: error: not enough memory for the arrays asked for", file=sys.stderr)
         return 1
     except BrokenPipeError:  # `clreduce probe --json | head`
         return 0

@@ -196,6 +196,56 @@ def test_plan_bad_input_exits_with_a_message(tmp_path, args, status, message):
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.parametrize("content, message", [
+    (b"\xff\xfe", "UnicodeDecodeError"),            # not UTF-8
+    (b"[" * 100000, "RecursionError"),                # nested past Python's limit
+    (b'{"max_work_group_size": 1e400}', "OverflowError"),
+])
+def test_plan_caps_files_that_are_not_caps_exit_with_a_message(tmp_path, capsys, content, message):
+    """Each raised a traceback (an outside fuzz run, 2026-11-29)."""
+    from clreduce.cli import main
+
+    bad = tmp_path / "caps.json"
+    bad.write_bytes(content)
+    assert main(["plan", "--caps", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "error:" in err
+
+
+@pytest.mark.parametrize("content", ['{"caps": 5}', '[{"caps": []}]'])
+def test_plan_caps_with_a_caps_key_that_is_no_object_does_not_crash(tmp_path, capsys, content):
+    """An AttributeError on the name lookup; such a file now reads as an unnamed profile."""
+    from clreduce.cli import main
+
+    bad = tmp_path / "caps.json"
+    bad.write_text(content)
+    assert main(["plan", "--caps", str(bad)]) == 0
+    captured = capsys.readouterr()
+    assert "unnamed profile" in captured.err and json.loads(captured.out)["strategy"]
+
+
+def test_bench_on_a_few_bytes_reports_instead_of_dividing_by_zero(capsys):
+    """--max-mb 1 --shapes 4,8: the device column rounded to 0 GB/s and the ratio divided by
+    it (ZeroDivisionError)."""
+    from clreduce import bench
+
+    assert bench._ratio(0.0, 0.0) is None and bench._ratio(5.0, 0.0) is None and bench._ratio(None, 2.0) is None
+    assert bench._ratio(3.0, 2.0) == 1.5
+
+
+def test_a_pyopencl_ctx_that_selects_nothing_is_no_opencl_device(monkeypatch):
+    """PYOPENCL_CTX=9 raised pyopencl's RuntimeError from every call and CLI command; now the
+    NoOpenCLDevice every other way of naming no device gives (a CliError in the CLI)."""
+    cl = pytest.importorskip("pyopencl")
+    from clreduce.backends import opencl
+
+    if not opencl.all_devices():
+        pytest.skip("no OpenCL device")
+    monkeypatch.setenv("PYOPENCL_CTX", str(len(cl.get_platforms()) + 7))
+    with pytest.raises(opencl.NoOpenCLDevice, match="PYOPENCL_CTX"):
+        opencl.choose_default_device()
+
+
 # ---- no OpenCL platform -------------------------------------------------------------------
 
 

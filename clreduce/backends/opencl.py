@@ -96,7 +96,13 @@ def choose_default_device() -> tuple[cl.Context, str]:
     if not all_devices():
         raise NoOpenCLDevice(INSTALL_HINT)
     if os.environ.get("PYOPENCL_CTX"):
-        ctx = cl.create_some_context(interactive=False)
+        try:
+            ctx = cl.create_some_context(interactive=False)
+        except (cl.Error, RuntimeError, ValueError, IndexError) as exc:
+            # pyopencl's own words for a selector that matches nothing (PYOPENCL_CTX=9:
+            # "input did not match any platform"), raised as the error every other path gives
+            raise NoOpenCLDevice(f"PYOPENCL_CTX={os.environ['PYOPENCL_CTX']!r} selects no OpenCL device "
+                                 f"({exc}); `clreduce probe` lists them") from None
         return ctx, f"PYOPENCL_CTX={os.environ['PYOPENCL_CTX']}"
     selector = config.default_device_selector()
     if selector:
