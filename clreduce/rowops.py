@@ -275,6 +275,9 @@ def _check_out(out, result, op: str, what: str = "out") -> None:
     if _kind_of(out) == "pyopencl" and not out.flags.c_contiguous:
         # as the reductions' out= (pyopencl copies only between arrays of equal strides)
         raise ValueError(f"{op}: {what}= must be a C-contiguous pyopencl array")
+    if _kind_of(out) == "pyopencl" and out.context != result.context:
+        # as the reductions' out=; the copy had raised pyopencl's LogicError (an outside fuzz run)
+        raise ValueError(f"{op}: {what}= lives in another OpenCL context than the input")
 
 
 def _write_out(out, result, op: str, what: str = "out"):

@@ -342,3 +342,19 @@ def test_outs_on_another_queue_get_the_results(cl_device):
         clreduce.absmax_scale(v, out=pair)
         assert pair[1].get() == np.abs(x[0]).max()
         np.testing.assert_allclose(pair[0].get(), x[0] / np.abs(x[0]).max(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("op", ["softmax", "layer_norm", "moments"])
+def test_row_op_out_in_another_context_is_a_value_error(cl_device, op):
+    """As the reductions' out=: the row ops' copy had raised pyopencl's LogicError
+    (INVALID_CONTEXT; an outside fuzz run, 2026-11-29)."""
+    import pyopencl as cl
+
+    device = opencl.queue_for(cl_device).device
+    here, there = cl.Context([device]), cl.Context([device])
+    q_here, q_there = cl.CommandQueue(here), cl.CommandQueue(there)
+    x = cla.to_device(q_here, np.random.default_rng(0).standard_normal((4, 16)).astype(np.float32))
+    out = (cla.empty(q_there, (4,), np.float32), None) if op == "moments" else cla.empty(q_there, (4, 16), np.float32)
+    for _ in range(2):  # and once the call is learned
+        with pytest.raises(ValueError, match="another OpenCL context"):
+            getattr(clreduce, op)(x, out=out)
