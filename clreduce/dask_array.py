@@ -277,11 +277,11 @@ def _block_state(block, spec: _Spec):
         state["m"] = _block_mean(block, spec, axes)
         state["M2"] = np.asarray(_clr("var", block, spec, axis=axes, dtype=spec.acc), np.float64) * n
     elif op in ("mean", "nanmean"):
-        state["s"] = _clr("nansum" if op == "nanmean" else "sum", block, spec, axis=axes, dtype=spec.acc)
+        state["s"] = _clr("nansum" if op == "nanmean" else "sum", block, spec, axis=axes, dtype=_block_dtype(block, spec))
         if op == "nanmean":
             state["c"] = _count_notnan(block, spec)
     elif op in ("sum", "nansum", "prod"):
-        state["s"] = _clr(op, block, spec, axis=axes, dtype=spec.acc)
+        state["s"] = _clr(op, block, spec, axis=axes, dtype=_block_dtype(block, spec))
     elif op in ("nanmax", "nanmin"):
         # api's own op, not the public nanmax: that one warns for every all-NaN slice of a block
         state["s"] = api._reduce(op, block, axes, keepdims=True, **_reduce_kw(spec))
@@ -301,6 +301,15 @@ def _block_state(block, spec: _Spec):
     else:  # max, min, any, all, count_nonzero
         state["s"] = _clr(op, block, spec, axis=axes)
     return state
+
+
+def _block_dtype(block, spec: _Spec):
+    """dtype= of a block's sum: a float16 result of wider input asks for float16 by name, so each
+    element is rounded to float16 first, as numpy's float16 loop does (api's _sum_in; the
+    accumulator's float32 had summed the unrounded values: an outside fuzz run, 2026-11-29)."""
+    if spec.out == "float16" and block.dtype != np.float16 and spec.op != "nanmean":
+        return np.float16
+    return spec.acc
 
 
 def _block_mean(block, spec: _Spec, axes):

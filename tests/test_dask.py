@@ -240,6 +240,15 @@ def test_mean_totals_wrap_or_overflow_in_numpys_loop():
     assert _threads(clreduce.mean(da.from_array(h16, chunks=2))) == np.mean(h16) == 30000
 
 
+@pytest.mark.parametrize("chunks", [7, 3])
+def test_float16_dtype_rounds_wider_elements_first(chunks):
+    """numpy's float16 loop rounds each element to float16 before adding: the report's row gives
+    0.2129 where float32 sums of the unrounded values gave 0.223 (an outside fuzz run)."""
+    z = np.array([100.03, -100.02, 0.2, 50.01, -50.01, 0.013, 0.0])
+    got = _threads(clreduce.sum(da.from_array(z, chunks=chunks), dtype=np.float16))
+    assert got.dtype == np.float16 and got == np.sum(z, dtype=np.float16)
+
+
 @pytest.mark.parametrize("op", ["var", "std"])
 def test_var_of_an_offset_merges_float64_block_means(op):
     """Chan's merge takes each block's mean in float64 (where the device has fp64): float32
