@@ -89,9 +89,13 @@ def reduce(name: str, a, axis=None, *, dtype=None, out=None, keepdims=False, ddo
     if out is not None and not is_dask_array(out):
         raise TypeError(f"out= for a dask array input must be a dask array, not {type(out).__name__}")
     call = _call_options(backend, force, where)
+    if name not in ("argmax", "argmin"):  # those take any truthy keepdims, as numpy's
+        keepdims = api._as_flag(keepdims, "keepdims")  # numpy's TypeError for "yes" or None
     if name == "norm":
         return _norm(x, ord, axis, keepdims, call, split_every, out)
     rule_op = OPS["mean" if name == "nanmean" and x.dtype.kind != "f" else _RULE_OP.get(name, name)]
+    if name == "nanmean" and x.dtype.kind == "f" and dtype is not None and np.dtype(dtype).kind not in "fc":
+        raise TypeError("clreduce.nanmean: If a is inexact, then dtype must be inexact")  # numpy's words
     if name == "nanmean" and x.dtype.kind == "f":
         # as api.nanmean: float16 totals stay float32 until after the divide
         sum_dtype = np.float32 if dtype is None and x.dtype == np.float16 else dtype

@@ -240,6 +240,20 @@ def test_mean_totals_wrap_or_overflow_in_numpys_loop():
     assert _threads(clreduce.mean(da.from_array(h16, chunks=2))) == np.mean(h16) == 30000
 
 
+def test_argument_errors_match_numpy_input():
+    """An outside fuzz run found dask input accepting what numpy (and numpy input) refuse."""
+    x = np.array([1.5, 2.5, 3.5])
+    d = da.from_array(x, chunks=2)
+    with pytest.raises(TypeError, match="inexact"):
+        clreduce.nanmean(d, dtype=np.int32)
+    for bad in ("yes", None):
+        with pytest.raises(TypeError, match="keepdims"):
+            clreduce.sum(d, keepdims=bad)
+        with pytest.raises(TypeError):
+            np.sum(x, keepdims=bad)
+    assert _threads(clreduce.argmax(d, keepdims="yes")).shape == np.argmax(x, keepdims="yes").shape
+
+
 @pytest.mark.parametrize("chunks", [7, 3])
 def test_float16_dtype_rounds_wider_elements_first(chunks):
     """numpy's float16 loop rounds each element to float16 before adding: the report's row gives
