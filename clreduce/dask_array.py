@@ -93,6 +93,7 @@ def reduce(name: str, a, axis=None, *, dtype=None, out=None, keepdims=False, ddo
         keepdims = api._as_flag(keepdims, "keepdims")  # numpy's TypeError for "yes" or None
     if name == "norm":
         return _norm(x, ord, axis, keepdims, call, split_every, out)
+    public = "mean" if name == "nanmean" and x.dtype.kind != "f" else name  # numpy's nanmean of ints is mean
     rule_op = OPS["mean" if name == "nanmean" and x.dtype.kind != "f" else _RULE_OP.get(name, name)]
     if name == "nanmean" and x.dtype.kind == "f" and dtype is not None and np.dtype(dtype).kind not in "fc":
         raise TypeError("clreduce.nanmean: If a is inexact, then dtype must be inexact")  # numpy's words
@@ -112,7 +113,10 @@ def reduce(name: str, a, axis=None, *, dtype=None, out=None, keepdims=False, ddo
             acc = "float64"
     if name in ("var", "std") and np.dtype(out_dtype).kind != "f":
         raise TypeError(f"{name} of a dask array takes a floating dtype=, not {dtype}")
-    axes = api.normalize_axis(axis, x.ndim, single=name in ("argmax", "argmin"))
+    # numpy's 0-d rules as for numpy input: an int axis 0 / -1 of a 0-d array is no axis for the
+    # ufunc reductions (the value comes back), an AxisError for mean/var/std
+    axes = api.normalize_axis(axis, x.ndim, single=name in ("argmax", "argmin"),
+                              zero_d_int=public in api.ZERO_D_AXIS_FUNCTIONS)
     total = None
     if name == "mean":
         # numpy's total lives in its container before the divide (api._divide): out='s dtype,

@@ -240,6 +240,25 @@ def test_mean_totals_wrap_or_overflow_in_numpys_loop():
     assert _threads(clreduce.mean(da.from_array(h16, chunks=2))) == np.mean(h16) == 30000
 
 
+@pytest.mark.parametrize("dtype", ["float32", "int32", "bool"])
+def test_zero_d_input_with_axis_zero_follows_numpy(dtype):
+    """numpy's ufunc reductions take a 0-d array's int axis 0 / -1 as no axis (the value comes
+    back); mean, var and std (and nanmean of non-float input) raise AxisError. Dask input raised
+    AxisError for all of them (an outside fuzz run, 2026-11-29)."""
+    v = np.array(3, dtype)
+    x = da.from_array(v)
+    for op in ("sum", "max", "argmax", "nansum", "count_nonzero", "any", "mean", "nanmean", "var"):
+        for axis in (0, -1):
+            try:
+                want = getattr(np, op)(v, axis=axis)
+            except np.exceptions.AxisError:
+                with pytest.raises(np.exceptions.AxisError):
+                    getattr(clreduce, op)(x, axis=axis)
+                continue
+            got = _threads(getattr(clreduce, op)(x, axis=axis))
+            assert got == want and np.asarray(got).dtype == np.asarray(want).dtype, (op, axis)
+
+
 def test_argument_errors_match_numpy_input():
     """An outside fuzz run found dask input accepting what numpy (and numpy input) refuse."""
     x = np.array([1.5, 2.5, 3.5])
