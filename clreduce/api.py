@@ -48,6 +48,12 @@ ZERO_D_AXIS_FUNCTIONS = frozenset(("sum", "prod", "max", "min", "any", "all", "a
 BOOL_AXIS_AS_INDEX_FUNCTIONS = frozenset(("mean", "var", "std"))
 
 
+def axis_rules_name(public: str, in_dtype: np.dtype) -> str:
+    """The function whose axis rules a call of ``public`` follows: numpy's nanmean hands input
+    that cannot hold NaN (integers, bool) to mean, axis rules and all."""
+    return "mean" if public == "nanmean" and in_dtype.kind != "f" else public
+
+
 def normalize_axis(axis, ndim: int, *, single: bool = False, zero_d_int: bool = False,
                    bool_as_index: bool = False) -> tuple[int, ...]:
     """Sorted non-negative axes; AxisError / ValueError / TypeError as numpy raises them.
@@ -525,8 +531,7 @@ def _reduce_slow(op_name, a, axis, dtype, out, keepdims, ddof, single_axis, back
     if dtype is not None:
         dtype = check_dtype(dtype, "requested")
     keepdims = _as_flag(keepdims, "keepdims")
-    # numpy's nanmean hands input that cannot hold NaN (integers, bool) to mean, axis rules and all
-    rules = "mean" if public == "nanmean" and in_dtype.kind != "f" else public
+    rules = axis_rules_name(public, in_dtype)
     axes = normalize_axis(axis, x.ndim, single=single_axis, zero_d_int=rules in ZERO_D_AXIS_FUNCTIONS,
                           bool_as_index=rules in BOOL_AXIS_AS_INDEX_FUNCTIONS)
     kept = [d for i, d in enumerate(x.shape) if i not in axes]

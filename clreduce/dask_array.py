@@ -93,18 +93,17 @@ def reduce(name: str, a, axis=None, *, dtype=None, out=None, keepdims=False, ddo
         keepdims = api._as_flag(keepdims, "keepdims")  # numpy's TypeError for "yes" or None
     if name == "norm":
         return _norm(x, ord, axis, keepdims, call, split_every, out)
-    public = "mean" if name == "nanmean" and x.dtype.kind != "f" else name  # numpy's nanmean of ints is mean
-    rule_op = OPS["mean" if name == "nanmean" and x.dtype.kind != "f" else _RULE_OP.get(name, name)]
-    if name == "nanmean" and x.dtype.kind == "f" and dtype is not None and np.dtype(dtype).kind not in "fc":
-        raise TypeError("clreduce.nanmean: If a is inexact, then dtype must be inexact")  # numpy's words
+    public = api.axis_rules_name(name, x.dtype)  # numpy's nanmean of integers is their mean
+    rule_op = OPS["mean" if public != name else _RULE_OP.get(name, name)]
+    if name == "nanmean" and x.dtype.kind == "f" and dtype is not None:
+        api.numpy_result_dtype("nanmean", x.dtype, np.dtype(dtype))  # numpy's TypeError for an integer dtype=
     if name == "nanmean" and x.dtype.kind == "f":
         # as api.nanmean: float16 totals stay float32 until after the divide
         sum_dtype = np.float32 if dtype is None and x.dtype == np.float16 else dtype
         rule = dtype_rule(rule_op, x.dtype, sum_dtype)  # TypeError first, as for numpy input
         acc, out_dtype = rule.acc, np.dtype(dtype if dtype is not None else x.dtype).name
     else:
-        if name == "nanmean":
-            name = "mean"  # numpy: nanmean of integers is their mean
+        name = public  # numpy: nanmean of integers is their mean
         rule = dtype_rule(rule_op, x.dtype, dtype)
         acc, out_dtype = rule.acc, rule.out
         if name == "mean" and x.dtype.kind in "biu" and np.dtype(out_dtype).kind == "f":
