@@ -283,6 +283,8 @@ def _block_state(block, spec: _Spec):
             return state
         state["m"] = _block_mean(block, spec, axes)
         state["M2"] = np.asarray(_clr("var", block, spec, axis=axes, dtype=spec.acc), np.float64) * n
+    elif op == "mean" and block.dtype.kind in "biu" and spec.acc == "float64":
+        state["s"] = _integer_block_total(block, spec, axes, n)
     elif op in ("mean", "nanmean"):
         state["s"] = _clr("nansum" if op == "nanmean" else "sum", block, spec, axis=axes, dtype=_block_dtype(block, spec))
         if op == "nanmean":
@@ -317,6 +319,19 @@ def _block_dtype(block, spec: _Spec):
     if spec.out == "float16" and block.dtype != np.float16 and spec.op != "nanmean":
         return np.float16
     return spec.acc
+
+
+def _integer_block_total(block, spec: _Spec, axes, n: int):
+    """An integer mean's block total in float64 (reduce() says why): summed in float64 where the
+    device has fp64; else the block's mean (exact integer sum, one rounding: no fp64 needed)
+    times its count, within an ulp of it -- a float64 sum had refused devices without fp64
+    (rusticl, Mali), where the mean of numpy input works."""
+    from .plan import UnsupportedOnDevice
+
+    try:
+        return _clr("sum", block, spec, axis=axes, dtype=np.float64)
+    except UnsupportedOnDevice:
+        return np.asarray(_clr("mean", block, spec, axis=axes), np.float64) * n
 
 
 def _block_mean(block, spec: _Spec, axes):

@@ -226,6 +226,28 @@ def test_integer_means_never_wrap_across_blocks():
     np.testing.assert_allclose(got, np.mean(r, axis=0), rtol=1e-13)
 
 
+def test_integer_means_on_a_device_without_fp64(monkeypatch):
+    """Where a float64 block sum is refused (rusticl, Mali), the block's total comes from its
+    mean (no fp64 needed) times its count: no wrap, and no UnsupportedOnDevice where numpy
+    input has none."""
+    from clreduce import dask_array
+    from clreduce.plan import UnsupportedOnDevice
+
+    real = dask_array._clr
+
+    def no_fp64(name, block, spec, **kw):
+        if np.dtype(kw.get("dtype") or block.dtype) == np.float64:
+            raise UnsupportedOnDevice("float64 needs fp64 (test double)")
+        return real(name, block, spec, **kw)
+
+    monkeypatch.setattr(dask_array, "_clr", no_fp64)
+    x = np.full(10, 2**62, np.int64)
+    assert clreduce.mean(da.from_array(x, chunks=2)).compute(scheduler="sync") == np.mean(x)
+    r = np.random.default_rng(1).integers(-2**40, 2**40, size=(40, 7))
+    got = clreduce.mean(da.from_array(r, chunks=(8, 3)), axis=0).compute(scheduler="sync")
+    np.testing.assert_allclose(got, np.mean(r, axis=0), rtol=1e-13)
+
+
 def test_mean_totals_wrap_or_overflow_in_numpys_loop():
     """numpy's total lives in the loop dtype before the divide: dtype=int32 wraps it, a float16
     loop overflows past 65504 (dask had divided the 64-bit or float32 total)."""
