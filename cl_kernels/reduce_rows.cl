@@ -416,10 +416,15 @@ COLD_INLINE ACC_T rescued_sum(__global const IN_T *p, const ulong n, const ulong
     return outer_value(total) / down;
 #endif
 }
+/* RESULT_KEPT(r): whether a result r stands as it is (finite); else it needs the walk.
+ * RESCUED, the split sides and reduce_cols (RESCUE_WANTED first, the walks apart from its
+ * stores) all ask this one predicate */
+#define RESULT_KEPT(r) (fabs(r) < (ACC_T)INFINITY)
+#define RESCUE_WANTED(r) (!RESULT_KEPT(r))
 /* r itself where it is finite, else the task summed again (rescued_sum) */
 inline ACC_T finite_or_rescued(const ACC_T r, __global const IN_T *p, const ulong n, const ulong step,
                                const ulong count) {
-    return fabs(r) < (ACC_T)INFINITY ? r : rescued_sum(p, n, step, count);
+    return RESULT_KEPT(r) ? r : rescued_sum(p, n, step, count);
 }
 #define SIDE_DOWN ((ACC_T)5.421010862427522e-20)  /* 2^-64: see SUM_SIDES */
 #if SUM_SIDES == 1
@@ -428,10 +433,10 @@ inline ACC_T finite_or_rescued(const ACC_T r, __global const IN_T *p, const ulon
 inline void store_sum_part(__global ACC_T *parts, const ulong n_parts, const ulong t, const ACC_T r,
                            __global const IN_T *p, const ulong n, const ulong step) {
     ACC_T scaled = r * SIDE_DOWN;
-    if (!(fabs(r) < (ACC_T)INFINITY)) {
+    if (!RESULT_KEPT(r)) {
         scaled = outer_value(scaled_sum(p, n, step, SIDE_DOWN));
     }
-    parts[t] = fabs(r) < (ACC_T)INFINITY ? r : scaled / SIDE_DOWN;
+    parts[t] = RESULT_KEPT(r) ? r : scaled / SIDE_DOWN;
     parts[n_parts + t] = scaled;
 }
 /* store_sum_part for an r that needs no walk (RESCUE_WANTED false): P = r, S = r * 2^-64 */
@@ -450,7 +455,7 @@ inline void store_sum_part_plain(__global ACC_T *parts, const ulong n_parts, con
  * n_parts P are followed by as many S. */
 COLD_INLINE ACC_T merged_sum_parts(const ACC_T r, const ulong n_parts, __global const ACC_T *p, const ulong n,
                                    const ulong step, const ulong count) {
-    if (fabs(r) < (ACC_T)INFINITY) return r;
+    if (RESULT_KEPT(r)) return r;
     __global const ACC_T *scaled = p + n_parts;
     outer_t total = outer_init();
     for (ulong j = 0; j < n; ++j) {
@@ -464,9 +469,6 @@ COLD_INLINE ACC_T merged_sum_parts(const ACC_T r, const ulong n_parts, __global 
 #endif
 }
 #endif
-/* RESCUE_WANTED(r): whether RESCUED would walk again for the result r (reduce_cols tests it
- * first, and walks apart from its stores) */
-#define RESCUE_WANTED(r) (!(fabs(r) < (ACC_T)INFINITY))
 #if SUM_SIDES == 2
 /* side_parts: a name in scope at each merge pass's call */
 #define RESCUED(r, p, n, step, count) merged_sum_parts((r), side_parts, (p), (n), (step), (count))
@@ -500,9 +502,12 @@ inline ACC_T prod_walk_value(const prod_walk_t w) {
 inline ACC_T rescued_prod(__global const IN_T *p, const ulong n, const ulong step, const ACC_T first) {
     return prod_walk_value(walked_prod(p, n, step, first));
 }
+/* RESULT_KEPT(r): a product stands where it is finite and not 0 (else the walk), as for sums */
+#define RESULT_KEPT(r) (fabs(r) < (ACC_T)INFINITY && (r) != (ACC_T)0)
+#define RESCUE_WANTED(r) (!RESULT_KEPT(r))
 /* r itself where it is finite and not 0, else the task multiplied again (rescued_prod) */
 inline ACC_T nonzero_finite_or_rescued(const ACC_T r, __global const IN_T *p, const ulong n, const ulong step) {
-    return fabs(r) < (ACC_T)INFINITY && r != (ACC_T)0 ? r : rescued_prod(p, n, step, r);
+    return RESULT_KEPT(r) ? r : rescued_prod(p, n, step, r);
 }
 #if PROD_SIDES == 1
 /* A split chunk's product can pass the range although the row's does not ((1e200, 1e200,
@@ -528,7 +533,7 @@ inline void store_prod_part(__global ACC_T *parts, const ulong n_parts, const ul
     w.m = r;
     w.e = 0;
     ACC_T v = r;
-    if (!(fabs(r) < (ACC_T)INFINITY && r != (ACC_T)0)) {
+    if (!RESULT_KEPT(r)) {
         w = walked_prod(p, n, step, r);
         v = prod_walk_value(w);
         int ve;
@@ -553,7 +558,7 @@ inline void store_prod_part_plain(__global ACC_T *parts, const ulong n_parts, co
  * first P in `parts`, whose n_parts P are followed by as many M, then the E. */
 COLD_INLINE ACC_T merged_prod_parts(const ACC_T r, __global const ACC_T *parts, const ulong n_parts,
                                     __global const ACC_T *p, const ulong n, const ulong step) {
-    if (fabs(r) < (ACC_T)INFINITY && r != (ACC_T)0) return r;
+    if (RESULT_KEPT(r)) return r;
     __global const ACC_T *mant = p + n_parts;
     __global const long *expo = (__global const long *)(parts + 2 * n_parts) + (p - parts);
     ACC_T m = (ACC_T)1;
@@ -592,7 +597,6 @@ COLD_INLINE ACC_T merged_prod_parts(const ACC_T r, __global const ACC_T *parts, 
 #if PROD_SIDES != 2
 #define RESCUED(r, p, n, step, count) nonzero_finite_or_rescued((r), (p), (n), (step))
 #endif
-#define RESCUE_WANTED(r) (!(fabs(r) < (ACC_T)INFINITY && (r) != (ACC_T)0))
 #else
 #define RESCUED(r, p, n, step, count) (r)
 #define RESCUE_WANTED(r) 0
