@@ -13,7 +13,8 @@ own work:
    on the host in numpy (they are small), and the last step turns the state into numpy's
    value and dtype.
 
-States: sum/nansum/prod/count ``s`` in the accumulator dtype; mean ``(s, n)``; nanmean
+States: sum/nansum/prod/count ``s`` in the accumulator dtype (float64 for float16/float32 sums
+and products: _float_block_total); mean ``(s, n)``; nanmean
 ``(s, c)`` with c the non-NaN count; var/std ``(n, m, M2)`` merged with Chan et al.'s formula;
 argmax/argmin ``(v, i)`` with ``i`` the global index (first occurrence, first NaN, as numpy);
 logsumexp the block's log-sum-exp (itself a (max, scaled sum) pair collapsed into one number,
@@ -41,6 +42,8 @@ from . import api
 from .ops import OPS, dtype_rule
 from .plan import Force
 
+# float totals kept in float64 across blocks where the accumulator is narrower (_float_block_total)
+_WIDE_TOTALS = ("sum", "nansum", "prod", "mean", "nanmean")
 # public name -> the op whose dtype rule it follows, where that is another op
 _RULE_OP = {"nanmean": "nansum"}
 _INDEX_NONE = np.iinfo(np.int64).max  # index of an empty block: loses every tie
@@ -123,7 +126,14 @@ def reduce(name: str, a, axis=None, *, dtype=None, out=None, keepdims=False, ddo
         container = np.dtype(out.dtype) if out is not None else api.loop_dtype("mean", x.dtype, dtype)
         if container.kind in "iu" or container == np.float16:
             total = container.name
-    spec = _Spec(op=name, axes=axes, acc=acc, state=_state_dtype(name, x.dtype, acc), out=out_dtype,
+    if out is not None and public in api._NUMPY_FUNCS:
+        # numpy's rules for out='s dtype, as for numpy input: argmax into a float out= raises
+        api.numpy_result_dtype(public, x.dtype, None if dtype is None else np.dtype(dtype), np.dtype(out.dtype),
+                               out.ndim == 0)
+    state_acc = acc
+    if name in _WIDE_TOTALS and np.dtype(acc) in (np.float16, np.float32):
+        state_acc = "float64"  # _float_block_total says why
+    spec = _Spec(op=name, axes=axes, acc=acc, state=_state_dtype(name, x.dtype, state_acc), out=out_dtype,
                  ddof=float(ddof), call=call, total=total)
     return _build(x, spec, keepdims, split_every, out)
 
@@ -286,11 +296,11 @@ def _block_state(block, spec: _Spec):
     elif op == "mean" and block.dtype.kind in "biu" and spec.acc == "float64":
         state["s"] = _integer_block_total(block, spec, axes, n)
     elif op in ("mean", "nanmean"):
-        state["s"] = _clr("nansum" if op == "nanmean" else "sum", block, spec, axis=axes, dtype=_block_dtype(block, spec))
+        state["s"] = _float_block_total("nansum" if op == "nanmean" else "sum", block, spec, axes)
         if op == "nanmean":
             state["c"] = _count_notnan(block, spec)
     elif op in ("sum", "nansum", "prod"):
-        state["s"] = _clr(op, block, spec, axis=axes, dtype=_block_dtype(block, spec))
+        state["s"] = _float_block_total(op, block, spec, axes)
     elif op in ("nanmax", "nanmin"):
         # api's own op, not the public nanmax: that one warns for every all-NaN slice of a block
         state["s"] = api._reduce(op, block, axes, keepdims=True, **_reduce_kw(spec))
@@ -319,6 +329,25 @@ def _block_dtype(block, spec: _Spec):
     if spec.out == "float16" and block.dtype != np.float16 and spec.op != "nanmean":
         return np.float16
     return spec.acc
+
+
+def _float_block_total(name: str, block, spec: _Spec, axes):
+    """A block's sum or product. Where the state is float64 and the accumulator narrower
+    (float16 and float32 data), the block is summed in float64 where the device has fp64: a
+    float32 block total past the float range (3e38 + 3e38 in one block, -3e38 - 3e38 in the
+    next) met the next one as inf + (-inf) = NaN in the merge, where numpy input's rescued sum
+    gives the total, 0 (an outside fuzz run, 2026-11-29); and the merge adds in float64. A
+    device without fp64 sums in the accumulator (its block totals cast to float64), as before.
+    A float16 result of wider input keeps its float16 elements (_block_dtype)."""
+    from .plan import UnsupportedOnDevice
+
+    dtype = np.dtype(_block_dtype(block, spec))
+    if spec.state["s"] == np.float64 and dtype == np.float32:
+        try:
+            return _clr(name, block, spec, axis=axes, dtype=np.float64)
+        except UnsupportedOnDevice:
+            pass
+    return _clr(name, block, spec, axis=axes, dtype=dtype)
 
 
 def _integer_block_total(block, spec: _Spec, axes, n: int):

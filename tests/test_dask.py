@@ -248,6 +248,59 @@ def test_integer_means_on_a_device_without_fp64(monkeypatch):
     np.testing.assert_allclose(got, np.mean(r, axis=0), rtol=1e-13)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_float_totals_past_the_range_across_blocks(dtype):
+    """Block totals past the float range meet across blocks as numpy input's rescued sum does:
+    [3e38, 3e38] and [-3e38, -3e38] in two blocks summed to inf + (-inf) = NaN in the merge
+    where clreduce.sum of the same numpy array gives 1 (an outside fuzz run, 2026-11-29):
+    float32 block totals are float64 sums now. float16 data: 60000s past float16's range."""
+    big = np.float32(3e38) if dtype == "float32" else np.float16(60000)
+    x = np.array([big, big, -big, -big, 1], dtype)
+    d = da.from_array(x, chunks=2)
+    for op, want in (("sum", 1), ("nansum", 1), ("mean", 0.2), ("nanmean", 0.2)):
+        got = _threads(getattr(clreduce, op)(d))
+        assert got == getattr(clreduce, op)(x) and got.dtype == getattr(np, op)(x).dtype, op
+        np.testing.assert_allclose(got, want, rtol=1e-3)
+    p = np.array([1e30, 1e30, 1e-30, 1e-30, 2], np.float32)  # partial products past the range
+    assert _threads(clreduce.prod(da.from_array(p, chunks=2))) == clreduce.prod(p) == np.float32(2)
+
+
+def test_float_totals_on_a_device_without_fp64(monkeypatch):
+    """Where a float64 block sum is refused (rusticl, Mali), float32 block totals are summed in
+    float32 and merged in float64: the result still meets numpy's tolerance."""
+    from clreduce import dask_array
+    from clreduce.plan import UnsupportedOnDevice
+
+    real = dask_array._clr
+    asked = []
+
+    def no_fp64(name, block, spec, **kw):
+        asked.append(np.dtype(kw.get("dtype") or block.dtype))
+        if asked[-1] == np.float64:
+            raise UnsupportedOnDevice("float64 needs fp64 (test double)")
+        return real(name, block, spec, **kw)
+
+    monkeypatch.setattr(dask_array, "_clr", no_fp64)
+    x = np.random.default_rng(3).standard_normal((40, 9)).astype(np.float32)
+    for op in ("sum", "mean", "prod", "nansum", "nanmean"):
+        got = getattr(clreduce, op)(da.from_array(x, chunks=(7, 4)), axis=0).compute(scheduler="sync")
+        np.testing.assert_allclose(got, getattr(np, op)(x.astype(np.float64), axis=0), rtol=2e-5, atol=1e-6)
+        assert got.dtype == np.float32
+    assert np.dtype(np.float64) in asked and np.dtype(np.float32) in asked  # refused, then the fallback ran
+
+
+def test_argmax_out_follows_numpys_rules():
+    """argmax into a float out= raised for numpy input (numpy's own TypeError) but was cast for
+    dask input; an int32 out= is numpy's too."""
+    x = np.arange(6.0).reshape(2, 3)
+    d = da.from_array(x, chunks=(1, 2))
+    with pytest.raises(TypeError, match="cannot write into out"):
+        clreduce.argmax(d, axis=1, out=da.zeros(2, dtype=np.float64))
+    out = da.zeros(2, dtype=np.int32)
+    clreduce.argmin(d, axis=1, out=out)
+    assert np.array_equal(_threads(out), np.argmin(x, axis=1)) and _threads(out).dtype == np.int32
+
+
 def test_mean_totals_wrap_or_overflow_in_numpys_loop():
     """numpy's total lives in the loop dtype before the divide: dtype=int32 wraps it, a float16
     loop overflows past 65504 (dask had divided the 64-bit or float32 total)."""
