@@ -7,6 +7,7 @@ decision can be checked on published device profiles without the hardware.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -600,6 +601,37 @@ def _plan_cpu_blocks(caps: DeviceCaps, problem: Problem, force: Force, op, rule)
                       out_words=2 if op.kind == "wide" else 1)
 
 
+# GPUs, split columns: each work-item of the first pass walks its chunk of K one row after
+# another, and the merge pass walks a column's `split` partials one after another, so the two
+# walks (K / split and split steps) balance at split ~ sqrt(K); chunks of at least
+# GPU_COL_MIN_CHUNK rows. H200, column sums/max/var/argmax of float32 and float16, every
+# split from 1 to 16384 on six shapes (benchmarks/columns_split_h200_2026-11-29/): the best
+# split was 1024 for 1048576 x 32, 512 for 262144 x 128, 128-256 for 65536 x 1024, 64-128 for
+# 16384 x 4096, 16-32 for 4096 x 16384, 8-16 for 1024 x 65536; the rule before (enough
+# work-items for 8 per thread slot, chunks of 64 rows) took 16384, 4096, 1024, 256, 64, 16:
+# up to 10x slower (float32 sum of 1048576 x 32: 32 -> 321 GB/s).
+# Terms that cost more than a load to fold (products, with their range checks; max/min of
+# 1-2-byte types, converted first) want more work-items in the first pass: 4x the chunks. The
+# same H200 run: float16 max best at 4096, 1024-2048, 512, 256, 64, 16 chunks on those shapes;
+# float32 prod of 65536 x 1024, 16384 x 4096, 4096 x 16384 at sqrt(K) chunks lost a third
+# against the rule before (1091 -> 711, 2088 -> 1367, 2648 -> 1498 GB/s).
+GPU_COL_HEAVY_FACTOR = 4
+GPU_COL_MIN_CHUNK = 128
+
+
+def _heavy_column_terms(op, itemsize: int) -> bool:
+    return op.combine == "prod" or (op.kind == "scalar" and op.combine in ("max", "min", "nanmax", "nanmin")
+                                    and itemsize <= 2)
+
+
+def gpu_column_split(k: int, heavy: bool = False) -> int:
+    """Chunks of K per column on a GPU: sqrt(K) rounded down to a power of two (times
+    GPU_COL_HEAVY_FACTOR for heavy terms), chunks of at least GPU_COL_MIN_CHUNK rows (of a
+    quarter of that for heavy terms); 1: no split."""
+    factor = GPU_COL_HEAVY_FACTOR if heavy else 1
+    return max(1, min(factor * _pow2_floor(max(1, math.isqrt(k))), k * factor // GPU_COL_MIN_CHUNK))
+
+
 def _plan_columns(caps: DeviceCaps, problem: Problem, force: Force, op, rule) -> LaunchPlan:
     """Strided axis: work-items along ``inner`` (VEC adjacent columns each) walk K."""
     wg = _choose_wg(caps, Force(wg_size=force.wg_size), None)
@@ -632,9 +664,15 @@ def _plan_columns(caps: DeviceCaps, problem: Problem, force: Force, op, rule) ->
     items = problem.rows * _ceil_div(problem.inner, vec * nblk)
     want_items = max(1, caps.compute_units) * wg * (8 if caps.device_type == "gpu" else 4)
     split = 1
-    if force.strategy == "split_k" or (force.strategy is None and items < want_items and problem.row_len >= 512):
+    if force.split == 1 and force.strategy == "split_k":
+        raise ValueError("split=1 (no split) contradicts strategy='split_k'")
+    if force.split is not None:
+        split = min(force.split, problem.row_len)  # chunks of K per column (1: none)
+    elif force.strategy == "split_k" or (force.strategy is None and items < want_items and problem.row_len >= 512):
         split = max(2 if force.strategy == "split_k" else 1,
                     min(_ceil_div(want_items, items), _ceil_div(problem.row_len, 64)))
+        if caps.device_type == "gpu" and force.strategy is None:
+            split = min(split, gpu_column_split(problem.row_len, _heavy_column_terms(op, itemsize)))
         split = min(split, problem.row_len)
     if limit:
         # each work-item walks one chunk (VEC columns a block), and the merge pass walks

@@ -19,7 +19,7 @@ import pytest
 
 import clreduce
 from clreduce.backends import opencl
-from clreduce.plan import Problem
+from clreduce.plan import Force, Problem
 
 OPS = ("sum", "mean", "max", "min")
 MAIN_DTYPES = ("float32", "float16", "int32")
@@ -209,6 +209,22 @@ def _columns(cl_device, variant, shape, dtype, op, assert_reduction, make_data, 
         if outer == 1:
             got2 = getattr(clreduce, op)(x[0], axis=0, device=cl_device, force=variant.force)
             np.testing.assert_array_equal(got2, got[0])
+
+
+@pytest.mark.parametrize("split", [1, 2, 7, 64, 4099])
+@pytest.mark.parametrize("op", ["sum", "max", "var", "argmin"])
+def test_columns_forced_split_counts(cl_device, split, op, assert_reduction):
+    """Force(split=N) cuts K into N chunks for columns too (GPUs choose ~sqrt(K) chunks,
+    plan.gpu_column_split, which no CPU runtime here plans by itself): every count, from none
+    to one row a chunk, gives numpy's answer."""
+    rng = np.random.default_rng(split)
+    x = rng.standard_normal((4099, 19)).astype(np.float32) + 100
+    launch_plan, _ = opencl.plan_for(opencl.queue_for(cl_device),
+                                     Problem(rows=1, row_len=4099, inner=19, dtype="float32", op=op), Force(split=split))
+    # llvmpipe's loop limiter (rusticl): the planner raises the count until each walk fits
+    assert launch_plan.split == split or ("rusticl" in cl_device.platform.name and launch_plan.split > split), launch_plan.split
+    got = getattr(clreduce, op)(x, axis=0, device=cl_device, force=Force(split=split))
+    assert_reduction(got, x, op, axis=0, context=f"split {split}")
 
 
 _CRASH_REPRO = """

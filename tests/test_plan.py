@@ -217,6 +217,38 @@ def test_column_plans_fit_the_device(name):
             assert p.split >= 2 and len(p.passes) == 2
 
 
+def test_gpu_column_splits_balance_the_two_walks():
+    """GPUs split K about sqrt(K) ways (plan.gpu_column_split): the first pass walks K / split rows
+    per work-item and the merge pass `split` partials per column, both one after another. The
+    rule before (16384 chunks of 64 rows for 1048576 x 32) made the merge's walk 16384 steps:
+    10x slower on an H200. CPUs keep their rule; Force(split=) is honoured for columns."""
+    from clreduce.plan import gpu_column_split
+
+    assert [gpu_column_split(k) for k in (255, 256, 1024, 4096, 65536, 1048576)] == [1, 2, 8, 32, 256, 1024]
+    # products, and max/min of 1-2-byte types, fold slower: 4x the chunks (chunks of 32 rows)
+    assert [gpu_column_split(k, True) for k in (31, 255, 4096, 65536, 1048576)] == [1, 7, 128, 1024, 4096]
+    for caps in (INTEL_GPU, *PROFILES.values()):
+        for k, inner, want in ((1048576, 32, 1024), (262144, 128, 512), (65536, 1024, 256), (4096, 16384, 32)):
+            p = plan(caps, Problem(rows=1, row_len=k, inner=inner, dtype="float32", op="sum"))
+            assert p.split <= want, (caps.name, k, inner, p.split)
+            if inner <= 128:  # too few columns to fill any GPU: split, then merged in a second pass
+                assert p.strategy == "columns_split_k" and len(p.passes) == 2, (caps.name, k, inner)
+                assert str(dict(p.passes[-1].defines)["SPLIT"]) == "1"
+        # outer rows enough to fill the device: no split at all, as before
+        p = plan(caps, Problem(rows=4096, row_len=1024, inner=4096, dtype="float32", op="sum"))
+        assert p.split == 1 and p.strategy == "columns"
+    wide = Problem(rows=1, row_len=65536, inner=1024, dtype="float32", op="prod")
+    assert plan(INTEL_GPU, wide).split > 256 == plan(INTEL_GPU, dataclasses.replace(wide, op="sum")).split
+    narrow = Problem(rows=1, row_len=1048576, inner=32, dtype="float32", op="sum")
+    assert plan(INTEL_GPU, narrow).split == 1024
+    assert plan(INTEL_CPU, narrow).split == 128  # CPUs keep theirs: 2 cores x 16 x 4 work-items
+    for force, split in ((Force(split=37), 37), (Force(split=1), 1), (Force(split=4096), 4096)):
+        p = plan(INTEL_GPU, narrow, force)
+        assert p.split == split and p.strategy == ("columns" if split == 1 else "columns_split_k")
+    with pytest.raises(ValueError, match="contradicts"):
+        plan(INTEL_GPU, narrow, Force(strategy="split_k", split=1))
+
+
 @pytest.mark.parametrize("name", list(ALL_CAPS))
 def test_every_forced_variant_fits_the_device(name, forced_variants):
     caps = ALL_CAPS[name]
