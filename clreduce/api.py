@@ -445,6 +445,11 @@ def _compute(call: _Call, name: str, loop, result_dtype: np.dtype, out_dtype, dt
         total = _sum_in(call, "nansum" if nan_aware else "sum", loop, from_out)
         count = call.run("count_notnan") if nan_aware else call.k
         return _divide(total, count, container)
+    if name in ("var", "std") and ddof != ddof:
+        # numpy: count - NaN degrees of freedom, so every variance is NaN (the kernels clamp the
+        # divisor at 0 and gave inf; an outside fuzz run, 2026-11-30). Run with ddof 0 for
+        # numpy's errors, dtype and shape, then fill.
+        return np.full_like(_host(_compute(call, name, loop, result_dtype, out_dtype, dtype, 0.0)), np.nan)
     if name in ("var", "std"):
         if loop.kind != "f":
             raise TypeError(f"clreduce.{name} with dtype={loop} is not supported: numpy truncates the "
@@ -559,6 +564,8 @@ def _reduce_slow(op_name, a, axis, dtype, out, keepdims, ddof, single_axis, back
         warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=4)
         if trace is not None:
             trace.refused = True  # the warning is part of every such call
+    if op.finalize in ("var", "std") and ddof != ddof and trace is not None:
+        trace.refused = True  # _compute answers a NaN ddof on the host
 
     call = _Call(chosen, x, axes, force, where, trace)
     loop = loop_dtype(public, in_dtype, dtype, out_dtype)
@@ -702,7 +709,9 @@ def _ddof(ddof, correction) -> float:
         if ddof != 0:
             raise ValueError("ddof and correction can't be provided simultaneously.")
         ddof = correction
-    if isinstance(ddof, (bool, np.bool_)) or not isinstance(ddof, (int, float, np.integer, np.floating)):
+    if isinstance(ddof, (bool, np.bool_)):
+        ddof = int(ddof)  # numpy takes True as 1
+    if not isinstance(ddof, (int, float, np.integer, np.floating)):
         raise TypeError(f"ddof must be a real number, not {type(ddof).__name__}")
     if type(ddof) is int and not -2**63 <= ddof < 2**63:
         # numpy converts a Python int ddof to a C long first (numpy integers and floats pass)

@@ -453,3 +453,33 @@ def test_python_int_ddof_past_a_c_long_overflows_as_numpy(ddof):
         warnings.simplefilter("ignore")
         huge = np.uint64(2**64 - 1)
         assert np.isnan(clreduce.var(x, ddof=huge)) and np.isnan(np.var(x, ddof=huge))
+
+
+@pytest.mark.parametrize("op", ["var", "std"])
+@pytest.mark.parametrize("dtype", ["float32", "int32", "bool"])
+def test_nan_and_bool_ddof_as_numpy(cl_device, op, dtype):
+    """A NaN ddof makes numpy's degrees of freedom NaN, so every result is NaN (the kernels
+    clamp the divisor at 0 and gave inf); ddof=True is numpy's 1 (clreduce had raised
+    TypeError). Both outside fuzz findings, 2026-11-30. Repeated: the fast path must not
+    learn the NaN case."""
+    x = (np.arange(12).reshape(3, 4) % 5).astype(dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(3):
+            got = getattr(clreduce, op)(x, axis=1, ddof=float("nan"), device=cl_device)
+            want = getattr(np, op)(x, axis=1, ddof=float("nan"))
+            assert np.isnan(want).all() and np.isnan(got).all() and got.dtype == want.dtype, got
+            got = getattr(clreduce, op)(x, axis=1, ddof=True, device=cl_device)
+            np.testing.assert_allclose(got, getattr(np, op)(x, axis=1, ddof=True), rtol=1e-6)
+
+
+@pytest.mark.parametrize("fn", ["sum", "argmax", "softmax", "cumsum"])
+def test_masked_arrays_and_matrices_are_refused(fn):
+    """clreduce reads the data buffer: a masked array's sum came out over the masked elements
+    too and np.matrix lost its 2-D results (an outside fuzz run, 2026-11-30). Both are
+    refused with TypeError before any device is touched; np.memmap, plain data, is not."""
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    with pytest.raises(TypeError, match="masks"):
+        getattr(clreduce, fn)(np.ma.masked_array(x, mask=x > 6))
+    with pytest.raises(TypeError, match="np.matrix"):
+        getattr(clreduce, fn)(np.asmatrix(x))

@@ -23,6 +23,7 @@ def get_backend(name: str) -> Backend:
 
 def backend_for(array, requested: str | None = None, env_default: str | None = None) -> Backend:
     """Pick the backend: ``requested``, then CLREDUCE_BACKEND, then the array's kind, then OpenCL."""
+    _refuse_numpy_subclasses_we_would_misread(array)
     name = requested or env_default
     if name == "opencl" and _on_cuda(array):
         # said before importing anything: pyopencl may not even be installed beside cupy
@@ -53,3 +54,18 @@ def _on_cuda(array) -> bool:
 def _foreign_device_array(array) -> bool:
     """Arrays that live on a GPU (reading them on the host would be a hidden copy)."""
     return _on_cuda(array) or type(array).__module__.split(".")[0] == "pyopencl"
+
+
+def _refuse_numpy_subclasses_we_would_misread(array) -> None:
+    """numpy subclasses whose meaning is more than their data: a masked array's sum skips its
+    masked elements and np.matrix keeps 2-D results. clreduce reads the data buffer, so it gave
+    the sum of every element and 1-D results (an outside fuzz run, 2026-11-30): refuse them.
+    Other subclasses (np.memmap, ...) are plain data and stay welcome."""
+    import numpy as np
+
+    if isinstance(array, np.ma.MaskedArray):
+        raise TypeError("clreduce does not honour masks: a numpy masked array would be reduced over "
+                        "its masked elements too; pass arr.filled(value) or arr.compressed()")
+    if isinstance(array, np.matrix):
+        raise TypeError("clreduce returns ndarrays, not np.matrix (whose reductions stay 2-D); "
+                        "pass np.asarray(m)")
