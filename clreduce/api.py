@@ -358,7 +358,17 @@ class _Call:
         try:
             result = self.chosen.reduce(src, problem, force=self.force, **self.where)
         except UnsupportedOnDevice:
-            if not fallback_ok or np.dtype(x.dtype) != np.float32:
+            in_dtype = np.dtype(x.dtype)
+            if fallback_ok and op_name in ("sum", "nansum") and requested is not None and \
+                    np.dtype(requested) == np.float64 and (in_dtype.kind == "b" or
+                                                           (in_dtype.kind in "iu" and in_dtype.itemsize <= 4)):
+                # a float64 loop of up-to-32-bit integers, chosen by out= on a device without fp64
+                # (rusticl, Mali): the exact 64-bit integer sums, made float64 on the host, are
+                # that loop's value (it adds them exactly while sums stay below 2**53, and rounds
+                # once more than these above). Had raised UnsupportedOnDevice where the same call
+                # without out= runs (an outside fuzz run, 2026-11-30).
+                return _host(self.run(op_name, None, ddof, x)).astype(np.float64)
+            if not fallback_ok or in_dtype != np.float32:
                 # Only float32 input keeps numpy's value in its own loop; an integer or float16
                 # input summed in its own type where numpy's loop is float64 gives another
                 # number (rusticl: uint64 into out=int64, float16 overflowing): refuse instead.

@@ -244,6 +244,32 @@ def test_float64_without_fp64_through_the_backend(cl_device, monkeypatch):
     assert clreduce.mean(np.arange(10), device=cl_device) == 4.5
 
 
+@pytest.mark.parametrize("op, dtype, out_dtype", [("mean", "int8", "float32"), ("sum", "int32", "float32"),
+                                                   ("nansum", "uint16", "float16"), ("mean", "bool", "float32"),
+                                                   ("mean", "uint32", "int32")])
+def test_integer_out_loops_on_a_device_without_fp64(cl_device, monkeypatch, op, dtype, out_dtype):
+    """An out= that makes numpy's loop float64 for up-to-32-bit integers: a device without fp64
+    runs the exact 64-bit sums and makes them float64 on the host (it had raised
+    UnsupportedOnDevice where the same call without out= runs; an outside fuzz run,
+    2026-11-30). Products stay refused (a float64 product is not the 64-bit one)."""
+    from clreduce.backends import opencl
+    from clreduce.backends.opencl_probe import probe_device
+
+    real = probe_device(cl_device)
+    fake = dataclasses.replace(real, fp64=False, extensions=tuple(e for e in real.extensions if e != "cl_khr_fp64"))
+    monkeypatch.setattr(opencl, "probe_device", lambda device, **kw: fake)
+    if hasattr(opencl, "_plan_cache"):
+        monkeypatch.setattr(opencl, "_plan_cache", {})
+    x = (np.arange(3 * 70).reshape(3, 70) * 7919 % 251).astype(dtype)
+    for _ in range(2):
+        out = np.zeros(3, out_dtype)
+        got = getattr(clreduce, op)(x, axis=1, out=out, device=cl_device)
+        want = getattr(np, op)(x, axis=1, out=np.zeros(3, out_dtype))
+        assert got is out and np.array_equal(got, want), (got, want)
+    with pytest.raises(UnsupportedOnDevice):
+        clreduce.prod(x.astype(np.int32), axis=1, out=np.zeros(3, np.float32), device=cl_device)
+
+
 # ---- forcing what the device cannot do --------------------------------------------------------
 
 def test_forcing_subgroup_modes_without_subgroups(cl_device, cl_caps):
