@@ -781,6 +781,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if getattr(args, "runs", 1) < 1:
         parser.error("--runs must be >= 1")
+    if getattr(args, "warmup", 0) < 0:
+        parser.error("--warmup must be >= 0")  # a negative one left no timed runs (StatisticsError)
     try:
         return int(args.func(args) or 0)
     except CliError as exc:
@@ -791,6 +793,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except MemoryError:  # demo --shape 100000000,100000000
         print(f"clreduce {args.command}: error: not enough memory for the arrays asked for", file=sys.stderr)
+        return 1
+    except ValueError as exc:
+        if "Maximum allowed dimension exceeded" not in str(exc):  # numpy's, for demo --shape 1e20,1
+            raise
+        print(f"clreduce {args.command}: error: an array that large cannot exist ({exc})", file=sys.stderr)
         return 1
     except BrokenPipeError:  # `clreduce probe --json | head`
         return 0

@@ -388,6 +388,15 @@ def test_demo_bad_device_is_an_error(probed):
     assert proc.returncode == 1 and "no-such-device-xyz" in proc.stderr and "Traceback" not in proc.stderr
 
 
+@pytest.mark.parametrize("args, message", [(("--warmup", -30, "--runs", 2, "--shape", "4,8"), "--warmup must be >= 0"),
+                                           (("--shape", "99999999999999999999,1"), "cannot exist")])
+def test_demo_impossible_arguments_are_clean_errors(probed, args, message):
+    """A negative --warmup left no timed runs (StatisticsError traceback); a shape past numpy's
+    dimension limit ended in numpy's ValueError traceback (an outside fuzz run, 2026-11-30)."""
+    proc = cli("demo", "--device", probed[0]["index"], *args, check=False)
+    assert proc.returncode in (1, 2) and message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
 def test_console_script_and_version():
     proc = subprocess.run([sys.executable, "-m", "clreduce", "--version"], capture_output=True, text=True)
     import clreduce
