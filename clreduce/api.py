@@ -814,6 +814,14 @@ def norm(x, ord=None, axis=None, keepdims=False, *, backend=None, force=None, **
     if dtype.kind not in "fb":
         # numpy.linalg.norm converts integers to float first
         x = _cast_any(_c_order(arr), np.dtype(np.float64))
+        try:
+            return _reduce(_NORM_OPS[ord], x, axis, keepdims=keepdims, backend=backend, force=force, where=where,
+                           public="norm")
+        except UnsupportedOnDevice:
+            # the planner's advice (dtype=float32) is no way out here: norm has no dtype=
+            raise UnsupportedOnDevice(f"clreduce.norm of {dtype} input works in float64, as numpy.linalg.norm "
+                                      "does, which this device lacks (no cl_khr_fp64); convert the input with "
+                                      ".astype(numpy.float32) or pick a device with fp64") from None
     # bool input runs as a count / any / all of nonzero bytes (no float copy; _BOOL_AS)
     return _reduce(_NORM_OPS[ord], x, axis, keepdims=keepdims, backend=backend, force=force, where=where,
                    public="norm")

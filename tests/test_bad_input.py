@@ -268,6 +268,11 @@ def test_integer_out_loops_on_a_device_without_fp64(cl_device, monkeypatch, op, 
         assert got is out and np.array_equal(got, want), (got, want)
     with pytest.raises(UnsupportedOnDevice):
         clreduce.prod(x.astype(np.int32), axis=1, out=np.zeros(3, np.float32), device=cl_device)
+    # integer norms work in float64 (numpy.linalg.norm's): refused, and the advice fits norm,
+    # which has no dtype= (the planner's message had offered one)
+    with pytest.raises(UnsupportedOnDevice, match="norm of int8") as info:
+        clreduce.norm(x.astype(np.int8), axis=1, device=cl_device)
+    assert "dtype=" not in str(info.value)
 
 
 # ---- forcing what the device cannot do --------------------------------------------------------
