@@ -153,7 +153,7 @@ def load_caps(path: str, index: int | None = None):
         if index is None:
             marked = [i for i, e in enumerate(data) if isinstance(e, dict) and e.get("default") is True]
             index = marked[0] if marked else 0
-        if not -len(data) <= index < len(data):
+        if not 0 <= index < len(data):  # no Python negative indices: the message says 0..n-1
             raise CliError(f"--index {index} out of range: {path} holds {len(data)} entries (0..{len(data) - 1})", 2)
         data = data[index]
         label = f"{path}[{index}]"
@@ -167,8 +167,12 @@ def load_caps(path: str, index: int | None = None):
             caps = DeviceCaps.from_dict(data["caps"])
         elif _looks_like_caps(data):
             caps = DeviceCaps.from_dict(data)
-        else:
+        elif set(data) - {"caps"}:  # profile fields (from_profile checks their values)
             caps = DeviceCaps.from_profile(data)
+        else:
+            # {} or {"caps": 5} had become a profile of defaults, planned for as a real device
+            raise ValueError("neither a DeviceCaps object (with 'backend'), a probe entry (with a 'caps' "
+                             "object) nor a device profile (with a 'name')")
     except (TypeError, ValueError, AttributeError, OverflowError, KeyError) as exc:
         # wrong-shaped JSON ({"caps": 5}, a list inside, 1e400 as a size)
         raise CliError(f"{label}: not a DeviceCaps or device profile: {type(exc).__name__}: {exc}", 2) from None
@@ -638,6 +642,8 @@ def cmd_tune(args) -> int:
             shapes = [parse_shape(s) for s in args.shapes.split(";") if s]
         except argparse.ArgumentTypeError as exc:
             raise CliError(f"--shapes: {exc}", status=2) from None
+        if not shapes:  # --shapes ";" had tuned nothing and exited 0 (bench refused it)
+            raise CliError("--shapes takes ROWS,K pairs separated by ';'", status=2)
     else:
         shapes = bench.SHAPES
     itemsize = np.dtype(args.dtype).itemsize

@@ -212,16 +212,33 @@ def test_plan_caps_files_that_are_not_caps_exit_with_a_message(tmp_path, capsys,
     assert message in err and "error:" in err
 
 
-@pytest.mark.parametrize("content", ['{"caps": 5}', '[{"caps": []}]'])
-def test_plan_caps_with_a_caps_key_that_is_no_object_does_not_crash(tmp_path, capsys, content):
-    """An AttributeError on the name lookup; such a file now reads as an unnamed profile."""
+@pytest.mark.parametrize("content", ['{"caps": 5}', '[{"caps": []}]', '{}', '[{}]'])
+def test_plan_caps_that_describe_no_device_are_refused(tmp_path, capsys, content):
+    """An AttributeError on the name lookup once; then such files read as a profile of
+    defaults and were planned for as a device (exit 0; an outside fuzz run, 2026-11-30):
+    now a clean error, exit 2."""
     from clreduce.cli import main
 
     bad = tmp_path / "caps.json"
     bad.write_text(content)
-    assert main(["plan", "--caps", str(bad)]) == 0
-    captured = capsys.readouterr()
-    assert "unnamed profile" in captured.err and json.loads(captured.out)["strategy"]
+    assert main(["plan", "--caps", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "not a DeviceCaps or device profile" in err and "Traceback" not in err
+
+
+def test_plan_index_is_never_negative_and_tune_needs_a_shape(tmp_path, capsys):
+    """--index -1 was a Python index while the range message said 0..n-1; tune --shapes ';'
+    tuned nothing and exited 0 where bench refused it (an outside fuzz run, 2026-11-30)."""
+    from clreduce.cli import main
+
+    caps = tmp_path / "caps.json"
+    caps.write_text(json.dumps([{"name": "A"}, {"name": "B"}]))
+    assert main(["plan", "--caps", str(caps), "--index", "-1"]) == 2
+    assert "0..1" in capsys.readouterr().err
+    assert main(["plan", "--caps", str(caps), "--index", "1"]) == 0
+    capsys.readouterr()
+    assert main(["tune", "--shapes", ";"]) == 2
+    assert "ROWS,K" in capsys.readouterr().err
 
 
 def test_bench_on_a_few_bytes_reports_instead_of_dividing_by_zero(capsys):
