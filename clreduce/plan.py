@@ -94,7 +94,7 @@ class Force:
     NVIDIA's inline PTX). The launch-shape knobs of row plans, which ``clreduce tune``
     searches: ``lanes`` (work-items per row, a power of two), ``unroll`` (vector loads in
     flight per work-item, 1-8, the kernels' ``UNROLL``) and ``split`` (chunks per row; 1 = no
-    split, >= 2 = split_k with that many).
+    split, >= 2 = split_k with that many; for a non-last axis, chunks of K per column).
     """
 
     sg_mode: str | None = None
