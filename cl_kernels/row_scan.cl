@@ -1479,14 +1479,19 @@ void scan_rows(__global const IN_T *restrict in, const ulong in_offset,
 #endif
             ACC_T total;
             const ACC_T excl = run_prefix(run, &total, scratch, lid, lane);
-#if SCAN_RESCUE && PHASE == 0
-            bad |= SCAN_BAD(excl);
-#endif
 #if PHASE == 0 && LSE_LINEAR
             lse_lane_write(LANE_PRE(carry, excl), lse_m, lse_s, v);
             store_items(v, q, first, len);
 #elif PHASE == 0
-            add_prefix(OP(carry, excl), v);
+            const ACC_T lane_pre = OP(carry, excl);
+#if SCAN_RESCUE
+            /* the prefix the lane's outputs take, not only its parts: carry and excl finite (and
+             * not 0) can meet past the range (3e38 + 1e38, or 1e-30 * 1e-20) where the outputs
+             * come back into it (an outside fuzz run, 2026-11-30: forced teams gave inf and 0
+             * for finite prefixes). A bad excl makes lane_pre bad too. */
+            bad |= SCAN_BAD(lane_pre);
+#endif
+            add_prefix(lane_pre, v);
             store_items(v, q, first, len);
 #endif
 #if SCAN == SCAN_LOGADDEXP

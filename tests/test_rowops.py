@@ -1484,6 +1484,39 @@ def test_long_register_rows_stay_accurate(cl_device, k):
     np.testing.assert_allclose(var, big.astype(np.float64).var(-1), rtol=1e-5)
 
 
+# Rows from an outside fuzz run (2026-11-30) where a team's lane prefix (the carry times or
+# plus the lanes before it) left the float range while carry and lanes stayed inside: the
+# outputs came back into the range, but no partial the scan checked was bad, so nothing was
+# walked. Last prefixes: 2**-125 (normal), 2.3e38 (finite), -1.48e-34 (after exact prefixes
+# below float32's least subnormal: a walk's prefixes are rounded once, and come back).
+_PAST_RANGE_POWERS = [-64, -77, 51, 63, 70, -54, 46, -54, -29, -70, 59, -26, -33, 52, -41, -78, 0, 60]
+_PAST_RANGE_SUMS = [2e38, -1.3e38, -1.8e38, 1.1e38, 9e37, -1e37, 8e37, -4e37, -1e37, 1.4e38, -1.9e38, -2e37,
+                    1.1e38, 1e37, 1e38, 3e37, -5e37, -4e37, 2.2e38, -1.5e38, -3e37, 2.2e38, 6e37, -1e38, 2.1e38,
+                    -1.8e38, -2.2e38]
+_PAST_RANGE_PRODUCTS = [6.0818013e-05, -2.3821373e-08, -232552.84, -0.34888703, 3.4352476e-07, -138.74043,
+                        0.015539768, 0.100859255, -165.86226, 2.0510036e-08, -11006.153, 160214.48, 295.14752,
+                        -1.3913694e-07, -1.7375232e-05, -4.122645e-05, -0.008401288, -666.35034, 2.728041e-06,
+                        -6.092657e-07, -13546.715, -67862.195, 3.941098e-05, 0.00013356595, 2.393686e-05,
+                        -3.9614377e-05, 7.480921, 0.0005579599, 4393.794, 1037.7764, 1.1205964e-06, 48531.195,
+                        -2.5979213e-07, 0.02867281, 3.0304665e-07, 1.8129335e-06, 271122.7, 0.067273535, 3291.99,
+                        29904048.0, -1475290.8, 199839.81]
+
+
+@pytest.mark.parametrize("case", ["powers", "sums", "products"])
+def test_team_prefixes_past_the_range_are_walked(cl_device, case):
+    """Every forced team width and split gives the last prefix within 1e-5 of the exact one
+    (the inline check of a lane's whole prefix, row_scan.cl `lane_pre`); before, forced
+    teams of 2-4 lanes gave 0 or inf there on every runtime."""
+    op, values = {"powers": ("cumprod", [2.0**e for e in _PAST_RANGE_POWERS]), "sums": ("cumsum", _PAST_RANGE_SUMS),
+                  "products": ("cumprod", _PAST_RANGE_PRODUCTS)}[case]
+    x = np.array(values, np.float32)
+    exact = getattr(np, op)(x.astype(np.float64))[-1]
+    for force in (None, RowForce(lanes=2, split=1), RowForce(lanes=4, split=1), RowForce(lanes=2, split=2),
+                  RowForce(lanes=4, split=2), RowForce(lanes=4, split=3), RowForce(lanes=1, split=2)):
+        got = getattr(rowops, op)(x, device=cl_device, force=force)[-1]
+        assert np.isfinite(got) and got != 0 and abs(got - exact) <= 1e-5 * abs(exact), (force, got, exact)
+
+
 @pytest.mark.parametrize("op", ["cumsum", "cumprod"])
 def test_scans_of_rows_past_the_float_range(cl_device, cl_queue, op, request):
     """Rows whose partials (a lane's run, a team prefix, a chunk's total) leave the float range
