@@ -518,6 +518,10 @@ def plan_row(caps: DeviceCaps, problem: RowProblem, force: RowForce | None = Non
     force = force or RowForce()
     if force.cache is not None and force.cache not in CACHES:
         raise ValueError(f"unknown cache {force.cache!r}; known: {', '.join(CACHES)}")
+    if force.lookback:
+        # was ignored here (softmax ran without it; an outside fuzz run, 2026-11-30)
+        raise UnsupportedOnDevice(f"lookback=True is a scan plan (cumsum, cumprod, logcumsumexp); "
+                                  f"{problem.op} has no look-back")
     # float16 needs no cl_khr_fp16: vload_half/vstore_half are core OpenCL C (math is float)
     acc = "float64" if problem.dtype == "float64" else "float32"
     require_fp64(caps, problem, acc)

@@ -95,12 +95,15 @@ def _eps(eps, op: str) -> float:
         value = float(eps)
     except (TypeError, ValueError):
         raise TypeError(f"{op}: eps must be a real number, not {type(eps).__name__}") from None
+    except OverflowError:  # a Python int past float64 (10**400): not finite
+        raise ValueError(f"{op}: eps must be a finite number > 0, not {eps!r}") from None
     if not math.isfinite(value) or value <= 0:
         raise ValueError(f"{op}: eps must be a finite number > 0, not {eps!r}")
     return value
 
 
 _SMALLEST_NORMAL = {name: float(np.finfo(name).tiny) for name in ("float32", "float64")}
+_LARGEST = {name: float(np.finfo(name).max) for name in ("float32", "float64")}
 
 
 def _eps_for(eps: float, dtype, op: str) -> None:
@@ -113,6 +116,10 @@ def _eps_for(eps: float, dtype, op: str) -> None:
     if eps < tiny:
         raise ValueError(f"{op}: eps={eps!r} is below the smallest normal {math} ({tiny:.4g}), "
                          f"the type of the norm's math for {dtype} input: it would round or flush to 0 there")
+    if eps > _LARGEST[math]:
+        # 1e39 became inf in float32 and every row 0 (an outside fuzz run, 2026-11-30)
+        raise ValueError(f"{op}: eps={eps!r} is above the largest {math} ({_LARGEST[math]:.4g}), the type of the "
+                         f"norm's math for {dtype} input: it would be inf there")
 
 
 def _row_param(p, name: str, k: int, op: str, inp: _Input):

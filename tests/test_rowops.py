@@ -922,6 +922,13 @@ def test_empty_inputs(cl_device):
     # > 0 but 0 (or flushed) in the math type, float32 for float16/32 input: zero rows gave NaN
     (lambda d: rowops.rms_norm(np.zeros((2, 3), np.float32), eps=1e-50, device=d), ValueError, "smallest normal"),
     (lambda d: rowops.layer_norm(np.zeros((2, 3), np.float16), eps=1e-40, device=d), ValueError, "smallest normal"),
+    # the mirror: inf in the math type, every row 0; a Python int past float64 (OverflowError
+    # before; both from an outside fuzz run, 2026-11-30)
+    (lambda d: rowops.rms_norm(np.ones((2, 3), np.float32), eps=1e39, device=d), ValueError, "largest float32"),
+    (lambda d: rowops.layer_norm(np.ones((2, 3), np.float16), eps=1e39, device=d), ValueError, "largest float32"),
+    (lambda d: rowops.rms_norm(np.ones((2, 3), np.float32), eps=10**400, device=d), ValueError, "finite"),
+    (lambda d: rowops.softmax(np.ones((2, 3), np.float32), force=RowForce(lookback=True), device=d),
+     UnsupportedOnDevice, "scan plan"),
     # float() accepts both; neither is an epsilon (they ran silently until 2026-11-27)
     (lambda d: rowops.rms_norm(np.ones((2, 3), np.float32), eps="1e-5", device=d), TypeError, "eps"),
     (lambda d: rowops.layer_norm(np.ones((2, 3), np.float32), eps=True, device=d), TypeError, "eps"),
