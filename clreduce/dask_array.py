@@ -96,6 +96,22 @@ def reduce(name: str, a, axis=None, *, dtype=None, out=None, keepdims=False, ddo
         keepdims = api._as_flag(keepdims, "keepdims")  # numpy's TypeError for "yes" or None
     if name == "norm":
         return _norm(x, ord, axis, keepdims, call, split_every, out)
+    if dtype is not None and np.dtype(dtype) == np.bool_ and name in ("sum", "nansum", "prod", "mean"):
+        # numpy's bool loop: a sum is any nonzero, a product all nonzero (as api does for numpy
+        # input); this path had raised ops.py's internal TypeError (an outside fuzz run, 2026-11-30)
+        if name == "mean" or (name == "nansum" and x.dtype.kind == "f"):
+            raise TypeError(f"clreduce.{name} of a dask array with dtype=bool is not supported "
+                            "(numpy's bool loop); reduce with any/all, or reduce numpy input")
+        return reduce("all" if name == "prod" else "any", a, axis, out=out, keepdims=keepdims, backend=backend,
+                      force=force, where=dict(where, split_every=split_every) if split_every else where)
+    if out is not None and name in ("max", "min", "nanmax", "nanmin") and \
+            not api._keeps_order(np.dtype(x.dtype), np.dtype(out.dtype)):
+        # the same refusal as numpy input's (api._compute): numpy keeps the running value in out=
+        raise TypeError(f"clreduce.{name} into an out= of dtype {out.dtype} is not supported for "
+                        f"{x.dtype} input (the cast reorders values); reduce, then cast the result")
+    if out is not None and name in ("var", "std") and np.dtype(out.dtype).kind in "biu":
+        raise TypeError(f"clreduce.{name} into an out= of dtype {out.dtype} is not supported: numpy "
+                        "casts the float sum of squares into it before dividing; pass a float out=")
     public = api.axis_rules_name(name, x.dtype)  # numpy's nanmean of integers is their mean
     rule_op = OPS["mean" if public != name else _RULE_OP.get(name, name)]
     if name == "nanmean" and x.dtype.kind == "f" and dtype is not None:

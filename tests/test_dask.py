@@ -558,3 +558,25 @@ def test_worker_without_device_fails_naming_the_worker(client):
     finally:
         client.register_plugin(DeviceAssignment(["pocl"]))  # both workers back on PoCL
     assert {why for why, _ in client.run(_worker_device).values()} == {"CLREDUCE_DEVICE=pocl"}
+
+
+def test_bool_dtype_and_refused_outs_follow_numpy_input():
+    """An outside fuzz run (2026-11-30): sum/prod/nansum with dtype=bool raised an internal
+    TypeError for dask input (numpy input runs them as any/all); max into an out= whose cast
+    reorders values and var into an integer out= were cast for dask input where numpy input
+    refuses them (README: not supported), and gave other numbers than numpy."""
+    x = np.array([[0, 3], [0, 0], [5, 1]], np.int64)
+    d = da.from_array(x, chunks=(2, 1))
+    for op in ("sum", "prod", "nansum"):
+        for axis in (None, 0, 1):
+            got = _threads(getattr(clreduce, op)(d, axis=axis, dtype=bool))
+            want = getattr(np, op)(x, axis=axis, dtype=bool)
+            assert np.array_equal(got, want) and got.dtype == want.dtype, (op, axis, got, want)
+    with pytest.raises(TypeError, match="not supported"):
+        clreduce.mean(d, dtype=bool)
+    small = da.from_array(np.array([-1, 5, 3], np.int8), chunks=1)
+    with pytest.raises(TypeError, match="reorders"):
+        clreduce.max(small, out=da.zeros((), dtype=np.uint8))
+    with pytest.raises(TypeError, match="not supported"):
+        clreduce.var(da.from_array(np.ones((3, 4), np.float32), chunks=2), axis=0, out=da.zeros(4, dtype=np.uint8))
+    assert _threads(clreduce.max(small, out=da.zeros((), dtype=np.int32))) == 5  # an order-keeping cast runs
