@@ -222,6 +222,23 @@ def loop_dtype(name: str, in_dtype: np.dtype, dtype=None, out_dtype=None) -> np.
     return None
 
 
+def refuse_unemulated_out(name: str, in_dtype: np.dtype, out_dtype) -> None:
+    """TypeError for the out= dtypes whose numpy answer no parallel reduction reproduces
+    (README, "not supported"); numpy input and dask input (dask_array.reduce) both ask here."""
+    if out_dtype is None:
+        return
+    out_dtype = np.dtype(out_dtype)
+    if name in ("max", "min", "nanmax", "nanmin") and not _keeps_order(np.dtype(in_dtype), out_dtype):
+        # numpy keeps the running max in out= itself, cast back to out's dtype after every
+        # step; when that cast reorders values (signed -> unsigned, narrowing, float -> int)
+        # the answer depends on the order of the fold, which no parallel reduction follows
+        raise TypeError(f"clreduce.{name} into an out= of dtype {out_dtype} is not supported for "
+                        f"{in_dtype} input (the cast reorders values); reduce, then cast the result")
+    if name in ("var", "std") and out_dtype.kind in "biu":
+        raise TypeError(f"clreduce.{name} into an out= of dtype {out_dtype} is not supported: numpy "
+                        "casts the float sum of squares into it before dividing; pass a float out=")
+
+
 def _keeps_order(src: np.dtype, dst: np.dtype) -> bool:
     """Whether casting ``src`` to ``dst`` is monotone, so max/min commute with it."""
     if src.kind == "b" or dst.kind == "f":
@@ -464,9 +481,7 @@ def _compute(call: _Call, name: str, loop, result_dtype: np.dtype, out_dtype, dt
         if loop.kind != "f":
             raise TypeError(f"clreduce.{name} with dtype={loop} is not supported: numpy truncates the "
                             "mean and squares in that integer type; pass a float dtype")
-        if out_dtype is not None and out_dtype.kind in "biu":
-            raise TypeError(f"clreduce.{name} into an out= of dtype {out_dtype} is not supported: numpy "
-                            "casts the float sum of squares into it before dividing; pass a float out=")
+        refuse_unemulated_out(name, in_dtype, out_dtype)
         if boolean:
             ones = _host(call.run("count_nonzero")).astype(np.float64)
             dof = builtins.max(call.k - ddof, 0)
@@ -495,12 +510,7 @@ def _compute(call: _Call, name: str, loop, result_dtype: np.dtype, out_dtype, dt
         # no element map in the arg kernels: canonicalise (a one-byte-per-element copy)
         return call.run(name, x=_c_order(call.x).view(np.uint8) != 0)
     op = _BOOL_AS.get(name, name) if boolean else name
-    if name in ("max", "min", "nanmax", "nanmin") and out_dtype is not None and not _keeps_order(in_dtype, out_dtype):
-        # numpy keeps the running max in out= itself, cast back to out's dtype after every
-        # step; when that cast reorders values (signed -> unsigned, narrowing, float -> int)
-        # the answer depends on the order of the fold, which no parallel reduction follows
-        raise TypeError(f"clreduce.{name} into an out= of dtype {out_dtype} is not supported for "
-                        f"{in_dtype} input (the cast reorders values); reduce, then cast the result")
+    refuse_unemulated_out(name, in_dtype, out_dtype)
     result = call.run(op)
     if loop is not None and result_dtype.kind != "b":
         result = _cast(result, loop)  # numpy's loop dtype, then the cast to out= (same rounding)

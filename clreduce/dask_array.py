@@ -104,14 +104,7 @@ def reduce(name: str, a, axis=None, *, dtype=None, out=None, keepdims=False, ddo
                             "(numpy's bool loop); reduce with any/all, or reduce numpy input")
         return reduce("all" if name == "prod" else "any", a, axis, out=out, keepdims=keepdims, backend=backend,
                       force=force, where=dict(where, split_every=split_every) if split_every else where)
-    if out is not None and name in ("max", "min", "nanmax", "nanmin") and \
-            not api._keeps_order(np.dtype(x.dtype), np.dtype(out.dtype)):
-        # the same refusal as numpy input's (api._compute): numpy keeps the running value in out=
-        raise TypeError(f"clreduce.{name} into an out= of dtype {out.dtype} is not supported for "
-                        f"{x.dtype} input (the cast reorders values); reduce, then cast the result")
-    if out is not None and name in ("var", "std") and np.dtype(out.dtype).kind in "biu":
-        raise TypeError(f"clreduce.{name} into an out= of dtype {out.dtype} is not supported: numpy "
-                        "casts the float sum of squares into it before dividing; pass a float out=")
+    api.refuse_unemulated_out(name, x.dtype, None if out is None else out.dtype)
     public = api.axis_rules_name(name, x.dtype)  # numpy's nanmean of integers is their mean
     rule_op = OPS["mean" if public != name else _RULE_OP.get(name, name)]
     if name == "nanmean" and x.dtype.kind == "f" and dtype is not None:
@@ -355,15 +348,21 @@ def _float_block_total(name: str, block, spec: _Spec, axes):
     gives the total, 0 (an outside fuzz run, 2026-11-29); and the merge adds in float64. A
     device without fp64 sums in the accumulator (its block totals cast to float64), as before.
     A float16 result of wider input keeps its float16 elements (_block_dtype)."""
-    from .plan import UnsupportedOnDevice
-
     dtype = np.dtype(_block_dtype(block, spec))
     if spec.state["s"] == np.float64 and dtype == np.float32:
-        try:
-            return _clr(name, block, spec, axis=axes, dtype=np.float64)
-        except UnsupportedOnDevice:
-            pass
+        return _in_float64_else(name, block, spec, axes, dtype)
     return _clr(name, block, spec, axis=axes, dtype=dtype)
+
+
+def _in_float64_else(name: str, block, spec: _Spec, axes, dtype):
+    """clreduce.``name`` of the block with dtype=float64 where the device has fp64, else with
+    ``dtype`` (rusticl, Mali: UnsupportedOnDevice for the float64 run)."""
+    from .plan import UnsupportedOnDevice
+
+    try:
+        return _clr(name, block, spec, axis=axes, dtype=np.float64)
+    except UnsupportedOnDevice:
+        return _clr(name, block, spec, axis=axes, dtype=dtype)
 
 
 def _integer_block_total(block, spec: _Spec, axes, n: int):
@@ -384,13 +383,8 @@ def _block_mean(block, spec: _Spec, axes):
     mean's rounding, squared into the merge's deviations, had put var of float32 data near
     10000 0.85 % off (an outside fuzz run, 2026-11-29). Devices without fp64 keep the
     accumulator's mean (README, Dask)."""
-    from .plan import UnsupportedOnDevice
-
     if np.dtype(spec.acc) != np.float64:
-        try:
-            return _clr("mean", block, spec, axis=axes, dtype=np.float64)
-        except UnsupportedOnDevice:
-            pass
+        return _in_float64_else("mean", block, spec, axes, spec.acc)
     return _clr("mean", block, spec, axis=axes, dtype=spec.acc)
 
 
